@@ -1,0 +1,767 @@
+"""Offline checks of the bundle: ``python -m <package>.bundle.validate [ROOT]``.
+
+``databricks bundle validate`` needs a workspace login; these checks do not. They catch, with the
+file and YAML path of the mistake:
+
+======  ====================================================================================
+BND000  the validator itself failed (please report it; the message says where)
+BND001  a file cannot be read or is not valid YAML, or its top level is not a mapping
+BND002  schema: unknown field, wrong type or value (Databricks' own resource models)
+BND003  quality gate order: publish must depend on the gate, the gate on the validation run
+BND004  a ``${resources...}`` or other reference names something that does not exist
+BND005  a ``${var.x}`` is not declared, or a variable has no value in a target
+BND006  a pipeline ``libraries`` entry or ``root_path`` matches no file
+BND007  a task ``depends_on`` names an unknown task, or two tasks share a key
+BND008  the job's tasks depend on each other in a cycle
+BND009  a pipeline's catalog or schema does not resolve in a target
+BND010  a secret-looking literal (token, password...) is written in the YAML
+BND011  bundle structure: name, include globs, targets, duplicate resources
+BND012  a python_wheel_task entry point is not declared in pyproject.toml
+======  ====================================================================================
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+import typing
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Union, get_args, get_origin
+
+import yaml
+
+from .model import (
+    BUNDLE_FILE,
+    REFERENCE,
+    BundleError,
+    RawBundle,
+    apply_target,
+    build_task,
+    expand_library,
+    iter_references,
+    iter_strings,
+    join_path,
+    library_entries,
+    load_raw,
+    resolve,
+    variable_values,
+)
+
+__all__ = ["Problem", "validate_bundle", "main"]
+
+GATE_TASK = "quality_gate"
+
+_TOP_LEVEL_KEYS = {
+    "bundle", "include", "variables", "targets", "resources", "artifacts", "workspace",
+    "sync", "permissions", "run_as", "presets", "experimental", "scripts", "python",
+    "environments", "git",
+}
+_REFERENCE_ROOTS = {"var", "variables", "bundle", "workspace", "resources", "artifacts"}
+_SECRET_KEY = re.compile(
+    r"(?:^|[_.\-])(password|passwd|pwd|token|secret|api_?key|access_?key|private_?key|"
+    r"client_?secret|credentials?)$",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"dapi[0-9a-f]{32}|dose[0-9a-f]{32}|ghp_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}"
+    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+_SECRET_REF_PREFIX = "{" * 2 + "secrets/"  # Databricks secret reference in a Spark conf value
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str
+    #: Path of the file, relative to the bundle root (posix).
+    file: str
+    #: YAML path inside the file, e.g. ``resources.jobs.medallion.tasks[2].depends_on``.
+    path: str
+    message: str
+    fix: str = ""
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.path}" if self.path else self.file
+        text = f"{self.code} {where}: {self.message}"
+        return f"{text}; fix: {self.fix}" if self.fix else text
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ref(path: str) -> str:
+    """``${path}``, spelled without double braces (this file is a cookiecutter template)."""
+    return "${" + path + "}"
+
+
+def _dep(task_key: str) -> str:
+    return "[{task_key: " + task_key + "}]"
+
+
+class _Report:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+        self._seen: set[tuple[str, str, str, str]] = set()
+        self._lines: dict[Path, dict[str, int]] = {}
+
+    def rel(self, file: Path | str) -> str:
+        path = Path(file)
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def add(self, code: str, file: Path | str, path: str, message: str, fix: str = "") -> None:
+        rel = self.rel(file)
+        key = (code, rel, path, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.problems.append(Problem(code, rel, path, message, fix, self._line(Path(file), path)))
+
+    def _line(self, file: Path, path: str) -> int | None:
+        if file not in self._lines:
+            try:
+                self._lines[file] = _line_map(file.read_text(encoding="utf-8"))
+            except Exception:  # noqa: BLE001 - line numbers are a nicety
+                self._lines[file] = {}
+        lines = self._lines[file]
+        while path:
+            if path in lines:
+                return lines[path]
+            path = re.sub(r'(\[\d+\]|\["[^"]*"\]|\.[^.\[]+|^[^.\[]+)$', "", path)
+        return None
+
+
+def _line_map(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+
+    def walk(node: yaml.Node, path: str) -> None:
+        out.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = join_path(path, key.value)
+                out.setdefault(sub, key.start_mark.line + 1)
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, f"{path}[{i}]")
+
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        walk(node, "")
+    return out
+
+
+def _resource_models() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    models: dict[str, Callable[[dict[str, Any]], Any]] = {}
+    try:
+        from databricks.bundles.jobs import Job
+        from databricks.bundles.pipelines import Pipeline
+
+        models["jobs"] = Job
+        models["pipelines"] = Pipeline
+    except ImportError:  # pragma: no cover - databricks-bundles is a dev dependency
+        return models
+    for kind, module, name in (
+        ("schemas", "databricks.bundles.schemas", "Schema"),
+        ("volumes", "databricks.bundles.volumes", "Volume"),
+    ):
+        try:
+            models[kind] = getattr(__import__(module, fromlist=[name]), name)
+        except (ImportError, AttributeError):
+            pass
+    return models
+
+
+def _transform_fn() -> Callable[[Any, Any], Any] | None:
+    try:
+        from databricks.bundles.core._transform import _transform
+    except ImportError:  # private helper: without it, errors point at the resource itself
+        return None
+    return _transform
+
+
+def _candidates(tpe: Any) -> list[Any]:
+    """The concrete types behind Optional / VariableOr / Union wrappers."""
+    origin = get_origin(tpe)
+    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        out: list[Any] = []
+        for arg in get_args(tpe):
+            if arg is type(None):
+                continue
+            if getattr(get_origin(arg), "__name__", "") == "Variable":
+                continue
+            out.extend(_candidates(arg))
+        return out
+    import types
+
+    if isinstance(tpe, types.UnionType):
+        return [a for arg in get_args(tpe) for a in _candidates(arg) if a is not type(None)]
+    return [tpe]
+
+
+def _locate(
+    tpe: Any, value: Any, path: str, transform: Callable[[Any, Any], Any]
+) -> tuple[str, str | None, list[str]]:
+    """Deepest path under which ``transform(tpe, value)`` fails.
+
+    Returns (path, unknown field or None, the field names allowed there).
+    """
+    for cand in _candidates(tpe):
+        if is_dataclass(cand) and isinstance(value, dict):
+            names = [f.name for f in fields(cand)]
+            for key in value:
+                if key not in names:
+                    return join_path(path, key), str(key), names
+            try:
+                hints = typing.get_type_hints(cand)
+            except Exception:  # noqa: BLE001
+                return path, None, names
+            for key, item in value.items():
+                try:
+                    transform(hints[key], item)
+                except Exception:  # noqa: BLE001
+                    return _locate(hints[key], item, join_path(path, key), transform)
+            missing = [
+                f.name
+                for f in fields(cand)
+                if f.name not in value
+                and f.default is f.default_factory  # both MISSING: a required field
+            ]
+            if missing:
+                return path, None, missing
+        elif get_origin(cand) is list and isinstance(value, list):
+            (arg,) = get_args(cand) or (Any,)
+            for i, item in enumerate(value):
+                try:
+                    transform(arg, item)
+                except Exception:  # noqa: BLE001
+                    return _locate(arg, item, f"{path}[{i}]", transform)
+        elif get_origin(cand) is dict and isinstance(value, dict):
+            args = get_args(cand)
+            if len(args) == 2:
+                for key, item in value.items():
+                    try:
+                        transform(args[1], item)
+                    except Exception:  # noqa: BLE001
+                        return _locate(args[1], item, join_path(path, key), transform)
+    return path, None, []
+
+
+def _schema_message(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    match = re.match(r"Unexpected field '([^']+)' for class (\w+)", text)
+    if match:
+        return f"unknown field {match.group(1)!r} (not a field of {match.group(2)})"
+    match = re.search(r"missing \d+ required keyword-only argument: '(\w+)'", text)
+    if match:
+        return f"required field {match.group(1)!r} is missing"
+    match = re.match(r"'([^']*)' is not a valid (\w+)", text)
+    if match:
+        return f"{match.group(1)!r} is not a valid {match.group(2)}"
+    return text
+
+
+def _check_schema(
+    report: _Report, kind: str, key: str, spec: Any, file: Path, path: str
+) -> None:
+    model = _resource_models().get(kind)
+    if model is None or spec is None:
+        return
+    if not isinstance(spec, dict):
+        report.add("BND002", file, path, f"{kind} {key!r} must be a mapping")
+        return
+    try:
+        model.from_dict(dict(spec))  # type: ignore[attr-defined]
+        return
+    except Exception as exc:  # noqa: BLE001 - any model error becomes a Problem
+        message = _schema_message(exc)
+        where, unknown, allowed = path, None, []
+        transform = _transform_fn()
+        if transform is not None:
+            try:
+                where, unknown, allowed = _locate(model, spec, path, transform)
+            except Exception:  # noqa: BLE001
+                pass
+        fix = "see https://docs.databricks.com/dev-tools/bundles/reference.html"
+        if unknown is not None:
+            close = difflib.get_close_matches(unknown, allowed, n=1)
+            fix = f"rename it to {close[0]!r}" if close else "remove it"
+        elif "required field" in message:
+            fix = "add it"
+        report.add("BND002", file, where, message, fix)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_structure(report: _Report, raw: RawBundle) -> None:
+    main_file, main_doc = raw.documents[0]
+    bundle = main_doc.get("bundle")
+    if not isinstance(bundle, dict) or not bundle.get("name"):
+        report.add("BND011", main_file, "bundle.name", "the bundle has no name",
+                   "add bundle: {name: <project>}")
+    for i, pattern in enumerate(raw.unmatched_includes):
+        report.add("BND011", main_file, "include", f"include pattern {pattern!r} matches no file",
+                   "fix the pattern or remove it")
+    targets = raw.config.get("targets")
+    if not isinstance(targets, dict) or not targets:
+        report.add("BND011", main_file, "targets", "no targets defined",
+                   "add targets dev (mode: development, default: true) and prod")
+    else:
+        defaults = [t for t, v in targets.items() if isinstance(v, dict) and v.get("default")]
+        if len(defaults) > 1:
+            report.add("BND011", main_file, "targets",
+                       f"more than one default target: {', '.join(defaults)}",
+                       "keep default: true on one target only")
+    for (kind, key), files in raw.resource_files.items():
+        if len(files) > 1:
+            names = ", ".join(report.rel(f) for f in files)
+            report.add("BND011", files[1], f"resources.{kind}.{key}",
+                       f"{kind} {key!r} is defined in several files ({names})",
+                       "define each resource in one file")
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        for key in doc:
+            if key not in _TOP_LEVEL_KEYS:
+                close = difflib.get_close_matches(str(key), sorted(_TOP_LEVEL_KEYS), n=1)
+                report.add("BND002", file, str(key), f"unknown top-level key {key!r}",
+                           f"rename it to {close[0]!r}" if close else "remove it")
+
+
+def _resource_docs(raw: RawBundle) -> Iterable[tuple[Path, str, str, Any, str]]:
+    """(file, kind, key, spec, yaml path) for every resource mapping as written."""
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        resources = doc.get("resources")
+        if isinstance(resources, dict):
+            for kind, entries in resources.items():
+                if isinstance(entries, dict):
+                    for key, spec in entries.items():
+                        yield file, kind, key, spec, f"resources.{kind}.{key}"
+        targets = doc.get("targets")
+        if isinstance(targets, dict):
+            for tname, tdoc in targets.items():
+                resources = (tdoc or {}).get("resources") if isinstance(tdoc, dict) else None
+                if isinstance(resources, dict):
+                    for kind, entries in resources.items():
+                        if isinstance(entries, dict):
+                            for key, spec in entries.items():
+                                yield file, kind, key, spec, (
+                                    f"targets.{tname}.resources.{kind}.{key}"
+                                )
+
+
+def _check_references(report: _Report, raw: RawBundle) -> None:
+    declared = raw.config.get("variables") or {}
+    resources: dict[str, set[str]] = {}
+    for file, kind, key, _spec, _path in _resource_docs(raw):
+        resources.setdefault(kind, set()).add(key)
+    for file, doc in raw.documents:
+        for path, ref in iter_references(doc):
+            parts = re.findall(r"[^.\[\]]+", ref)
+            root = parts[0]
+            if root not in _REFERENCE_ROOTS:
+                close = difflib.get_close_matches(root, sorted(_REFERENCE_ROOTS), n=1)
+                report.add("BND004", file, path, f"{_ref(ref)}: unknown reference root {root!r}",
+                           f"did you mean {_ref(close[0] + '.…')}?" if close else
+                           "use ${var.…}, ${bundle.…}, ${workspace.…} or ${resources.…}")
+                continue
+            if root in ("var", "variables"):
+                name = parts[1] if len(parts) > 1 else ""
+                if name not in declared:
+                    close = difflib.get_close_matches(name, list(declared), n=1)
+                    report.add("BND005", file, path, f"{_ref(ref)}: variable {name!r} is not declared",
+                               f"use {_ref('var.' + close[0])}" if close else
+                               f"declare it under variables: in {BUNDLE_FILE}")
+            elif root == "resources":
+                if len(parts) < 3:
+                    report.add("BND004", file, path, f"{_ref(ref)}: incomplete resource reference",
+                               "use ${resources.<kind>.<key>.<field>}, e.g. "
+                               "${resources.pipelines.validation.id}")
+                    continue
+                kind, key = parts[1], parts[2]
+                known = resources.get(kind)
+                if known is None:
+                    close = difflib.get_close_matches(kind, sorted(resources), n=1)
+                    report.add("BND004", file, path, f"{_ref(ref)}: no resources of kind {kind!r}",
+                               f"did you mean resources.{close[0]}?" if close else
+                               "define the resource or fix the reference")
+                elif key not in known:
+                    close = difflib.get_close_matches(key, sorted(known), n=1)
+                    hint = f"use {_ref('.'.join(['resources', kind, close[0], *(parts[3:] or ['id'])]))}" \
+                        if close else f"known {kind}: {', '.join(sorted(known))}"
+                    report.add("BND004", file, path,
+                               f"{_ref(ref)}: there is no {kind[:-1] if kind.endswith('s') else kind} "
+                               f"{key!r}", hint)
+
+
+def _check_variables(report: _Report, raw: RawBundle) -> None:
+    main_file = raw.documents[0][0]
+    declared = raw.config.get("variables") or {}
+    targets = raw.config.get("targets") or {}
+    if not isinstance(targets, dict):
+        return
+    for tname, tdoc in targets.items():
+        tvalues = (tdoc or {}).get("variables") if isinstance(tdoc, dict) else None
+        tvalues = tvalues if isinstance(tvalues, dict) else {}
+        for name in tvalues:
+            if name not in declared:
+                report.add("BND005", main_file, f"targets.{tname}.variables.{name}",
+                           f"variable {name!r} is set but not declared",
+                           f"declare it under variables: in {BUNDLE_FILE}")
+        for name, decl in declared.items():
+            has_default = isinstance(decl, dict) and ("default" in decl or "lookup" in decl)
+            if not isinstance(decl, dict):
+                has_default = True
+            if not has_default and name not in tvalues:
+                report.add("BND005", main_file, f"targets.{tname}.variables",
+                           f"variable {name!r} has no value in target {tname!r} and no default",
+                           f"add {name}: <value> under targets.{tname}.variables")
+
+
+def _check_libraries(report: _Report, raw: RawBundle) -> None:
+    for file, kind, key, spec, path in _resource_docs(raw):
+        if kind != "pipelines" or not isinstance(spec, dict):
+            continue
+        base = file.parent
+        libs = spec.get("libraries")
+        if isinstance(libs, list):
+            for i, lib in enumerate(libs):
+                entries = library_entries({"libraries": [lib]})
+                for lkind, pattern in entries:
+                    if pattern.startswith("/") or REFERENCE.search(pattern):
+                        continue  # a workspace path: only checkable on Databricks
+                    if not expand_library(base, lkind, pattern):
+                        field = {"glob": "glob.include", "file": "file.path",
+                                 "notebook": "notebook.path"}[lkind]
+                        what = "matches no .py or .sql file" if lkind == "glob" else "does not exist"
+                        report.add("BND006", file, f"{path}.libraries[{i}].{field}",
+                                   f"{pattern!r} {what} (paths are relative to {report.rel(file)})",
+                                   "point it at the pipeline's source folder, e.g. "
+                                   "../src/pipelines/<pipeline>/<layer>/**")
+        root_path = spec.get("root_path")
+        if isinstance(root_path, str) and not root_path.startswith("/") \
+                and not REFERENCE.search(root_path):
+            if not (base / root_path).is_dir():
+                report.add("BND006", file, f"{path}.root_path",
+                           f"root_path {root_path!r} is not a folder "
+                           f"(paths are relative to {report.rel(file)})",
+                           "point it at the pipeline's source folder")
+
+
+def _is_gate(task: dict[str, Any]) -> bool:
+    texts = [str(task.get("task_key", ""))]
+    for kind, field in (("python_wheel_task", "entry_point"), ("spark_python_task", "python_file"),
+                        ("notebook_task", "notebook_path")):
+        sub = task.get(kind)
+        if isinstance(sub, dict):
+            texts.append(str(sub.get(field, "")))
+    return any("gate" in t.lower() for t in texts)
+
+
+def _ancestors(key: str, deps: dict[str, list[str]]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(deps.get(key, []))
+    while stack:
+        dep = stack.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        stack.extend(deps.get(dep, []))
+    return seen
+
+
+def _find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in deps.get(node, []):
+            if dep not in deps:
+                continue
+            if state.get(dep) == 1:
+                return stack[stack.index(dep):] + [dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in deps:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _check_job(report: _Report, file: Path, key: str, spec: dict[str, Any],
+               validation_key: str, publish_key: str) -> None:
+    base = f"resources.jobs.{key}"
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list):
+        return
+    index: dict[str, int] = {}
+    deps: dict[str, list[str]] = {}
+    for i, raw_task in enumerate(tasks):
+        if not isinstance(raw_task, dict) or not raw_task.get("task_key"):
+            continue
+        tkey = str(raw_task["task_key"])
+        if tkey in index:
+            report.add("BND007", file, f"{base}.tasks[{i}].task_key",
+                       f"task key {tkey!r} is used twice (also tasks[{index[tkey]}])",
+                       "give every task its own task_key")
+            continue
+        index[tkey] = i
+        deps[tkey] = build_task(raw_task).depends_on
+    for tkey, i in index.items():
+        for j, dep in enumerate(deps[tkey]):
+            if dep not in index:
+                close = difflib.get_close_matches(dep, list(index), n=1)
+                report.add("BND007", file, f"{base}.tasks[{i}].depends_on[{j}]",
+                           f"{tkey} depends on unknown task {dep!r}",
+                           f"use task_key: {close[0]}" if close else
+                           f"use one of: {', '.join(index)}")
+    cycle = _find_cycle(deps)
+    if cycle:
+        first = cycle[0]
+        report.add("BND008", file, f"{base}.tasks[{index[first]}].depends_on",
+                   f"tasks depend on each other in a cycle: {' -> '.join(cycle)}",
+                   "remove one of these depends_on entries")
+
+    built = {tkey: build_task(tasks[i]) for tkey, i in index.items()}
+    publish = [t for t in built.values() if t.pipeline_key == publish_key]
+    if not publish:
+        return
+    gates = [t for t in built.values() if _is_gate(t.spec)]
+    validates = {t.key for t in built.values() if t.pipeline_key == validation_key}
+    gate_names = ", ".join(g.key for g in gates) or GATE_TASK
+    if not gates:
+        for task in publish:
+            report.add("BND003", file, f"{base}.tasks[{index[task.key]}]",
+                       f"{task.key} refreshes the {publish_key} pipeline but no quality gate task "
+                       "runs before it",
+                       f"add a {GATE_TASK} task (depends on the {validation_key} pipeline task) "
+                       f"and make {task.key} depend on it")
+        return
+    for gate in gates:
+        gi = index[gate.key]
+        if not (_ancestors(gate.key, deps) & validates):
+            target = next(iter(sorted(validates)), "<validation task>")
+            if validates:
+                report.add("BND003", file, f"{base}.tasks[{gi}]",
+                           f"{gate.key} does not depend on {target} (the {validation_key} "
+                           "pipeline task)", f"add depends_on: {_dep(target)}")
+            else:
+                report.add("BND003", file, f"{base}.tasks",
+                           f"the job never runs the {validation_key} pipeline before {gate.key}",
+                           f"add a pipeline_task on {_ref('resources.pipelines.' + validation_key + '.id')} "
+                           f"and make {gate.key} depend on it")
+        if gate.run_if != "ALL_SUCCESS":
+            report.add("BND003", file, f"{base}.tasks[{gi}].run_if",
+                       f"{gate.key} has run_if: {gate.run_if}, so it runs (and may pass on old "
+                       "metrics) even when the validation pipeline failed",
+                       "remove run_if or set run_if: ALL_SUCCESS")
+        params = (gate.spec.get("python_wheel_task") or {}).get("parameters") \
+            if isinstance(gate.spec.get("python_wheel_task"), dict) else None
+        wanted = _ref(f"resources.pipelines.{validation_key}.id")
+        if isinstance(params, list) and not any(wanted in str(p) for p in params):
+            report.add("BND003", file, f"{base}.tasks[{gi}].python_wheel_task.parameters",
+                       f"{gate.key} is not given the {validation_key} pipeline id",
+                       f"add parameters: [--pipeline-id, {wanted}]")
+    gate_keys = {g.key for g in gates}
+    for task in publish:
+        pi = index[task.key]
+        ancestors = _ancestors(task.key, deps)
+        if not ancestors & gate_keys:
+            first_gate = gates[0].key
+            report.add("BND003", file, f"{base}.tasks[{pi}]",
+                       f"{task.key} does not depend on {gate_names}",
+                       f"add depends_on: {_dep(first_gate)}")
+            continue
+        # Every task between the gate and publish (and publish) must need its upstream to succeed.
+        chain = [task.key] + [
+            a for a in ancestors
+            if a in built and a not in gate_keys and _ancestors(a, deps) & gate_keys
+        ]
+        for tkey in chain:
+            if built[tkey].run_if != "ALL_SUCCESS":
+                report.add("BND003", file, f"{base}.tasks[{index[tkey]}].run_if",
+                           f"{tkey} has run_if: {built[tkey].run_if}, so {task.key} runs even "
+                           f"when {gate_names} fails",
+                           "remove run_if or set run_if: ALL_SUCCESS")
+
+
+def _check_jobs(report: _Report, raw: RawBundle, validation_key: str, publish_key: str) -> None:
+    targets = raw.config.get("targets") or {}
+    names = list(targets) if isinstance(targets, dict) and targets else [None]
+    for tname in names:
+        config = apply_target(raw.config, tname) if tname else raw.config
+        for key, spec in ((config.get("resources") or {}).get("jobs") or {}).items():
+            if not isinstance(spec, dict):
+                continue
+            files = raw.resource_files.get(("jobs", key)) or [raw.documents[0][0]]
+            _check_job(report, files[0], key, spec, validation_key, publish_key)
+
+
+def _check_catalog_schema(report: _Report, raw: RawBundle) -> None:
+    targets = raw.config.get("targets") or {}
+    if not isinstance(targets, dict):
+        return
+    for tname in targets:
+        config = resolve(apply_target(raw.config, tname), variable_values(raw.config, tname))
+        for key, spec in ((config.get("resources") or {}).get("pipelines") or {}).items():
+            if not isinstance(spec, dict):
+                continue
+            file = (raw.resource_files.get(("pipelines", key)) or [raw.documents[0][0]])[0]
+            for fld in ("catalog", "schema"):
+                value = spec.get(fld)
+                if fld == "schema" and value is None:
+                    value = spec.get("target")
+                path = f"resources.pipelines.{key}.{fld}"
+                if value is None or (isinstance(value, str) and not value.strip()):
+                    report.add("BND009", file, path,
+                               f"pipeline {key!r} has no {fld} in target {tname!r}",
+                               f"set {fld}: {_ref('var.' + fld)} and give {fld} a value in every target")
+                    continue
+                pending = [m.group(1) for m in REFERENCE.finditer(str(value))
+                           if not m.group(1).startswith("workspace.current_user")]
+                if pending:
+                    report.add("BND009", file, path,
+                               f"{fld} of pipeline {key!r} does not resolve in target {tname!r} "
+                               f"(left: {_ref(pending[0])})",
+                               f"give the variable a value under targets.{tname}.variables")
+
+
+def _check_secrets(report: _Report, raw: RawBundle) -> None:
+    for file, doc in raw.documents:
+        for path, text in iter_strings(doc):
+            value = text.strip()
+            if not value or value.startswith(_SECRET_REF_PREFIX):
+                continue
+            last = re.split(r'[.\]\["]+', path.rstrip('"]'))[-1] if path else ""
+            literal = REFERENCE.sub("", value).strip()
+            masked = (value[:4] + "…") if len(value) > 4 else "…"
+            if _SECRET_VALUE.search(value):
+                report.add("BND010", file, path,
+                           f"value {masked!r} looks like a credential; it would be committed and "
+                           "deployed in clear text",
+                           "store it in a Databricks secret scope and reference it "
+                           "(e.g. a secrets/<scope>/<key> reference), or pass it at deploy time")
+            elif _SECRET_KEY.search(last) and literal:
+                report.add("BND010", file, path,
+                           f"{last!r} holds a literal value ({masked!r}); secrets do not belong "
+                           "in bundle YAML",
+                           "use a secret scope reference or a variable set from the environment "
+                           f"(BUNDLE_VAR_<name>)")
+
+
+def _check_entry_points(report: _Report, raw: RawBundle) -> None:
+    pyproject = raw.root / "pyproject.toml"
+    if not pyproject.is_file():
+        return
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            return
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except Exception as exc:  # noqa: BLE001
+        report.add("BND001", pyproject, "", f"invalid TOML: {exc}")
+        return
+    project = data.get("project") or {}
+    declared = set((project.get("scripts") or {}).keys())
+    for group in (project.get("entry-points") or {}).values():
+        if isinstance(group, dict):
+            declared |= set(group)
+    for file, kind, key, spec, path in _resource_docs(raw):
+        if kind != "jobs" or not isinstance(spec, dict):
+            continue
+        for i, task in enumerate(spec.get("tasks") or []):
+            wheel = task.get("python_wheel_task") if isinstance(task, dict) else None
+            if not isinstance(wheel, dict):
+                continue
+            entry = wheel.get("entry_point")
+            if isinstance(entry, str) and entry not in declared and not REFERENCE.search(entry):
+                report.add("BND012", file, f"{path}.tasks[{i}].python_wheel_task.entry_point",
+                           f"entry point {entry!r} is not declared in pyproject.toml",
+                           f"add under [project.scripts]: {entry} = \"<package>.<module>:main\"")
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def validate_bundle(
+    root: Path | str,
+    *,
+    validation_key: str = "validation",
+    publish_key: str = "publish",
+) -> list[Problem]:
+    """Check the bundle at ``root``; an empty list means it is clean. Never raises."""
+    root = Path(root).resolve()
+    report = _Report(root)
+    try:
+        try:
+            raw = load_raw(root)
+        except BundleError as exc:
+            text = str(exc)
+            file, _, message = text.partition(": ")
+            report.add("BND001", file if message else root / BUNDLE_FILE, "", message or text,
+                       "fix the YAML syntax" if "invalid YAML" in text else "")
+            return report.problems
+        _check_structure(report, raw)
+        for file, kind, key, spec, path in _resource_docs(raw):
+            _check_schema(report, kind, key, spec, file, path)
+        _check_references(report, raw)
+        _check_variables(report, raw)
+        _check_libraries(report, raw)
+        _check_jobs(report, raw, validation_key, publish_key)
+        _check_catalog_schema(report, raw)
+        _check_secrets(report, raw)
+        _check_entry_points(report, raw)
+    except Exception as exc:  # noqa: BLE001 - users get a line, not a traceback
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+        report.add("BND000", root / BUNDLE_FILE, "",
+                   f"the validator failed: {type(exc).__name__}: {exc}{where}",
+                   "please report this; the other checks may be incomplete")
+    return report.problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m " + __name__,
+        description="Check the Databricks bundle offline (no workspace needed).",
+    )
+    parser.add_argument("root", nargs="?", default=".", help="bundle root (default: .)")
+    args = parser.parse_args(argv)
+    problems = validate_bundle(Path(args.root))
+    for problem in problems:
+        print(str(problem))
+    if problems:
+        print(f"{len(problems)} problem(s) found.", file=sys.stderr)
+        return 1
+    print("bundle OK")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""Rule files: expectations kept apart from code, editable by data owners.
+
+Two formats are read. The native one::
+
+    dataset: silver_orders
+    layer: silver
+    threshold: 0.05            # gate: largest failed fraction tolerated (default for the file)
+    rules:
+      - name: valid_amount
+        constraint: amount >= 0
+        action: drop           # warn | drop | fail
+        description: Refunds are separate records; a negative amount is a bug upstream.
+        owner: orders-team
+        threshold: 0.01
+
+and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
+be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
+and locally alike; every problem is reported with a stable code before any data is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from .constraints import constraint_errors
+from .problems import DataQualityError, Problem
+
+ACTIONS = ("warn", "drop", "fail")
+LAYERS = ("bronze", "silver", "gold")
+RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold"}
+FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules"}
+MAX_NAME = 128
+PACKAGE_RULES = resources.files(__package__.rsplit(".", 1)[0]).joinpath("rules")
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    constraint: str
+    action: str = "warn"
+    description: str = ""
+    owner: str = ""
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    dataset: str
+    layer: str | None
+    rules: tuple[Rule, ...]
+    file: str
+    threshold: float | None = None
+    owner: str = ""
+
+    def _by_action(self, action: str) -> dict[str, str]:
+        return {r.name: r.constraint for r in self.rules if r.action == action}
+
+    @property
+    def warn(self) -> dict[str, str]:
+        return self._by_action("warn")
+
+    @property
+    def drop(self) -> dict[str, str]:
+        return self._by_action("drop")
+
+    @property
+    def fail(self) -> dict[str, str]:
+        return self._by_action("fail")
+
+    @property
+    def all(self) -> dict[str, str]:
+        return {r.name: r.constraint for r in self.rules}
+
+    def thresholds(self) -> dict[str, float]:
+        """Gate thresholds keyed `dataset.rule`, plus `dataset` for the file default."""
+        out = {f"{self.dataset}.{r.name}": r.threshold for r in self.rules if r.threshold is not None}
+        if self.threshold is not None:
+            out[self.dataset] = self.threshold
+        return out
+
+
+@dataclass
+class _Reader:
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, code: str, message: str, fix: str = "", rule: str | None = None) -> None:
+        self.problems.append(Problem(code, self.file, message, fix, rule))
+
+    def threshold(self, value: object, rule: str | None) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            self.add("DQ014", f"threshold must be a fraction between 0 and 1, got {value!r}", "write e.g. threshold: 0.05 for 5 %", rule)
+            return None
+        return float(value)
+
+    def text(self, entry: dict, key: str, rule: str | None, required: bool = False) -> str:
+        value = entry.get(key)
+        if value is None:
+            if required:
+                self.add("DQ004", f"missing field '{key}'", f"add '{key}:' to the rule", rule)
+            return ""
+        if not isinstance(value, str):
+            self.add("DQ005", f"field '{key}' must be a string, got {type(value).__name__} {value!r}", "quote the value in YAML", rule)
+            return ""
+        return value
+
+
+def _display_path(path: Path) -> str:
+    """Show package rule files as `rules/<layer>/<file>`, others relative to the working dir."""
+    path = path.resolve()
+    for parent in path.parents:
+        if parent.name == "rules":
+            return str(path.relative_to(parent.parent))
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def resolve(name: str | Path) -> Path:
+    """A path as given, or a name relative to the package's `rules/` folder (package data)."""
+    path = Path(name)
+    if path.is_absolute() or path.exists():
+        return path
+    return Path(str(PACKAGE_RULES.joinpath(str(name))))
+
+
+def parse(text: str, file: str, dataset: str | None = None, layer: str | None = None) -> RuleSet:
+    """Parse one rule file's text; raise DataQualityError listing every problem found."""
+    reader = _Reader(file)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or "invalid YAML"
+        reader.add("DQ002", f"YAML does not parse{where}: {problem}", "fix the indentation or quoting there")
+        raise DataQualityError(reader.problems) from None
+    if data is None:
+        reader.add("DQ003", "file is empty", "add 'dataset:' and a 'rules:' list, or delete the file")
+        raise DataQualityError(reader.problems)
+    if not isinstance(data, dict):
+        reader.add("DQ003", f"top level must be a mapping, got {type(data).__name__}", "start with 'dataset:' and 'rules:'")
+        raise DataQualityError(reader.problems)
+
+    if "rules" in data:  # native format
+        for key in sorted(set(data) - FILE_FIELDS, key=str):
+            reader.add("DQ012", f"unknown field '{key}'", f"use only {', '.join(sorted(FILE_FIELDS))}")
+        dataset = data.get("dataset", dataset)
+        layer = data.get("layer", layer)
+        entries = data["rules"]
+        if not isinstance(entries, list):
+            reader.add("DQ005", f"'rules' must be a list, got {type(entries).__name__}", "write each rule as '- name: ...'")
+            entries = []
+        file_threshold = reader.threshold(data.get("threshold"), None)
+        owner = data.get("owner") or ""
+    else:  # Lakehouse Plumber: {<constraint>: {action, name}}
+        entries = []
+        for constraint, spec in data.items():
+            spec = spec if isinstance(spec, dict) else {}
+            entries.append({"constraint": constraint, "name": spec.get("name", constraint), **{k: v for k, v in spec.items() if k != "name"}})
+        file_threshold, owner = None, ""
+
+    if not isinstance(dataset, str) or not dataset:
+        reader.add("DQ004", "missing field 'dataset'", "add 'dataset: <table name>' at the top")
+    if layer is not None and layer not in LAYERS:
+        reader.add("DQ016", f"unknown layer {layer!r}", f"use one of {', '.join(LAYERS)}")
+
+    rules, seen = [], set()
+    for index, entry in enumerate(entries, 1):
+        if not isinstance(entry, dict):
+            reader.add("DQ005", f"rule #{index} must be a mapping, got {type(entry).__name__} {entry!r}", "write '- name: ..., constraint: ..., action: ...'")
+            continue
+        label = entry.get("name") if isinstance(entry.get("name"), str) else f"#{index}"
+        name = reader.text(entry, "name", label, required=True)
+        constraint = reader.text(entry, "constraint", label, required=True)
+        action = entry.get("action", "warn")
+        for key in sorted(set(entry) - RULE_FIELDS, key=str):
+            reader.add("DQ012", f"unknown field '{key}'", f"use only {', '.join(sorted(RULE_FIELDS))}", label)
+        if action not in ACTIONS:
+            reader.add("DQ006", f"unknown action {action!r}", "use warn, drop or fail", label)
+        if name and (len(name) > MAX_NAME or not name.isprintable()):
+            reader.add("DQ013", f"name must be printable and at most {MAX_NAME} characters", "use a short snake_case name", label)
+        if name in seen:
+            reader.add("DQ001", "duplicate name", "expectation names must be unique per dataset: rename one", label)
+        seen.add(name)
+        if constraint:
+            for code, message, fix in constraint_errors(constraint):
+                reader.add(code, message, fix, label)
+        threshold = reader.threshold(entry.get("threshold"), label)
+        description = reader.text(entry, "description", label)
+        rule_owner = reader.text(entry, "owner", label) or owner
+        rules.append(Rule(name, constraint, action, description, rule_owner, threshold))
+    if not rules and not reader.problems:
+        reader.add("DQ003", "no rules in file", "add at least one rule or delete the file")
+    if reader.problems:
+        raise DataQualityError(reader.problems)
+    return RuleSet(dataset, layer, tuple(rules), file, file_threshold, owner)
+
+
+def load(name: str | Path, *, dataset: str | None = None) -> RuleSet:
+    """Load a rule file: `load("silver/orders.yml")` reads the package's rules/silver/orders.yml."""
+    path = resolve(name)
+    display = _display_path(path)
+    layer = path.parent.name if path.parent.name in LAYERS else None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataQualityError([Problem("DQ003", display, "rule file not found", f"create it or fix the path passed to rules.load({str(name)!r})")]) from None
+    except UnicodeDecodeError as error:
+        raise DataQualityError([Problem("DQ002", display, f"file is not UTF-8 text ({error.reason})", "save it as UTF-8")]) from None
+    return parse(text, display, dataset=dataset, layer=layer)
+
+
+def rule_files(root: Path | None = None) -> list[Path]:
+    """All rule files under the package's rules folder (or `root`)."""
+    base = Path(str(PACKAGE_RULES)) if root is None else root
+    return sorted(p for p in base.rglob("*") if p.suffix in (".yml", ".yaml"))

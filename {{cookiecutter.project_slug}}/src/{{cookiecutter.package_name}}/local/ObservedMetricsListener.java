@@ -1,0 +1,58 @@
+package dq;
+
+import java.io.FileWriter;
+import java.io.IOException;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.execution.QueryExecution;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd;
+
+/**
+ * Appends the metrics of every "dq:" observation to a JSON-lines file.
+ *
+ * The open-source pipeline engine does not hand observed metrics to its client, but each flow
+ * execution (a materialized-view refresh, a streaming micro-batch) ends with a
+ * SparkListenerSQLExecutionEnd that carries them. Failed executions are skipped: a failing update
+ * records no metrics. Enable with spark.extraListeners=dq.ObservedMetricsListener and
+ * spark.dq.metricsFile=PATH.
+ */
+public class ObservedMetricsListener extends SparkListener {
+  private final String path;
+
+  public ObservedMetricsListener(SparkConf conf) {
+    path = conf.get("spark.dq.metricsFile", "");
+  }
+
+  @Override
+  public void onOtherEvent(SparkListenerEvent event) {
+    if (path.isEmpty() || !(event instanceof SparkListenerSQLExecutionEnd)) return;
+    SparkListenerSQLExecutionEnd end = (SparkListenerSQLExecutionEnd) event;
+    if (end.executionFailure().isDefined() || end.qe() == null) return;
+    Map<String, Row> metrics;
+    try {
+      metrics = scala.jdk.javaapi.CollectionConverters.asJava(end.qe().observedMetrics());
+    } catch (Throwable notAnalysable) {
+      return;
+    }
+    StringBuilder out = new StringBuilder();
+    for (Map.Entry<String, Row> e : metrics.entrySet()) {
+      if (!e.getKey().startsWith("dq:")) continue;
+      String name = e.getKey().replace("\\", "\\\\").replace("\"", "\\\"");
+      out.append("{\"observation\":\"").append(name)
+          .append("\",\"execution_id\":").append(end.executionId())
+          .append(",\"time_ms\":").append(end.time())
+          .append(",\"metrics\":").append(e.getValue().json()).append("}\n");
+    }
+    if (out.length() == 0) return;
+    synchronized (ObservedMetricsListener.class) {
+      try (FileWriter writer = new FileWriter(path, true)) {
+        writer.write(out.toString());
+      } catch (IOException error) {
+        System.err.println("dq listener: cannot write " + path + ": " + error);
+      }
+    }
+  }
+}

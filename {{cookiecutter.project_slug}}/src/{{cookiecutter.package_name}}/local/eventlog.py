@@ -1,0 +1,54 @@
+"""A local pipeline event log in the shape of Databricks' `event_log()`.
+
+One `flow_progress` event per completed flow and update, with `details` a JSON string holding
+`flow_progress.data_quality.expectations` = [{name, dataset, passed_records, failed_records}] and
+`dropped_records`, so the same metrics query and quality gate read both.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+SCHEMA = (
+    "id STRING, timestamp TIMESTAMP, event_type STRING, level STRING, message STRING, "
+    "origin STRUCT<pipeline_id: STRING, pipeline_name: STRING, update_id: STRING, flow_name: STRING, dataset_name: STRING>, "
+    "details STRING"
+)
+
+
+def flow_progress_details(status: str, output_rows: int | None, metrics) -> dict:
+    progress: dict = {"status": status}
+    if output_rows is not None:
+        progress["metrics"] = {"num_output_rows": output_rows}
+    if metrics is not None:
+        progress["data_quality"] = {"dropped_records": metrics.dropped_records, "expectations": metrics.expectations}
+    return {"flow_progress": progress}
+
+
+class EventLog:
+    def __init__(self, spark, path: Path):
+        self.spark = spark
+        self.path = Path(path)
+
+    def append(self, pipeline: str, result) -> None:
+        now = datetime.now(timezone.utc)
+        rows = []
+        for flow, state in sorted(result.flows.items()):
+            if state not in ("COMPLETED", "FAILED", "SKIPPED"):
+                continue
+            metrics = result.metrics.get(flow) if state == "COMPLETED" else None
+            details = flow_progress_details(state, result.output_rows.get(flow), metrics)
+            origin = (pipeline, pipeline, result.update_id, flow, flow)
+            level = "INFO" if state == "COMPLETED" else "ERROR"
+            rows.append((uuid.uuid4().hex, now, "flow_progress", level, f"Flow '{flow}' has {state}.", origin, json.dumps(details)))
+        if rows:
+            self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(str(self.path))
+
+    def read(self):
+        """The event log as a DataFrame (empty when nothing was run yet)."""
+        if not (self.path / "_delta_log").exists():
+            return self.spark.createDataFrame([], SCHEMA)
+        return self.spark.read.format("delta").load(str(self.path))

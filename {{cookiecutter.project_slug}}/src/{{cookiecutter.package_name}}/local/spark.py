@@ -1,0 +1,196 @@
+"""Spark Connect sessions for local runs: embedded (default), container, or remote.
+
+All three give the same thing: a Spark Connect session whose server has Delta Lake and the
+metrics listener, a warehouse folder of its own, and a file where observed metrics land.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyspark
+
+BACKENDS = ("embedded", "container", "remote")
+DELTA_VERSION = "4.4.0"
+DELTA_ARTIFACTS = (f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}", f"io.delta:delta-storage:{DELTA_VERSION}")
+LISTENER_SOURCE = Path(__file__).with_name("ObservedMetricsListener.java")
+LISTENER_CLASS = "dq.ObservedMetricsListener"
+PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
+LOG4J = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex{{short}}
+"""
+
+
+class BackendUnavailable(RuntimeError):
+    """A backend cannot start here; the message says what is missing and how to fix it."""
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def check_java() -> str:
+    """Return the Java version, or raise with the fix when no usable Java 17+ is found."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    fix = "install Java 17 or 21 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; or use --backend container, which needs only Docker"
+    if not java or not Path(java).exists():
+        raise BackendUnavailable(f"no Java found for the embedded Spark backend: {fix}")
+    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    match = re.search(r'version "(\d+)', out)
+    if not match or int(match.group(1)) < 17:
+        raise BackendUnavailable(f"Java 17 or newer is needed, found: {out.splitlines()[0] if out else java}: {fix}")
+    return match.group(1)
+
+
+def delta_jars() -> list[Path]:
+    """Delta jars from the cache, fetched once from Maven Central with `mvn` when missing."""
+    target = cache_dir() / "jars"
+    target.mkdir(exist_ok=True)
+    jars = []
+    for coordinate in DELTA_ARTIFACTS:
+        group, artifact, version = coordinate.split(":")
+        jar = target / f"{artifact}-{version}.jar"
+        local_m2 = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / jar.name
+        if not jar.exists() and local_m2.exists():
+            shutil.copy(local_m2, jar)
+        if not jar.exists():
+            mvn = shutil.which("mvn")
+            if not mvn:
+                raise BackendUnavailable(f"Delta jar {jar.name} is not cached and Maven is not installed: install Maven, or copy the jar into {target}")
+            print(f"fetching {coordinate} with Maven (once)...", file=sys.stderr)
+            done = subprocess.run(
+                [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={target}"],
+                capture_output=True, text=True, timeout=600,
+            )
+            if done.returncode != 0 or not jar.exists():
+                tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+                raise BackendUnavailable(f"could not fetch {coordinate} from Maven Central (is it reachable? a proxy set in ~/.m2/settings.xml?):\n{tail}")
+        jars.append(jar)
+    return jars
+
+
+def listener_jar() -> Path:
+    """Compile the metrics listener against pyspark's own jars, once per source version."""
+    digest = hashlib.sha256(LISTENER_SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:12]
+    jar = cache_dir() / f"dq-listener-{digest}.jar"
+    if jar.exists():
+        return jar
+    javac = shutil.which("javac") or (os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"], "bin", "javac")))
+    jar_tool = shutil.which("jar") or (javac and str(Path(javac).with_name("jar")))
+    if not javac or not Path(javac).exists():
+        raise BackendUnavailable("javac not found: the metrics listener is compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE")
+    with tempfile.TemporaryDirectory() as tmp:
+        compiled = subprocess.run([javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", str(LISTENER_SOURCE)], capture_output=True, text=True)
+        if compiled.returncode != 0:
+            raise BackendUnavailable(f"could not compile {LISTENER_SOURCE.name}:\n{compiled.stderr[-2000:]}")
+        partial = jar.with_suffix(".tmp")
+        subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "dq"], check=True, capture_output=True)
+        partial.replace(jar)
+    return jar
+
+
+def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
+    """Static settings of the Spark Connect server (they cannot go in a pipeline's configuration)."""
+    log4j = work_dir / "log4j2.properties"
+    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "off")))
+    return {
+        "spark.jars": ",".join(str(j) for j in jars),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
+        "spark.sql.sources.default": "delta",
+        "spark.extraListeners": LISTENER_CLASS,
+        "spark.dq.metricsFile": str(work_dir / "dq-metrics.jsonl"),
+        # Fail fast: the engine otherwise retries a failed flow after ~10 s.
+        "spark.sql.pipelines.maxFlowRetryAttempts": "0",
+        # Small data on 2 cores: fewer partitions, no UI.
+        "spark.sql.shuffle.partitions": os.environ.get("DQ_SHUFFLE_PARTITIONS", "4"),
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.memory": os.environ.get("DQ_DRIVER_MEMORY", "2g"),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.sql.connect.serverStacktrace.enabled": "false",
+    }
+
+
+@dataclass
+class LocalSpark:
+    """A running Spark Connect session and the folder its server writes to."""
+
+    spark: object
+    backend: str
+    work_dir: Path
+    started_in: float
+    _stop: list = field(default_factory=list)
+
+    @property
+    def metrics_file(self) -> Path:
+        return self.work_dir / "dq-metrics.jsonl"
+
+    def stop(self) -> None:
+        for stop in reversed(self._stop):
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                pass
+        self._stop.clear()
+
+
+def start(backend: str | None = None, work_dir: Path | None = None, remote: str | None = None) -> LocalSpark:
+    """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or embedded."""
+    backend = backend or os.environ.get("DQ_BACKEND", "embedded")
+    if backend not in BACKENDS:
+        raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    work_dir = Path(work_dir or tempfile.mkdtemp(prefix="dq-spark-")).resolve()
+    work_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    started = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    if backend == "embedded":
+        check_java()
+        confs = server_confs(work_dir, [*delta_jars(), listener_jar()])
+        builder = SparkSession.builder.remote("local[2]")
+        for key, value in confs.items():
+            builder = builder.config(key, value)
+        import warnings
+
+        with warnings.catch_warnings():  # the client cannot re-set static confs it just gave the server
+            warnings.simplefilter("ignore")
+            spark = builder.getOrCreate()
+        stops = [spark.stop]
+    elif backend == "container":
+        from . import container
+
+        confs = server_confs(work_dir, [])
+        image = container.build_image(jars=[*delta_jars(), listener_jar()])
+        server = container.start_server(confs=confs, mounts=[work_dir], image=image)
+        spark = SparkSession.builder.remote(server.url).getOrCreate()
+        stops = [server.stop, spark.stop]
+    else:
+        url = remote or os.environ.get("SPARK_REMOTE")
+        if not url or not url.startswith("sc://"):
+            raise BackendUnavailable("the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint with Delta and the metrics listener)")
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        stops = [spark.stop]
+    return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops)
