@@ -32,7 +32,10 @@ def load_answers(path: Path) -> dict[str, Any]:
     """Read the answers cookiecutter rendered into the marked comment line of ``path``."""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith(ANSWERS_MARKER):
-            answers = json.loads(line[len(ANSWERS_MARKER) :])
+            try:
+                answers = json.loads(line[len(ANSWERS_MARKER) :])
+            except json.JSONDecodeError:
+                break
             if isinstance(answers, dict):
                 return answers
             break

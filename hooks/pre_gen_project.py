@@ -143,13 +143,17 @@ def _free_text(value: Any, what: str, limit: int, example: str) -> list[str]:
         return [f"is empty; give {what} such as {example!r}"]
     problems = []
     if value != value.strip():
-        problems.append(f"has leading or trailing spaces; use {value.strip()!r}")
+        problems.append(f"has leading or trailing spaces; use {show(value.strip())}")
     if len(value) > limit:
         problems.append(f"is {len(value)} characters long; keep it to {limit} or fewer")
     if not value.isprintable():
         problems.append(
             "holds line breaks, tabs or other control characters; write it on one line "
             "with printable characters only"
+        )
+    if "\\" in value:
+        problems.append(
+            "holds a backslash, which YAML, TOML and Python strings read as an escape; remove it"
         )
     found = [mark for mark in MARKUP if mark in value]
     if found:
@@ -187,7 +191,7 @@ def validate_project_slug(value: Any) -> list[str]:
         )
     if not SLUG_RE.match(value) or value.endswith("-"):
         fix = suggest_slug(value)
-        hint = f"; try {fix!r}" if fix and fix != value else ""
+        hint = f"; try {show(fix)}" if fix and fix != value else ""
         problems.append(
             "must be lowercase ASCII letters, digits and dashes, start with a letter and not "
             f"end with a dash (it becomes a folder and the bundle name){hint}"
@@ -202,7 +206,7 @@ def validate_package_name(value: Any) -> list[str]:
     if not value:
         return ["is empty; use a Python identifier such as 'acme_orders'"]
     fix = suggest_identifier(value).lstrip("_")
-    hint = f"; try {fix!r}" if fix and fix != value and PACKAGE_RE.match(fix) else ""
+    hint = f"; try {show(fix)}" if fix and fix != value and PACKAGE_RE.match(fix) else ""
     problems = []
     if len(value) > MAX_PACKAGE:
         problems.append(f"is {len(value)} characters long; keep it to {MAX_PACKAGE} or fewer")
@@ -243,11 +247,13 @@ def validate_uc_identifier(value: Any, kind: str, reserved: frozenset[str]) -> l
         )
     if not UC_IDENTIFIER_RE.match(value):
         fix = suggest_identifier(value)[:MAX_UC_IDENTIFIER]
-        hint = f"; use {fix!r} instead" if fix else f"; e.g. {example!r}"
+        hint = f"; use {show(fix)} instead" if fix else f"; e.g. {example!r}"
         if "." in value:
             why = f"holds a dot, which would split it into two names (give the {kind} alone)"
+        elif value[0].isdigit():
+            why = "starts with a digit, so SQL would need backquotes around it everywhere"
         else:
-            why = "holds characters that would need backquotes everywhere"
+            why = "holds characters (spaces, dashes, quotes...) that would need backquotes"
         problems.append(
             f"is not a plain Unity Catalog identifier: {why}. Use ASCII letters, digits and "
             f"underscores, not starting with a digit{hint}"
@@ -337,10 +343,13 @@ def load_answers(path: Path) -> dict[str, Any]:
     """Read the answers cookiecutter rendered into the marked comment line of ``path``."""
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith(ANSWERS_MARKER):
-            answers = json.loads(line[len(ANSWERS_MARKER) :])
-            if not isinstance(answers, dict):
+            try:
+                answers = json.loads(line[len(ANSWERS_MARKER) :])
+            except json.JSONDecodeError:
                 break
-            return answers
+            if isinstance(answers, dict):
+                return answers
+            break
     raise SystemExit(f"ERROR: hook: {path.name}: no rendered answers; run it through cookiecutter")
 
 

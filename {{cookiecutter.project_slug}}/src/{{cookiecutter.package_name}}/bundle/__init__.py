@@ -7,8 +7,11 @@
   (``BND001``...); ``python -m <package>.bundle.validate`` prints them.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from .model import Bundle, BundleError, JobResource, PipelineResource, Task, load_bundle
-from .validate import Problem, validate_bundle
 
 __all__ = [
     "Bundle",
@@ -20,3 +23,13 @@ __all__ = [
     "load_bundle",
     "validate_bundle",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so that `python -m <package>.bundle.validate` does not find the
+    # module already imported by its own package (runpy's RuntimeWarning).
+    if name in ("Problem", "validate_bundle"):
+        from . import validate
+
+        return getattr(validate, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

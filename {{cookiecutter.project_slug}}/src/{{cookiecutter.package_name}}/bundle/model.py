@@ -24,9 +24,10 @@ import copy
 import glob as _glob
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 
@@ -70,7 +71,7 @@ TASK_KINDS = (
 # Same shape as the Databricks CLI's reference regex (libs/dyn/dynvar/ref.go); "$${x}" escapes.
 _NAME = r"_*[^\W\d_]+(?:[-_]*[^\W_]+)*"
 REFERENCE = re.compile(
-    r"(?<!\$)\$\{(%s(?:\.%s(?:\[[0-9]+\])*)*(?:\[[0-9]+\])*)\}" % (_NAME, _NAME)
+    r"(?<!\$)\$\{(" + _NAME + r"(?:\." + _NAME + r"(?:\[[0-9]+\])*)*(?:\[[0-9]+\])*)\}"
 )
 _PIPELINE_ID = re.compile(r"^\$\{resources\.pipelines\.([^.}]+)\.id\}$")
 
@@ -296,7 +297,11 @@ def merge(base: Any, override: Any) -> Any:
     if isinstance(base, dict) and isinstance(override, dict):
         out = copy.deepcopy(base)
         for key, value in override.items():
-            if key in _LIST_MERGE_KEYS and isinstance(value, list) and isinstance(out.get(key), list):
+            if (
+                key in _LIST_MERGE_KEYS
+                and isinstance(value, list)
+                and isinstance(out.get(key), list)
+            ):
                 out[key] = _merge_keyed_list(out[key], value, _LIST_MERGE_KEYS[key])
             else:
                 out[key] = merge(out.get(key), value)
@@ -306,9 +311,7 @@ def merge(base: Any, override: Any) -> Any:
 
 def _merge_keyed_list(base: list[Any], override: list[Any], item_key: str) -> list[Any]:
     out = copy.deepcopy(base)
-    index = {
-        item.get(item_key): i for i, item in enumerate(out) if isinstance(item, dict)
-    }
+    index = {item.get(item_key): i for i, item in enumerate(out) if isinstance(item, dict)}
     for item in override:
         key = item.get(item_key) if isinstance(item, dict) else None
         if key is not None and key in index:
@@ -356,12 +359,17 @@ def apply_target(config: dict[str, Any], target: str) -> dict[str, Any]:
 
 
 def _is_declaration(value: Any) -> bool:
-    return isinstance(value, dict) and bool(value) and set(value) <= {
-        "default",
-        "description",
-        "type",
-        "lookup",
-    }
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and set(value)
+        <= {
+            "default",
+            "description",
+            "type",
+            "lookup",
+        }
+    )
 
 
 def variable_values(

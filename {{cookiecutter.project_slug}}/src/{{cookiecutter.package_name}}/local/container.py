@@ -16,8 +16,10 @@ when the package is not installed editable from this repo), DOCKER_HOST (the dae
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -32,6 +34,9 @@ if "TESTCONTAINERS_RYUK_DISABLED" not in os.environ:
 PORT = 15002
 READY_LINE = "Spark Connect server started"
 DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
+DEFAULT_IMAGE = re.sub(r"[^a-z0-9_.-]", "-", __name__.split(".")[0].lower()) + "-spark-connect"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
 
 
@@ -43,8 +48,10 @@ class ContainerBackendError(RuntimeError):
     """The image did not build or the server did not come up; the message holds the log tail."""
 
 
-def _tail(text: str, n: int = 40) -> str:
-    return "\n".join(text.rstrip().splitlines()[-n:])
+def _tail(text: str, n: int = 30) -> str:
+    # Java stack frames would push the "Caused by:" lines out of view: drop them.
+    lines = [ln for ln in text.rstrip().splitlines() if not _FRAME.match(ln)]
+    return "\n".join(lines[-n:])
 
 
 def _docker_host() -> str:
@@ -58,21 +65,20 @@ def _explain(exc: Exception) -> str:
             f"Docker refused access to {host} (permission denied). Fix: add your user to the "
             "'docker' group and log in again, run as root, or set DOCKER_HOST."
         )
-    local_socket = host.startswith("unix://")
-    if (
-        local_socket
-        and not Path(host[len("unix://") :]).exists()
-        and not (shutil.which("dockerd") or shutil.which("docker"))
-    ):
+    socket = Path(host[len("unix://") :]) if host.startswith("unix://") else None
+    if socket and not socket.exists():
+        if not (shutil.which("dockerd") or shutil.which("docker")):
+            return (
+                f"Docker is not installed (no docker/dockerd on PATH, no socket at {host}). Fix: install Docker "
+                "(Debian/Ubuntu: apt-get install docker.io) and start it, or set DOCKER_HOST to a running daemon."
+            )
         return (
-            "Docker is not installed (no docker/dockerd on PATH, no socket at "
-            f"{host}). Fix: install Docker (Debian/Ubuntu: apt-get install docker.io) and start "
-            "it, or set DOCKER_HOST to a running daemon."
+            f"The Docker daemon is not running (no socket at {host}). Fix: start it (systemctl start docker, "
+            "or run `dockerd` as root in the background), or set DOCKER_HOST to a running daemon."
         )
     return (
-        f"The Docker daemon is not reachable at {host} ({text.splitlines()[0][:200]}). "
-        "Fix: start it (systemctl start docker, or run `dockerd` as root in the background), "
-        "or set DOCKER_HOST to a running daemon."
+        f"The Docker daemon is not reachable at {host} ({text.splitlines()[0][:300]}). Fix: start it "
+        "(systemctl start docker, or `dockerd` as root), or set DOCKER_HOST to a running daemon."
     )
 
 
@@ -90,6 +96,16 @@ def _client(timeout: float = 10) -> Any:
     except Exception as exc:  # docker.errors.DockerException, requests' connection errors
         raise ContainerBackendUnavailable(_explain(exc)) from exc
     return client
+
+
+def _has_image(client: Any, name: str) -> bool:
+    from docker.errors import NotFound
+
+    try:
+        client.images.get(name)
+        return True
+    except NotFound:
+        return False
 
 
 def docker_available() -> tuple[bool, str]:
@@ -118,7 +134,7 @@ def _image_tag(tag: str, digest: str) -> str:
 
 
 def build_image(
-    tag: str,
+    tag: str | None = None,
     *,
     jars: list[Path],
     base_image: str | None = None,
@@ -127,14 +143,13 @@ def build_image(
 ) -> str:
     """Build docker/Dockerfile with ``jars`` (and extra CA certs) and return the full tag.
 
-    The tag ends in a hash of every input (Dockerfile, jars, certs, base image), so a change
-    rebuilds and an unchanged image is reused without calling the builder.
+    ``tag`` is the image name (default: ``<package>-spark-connect``); the tag ends in a hash of
+    every input (docker/ folder, jars, certs, base image), so a change rebuilds and an unchanged
+    image is reused without calling the builder.
     """
-    dockerfile = project_root() / "docker" / "Dockerfile"
-    if not dockerfile.is_file():
-        raise FileNotFoundError(
-            f"{dockerfile} not found: set DQ_PROJECT_ROOT to the project folder."
-        )
+    docker_dir = project_root() / "docker"
+    if not (docker_dir / "Dockerfile").is_file():
+        raise FileNotFoundError(f"{docker_dir}/Dockerfile not found: set DQ_PROJECT_ROOT to the project folder.")
     jars = [Path(j) for j in jars]
     for jar in jars:
         if not jar.is_file():
@@ -146,18 +161,14 @@ def build_image(
     certs = sorted(ca_dir.glob("*.crt")) if ca_dir.is_dir() else []
 
     client = _client(timeout=BUILD_TIMEOUT_S)
-    inputs = [("Dockerfile", dockerfile)]
+    # Context = the docker/ folder + jars/ + certs/; every file is hashed into the tag.
+    inputs = [(p.relative_to(docker_dir).as_posix(), p) for p in sorted(docker_dir.rglob("*")) if p.is_file()]
     inputs += [(f"jars/{j.name}", j) for j in jars] + [(f"certs/{c.name}", c) for c in certs]
     digest = hashlib.sha256()
     for name, path in inputs:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     # The base image's id counts too: a re-imported base of the same name must rebuild.
-    base_id = ""
-    if base_image:
-        try:
-            base_id = client.images.get(base_image).id
-        except Exception:
-            pass  # not local: the build pulls it
+    base_id = client.images.get(base_image).id if base_image and _has_image(client, base_image) else ""
     digest.update(f"{base_image}|{base_id}".encode())
     hint = (
         ""
@@ -165,13 +176,10 @@ def build_image(
         else "\nThe base image is not local and is pulled from a registry; without one, build a "
         "local base image (debootstrap + docker import) and set DQ_BASE_IMAGE to it."
     )
-    full_tag = _image_tag(tag, digest.hexdigest()[:12])
+    full_tag = _image_tag(tag or DEFAULT_IMAGE, digest.hexdigest()[:12])
 
-    try:
-        client.images.get(full_tag)
+    if _has_image(client, full_tag):
         return full_tag
-    except Exception:
-        pass
 
     log: list[str] = []
     with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:
@@ -190,7 +198,7 @@ def build_image(
         )
         try:
             for chunk in stream:
-                line = chunk.get("stream") or chunk.get("status") or ""
+                line = _ANSI.sub("", chunk.get("stream") or chunk.get("status") or "")  # stderr comes colored
                 if line.strip():
                     log.append(line.rstrip("\n"))
                     if not quiet:
@@ -240,6 +248,8 @@ class ContainerServer:
                     f"Spark Connect container exited (code {code}) before '{READY_LINE}'. "
                     f"Last log lines:\n{_tail(logs)}"
                 )
+            if wrapped.status == "running" and self._grpc_ready():
+                return
             if time.monotonic() > deadline:
                 raise ContainerBackendError(
                     f"Spark Connect server not up within {timeout:.0f} s (no '{READY_LINE}'). "
@@ -247,15 +257,27 @@ class ContainerServer:
                 )
             time.sleep(0.25)
 
+    def _grpc_ready(self) -> bool:
+        # A caller's log4j settings may silence READY_LINE; an HTTP/2 handshake with the server
+        # is the same signal. (A bare TCP connect is not: docker's port proxy always accepts.)
+        try:
+            import grpc
+
+            host = self._container.get_container_host_ip()
+            port = self._container.get_exposed_port(PORT)
+            with grpc.insecure_channel(f"{host}:{port}") as channel:
+                grpc.channel_ready_future(channel).result(timeout=1)
+            return True
+        except Exception:
+            return False
+
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
         _LIVE.discard(self)
-        try:
+        with contextlib.suppress(Exception):  # already gone (daemon restarted, removed by hand)
             self._container.stop()  # force-removes the container
-        except Exception:
-            pass  # already gone (daemon restarted, removed by hand)
 
     def __enter__(self) -> ContainerServer:
         return self
@@ -287,12 +309,8 @@ def start_server(
     to the caller (a root-owned warehouse could not be deleted by a normal user).
     """
     client = _client()
-    try:
-        client.images.get(image)
-    except Exception as exc:  # testcontainers would try a registry pull instead
-        raise ContainerBackendError(
-            f"image {image} not found locally: build it with build_image()."
-        ) from exc
+    if not _has_image(client, image):  # testcontainers would try a registry pull instead
+        raise ContainerBackendError(f"image {image} not found locally: build it with build_image().")
 
     from testcontainers.core.container import DockerContainer
 
@@ -303,9 +321,7 @@ def start_server(
         DockerContainer(image)
         .with_exposed_ports(PORT)
         .with_command(command)
-        .with_kwargs(
-            user=user or f"{os.getuid()}:{os.getgid()}", labels={"dq.backend": "container"}
-        )
+        .with_kwargs(user=user or f"{os.getuid()}:{os.getgid()}", labels={"dq.backend": "container"})
     )
     for mount in mounts:
         path = Path(mount).resolve()

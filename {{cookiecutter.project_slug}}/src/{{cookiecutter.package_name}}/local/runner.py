@@ -244,10 +244,13 @@ class Runner:
         """Sum the listener's observations of this update (one per MV refresh or micro-batch)."""
         totals: dict[str, dict[str, int]] = {}
         prefix = expectations.observation_name(update_id, "")
+        seen = set()
         if self.local.metrics_file.exists():
             for line in self.local.metrics_file.read_text().splitlines():
                 record = json.loads(line)
-                if record["observation"].startswith(prefix):
+                key = (record["observation"], record.get("root_execution_id", record["execution_id"]))
+                if record["observation"].startswith(prefix) and key not in seen:
+                    seen.add(key)
                     dataset = record["observation"][len(prefix):]
                     bucket = totals.setdefault(dataset, {})
                     for key, value in record["metrics"].items():

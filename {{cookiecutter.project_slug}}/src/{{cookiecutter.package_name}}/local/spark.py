@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -156,6 +157,25 @@ class LocalSpark:
         self._stop.clear()
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start_embedded(confs: dict[str, str]):
+    """What `SparkSession.builder.remote("local[2]")` does, but on a free port, not 15002:
+    two test sessions, or a test session and a CLI run, can then share the machine."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    port = _free_port()
+    os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
+    ConnectSession._start_connect_server("local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)})
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
+    return ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+
+
 def start(backend: str | None = None, work_dir: Path | None = None, remote: str | None = None) -> LocalSpark:
     """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or embedded."""
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
@@ -170,21 +190,18 @@ def start(backend: str | None = None, work_dir: Path | None = None, remote: str 
     if backend == "embedded":
         check_java()
         confs = server_confs(work_dir, [*delta_jars(), listener_jar()])
-        builder = SparkSession.builder.remote("local[2]")
-        for key, value in confs.items():
-            builder = builder.config(key, value)
-        import warnings
-
-        with warnings.catch_warnings():  # the client cannot re-set static confs it just gave the server
-            warnings.simplefilter("ignore")
-            spark = builder.getOrCreate()
+        spark = _start_embedded(confs)
         stops = [spark.stop]
     elif backend == "container":
         from . import container
 
         confs = server_confs(work_dir, [])
-        image = container.build_image(jars=[*delta_jars(), listener_jar()])
-        server = container.start_server(confs=confs, mounts=[work_dir], image=image)
+        del confs["spark.jars"]  # the image has them
+        try:
+            image = container.build_image(jars=[*delta_jars(), listener_jar()])
+            server = container.start_server(confs=confs, mounts=[work_dir], image=image)
+        except container.ContainerBackendUnavailable as error:
+            raise BackendUnavailable(str(error)) from error
         spark = SparkSession.builder.remote(server.url).getOrCreate()
         stops = [server.stop, spark.stop]
     else:

@@ -1,0 +1,200 @@
+"""Sessions for the template repository itself (`nox -l` lists them; default: lint, tests).
+
+Tool versions are pinned once, in pyproject.toml's [dependency-groups]; every session installs
+from those groups and runs only what it installed (external programs are refused).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+from pathlib import Path
+
+import nox
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
+    import tomli as tomllib
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "tests"]
+nox.options.error_on_external_run = True
+nox.options.reuse_venv = "yes"
+
+ROOT = Path(__file__).resolve().parent
+BUILD = ROOT / "build"
+PROJECT_TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+OURS = ("hooks", "tests", "noxfile.py")
+JINJA_MARKERS = ("{{", "{%", "{#")
+
+
+def group(*names: str) -> tuple[str, ...]:
+    """The pinned requirements of these [dependency-groups]."""
+    return nox.project.dependency_groups(PYPROJECT, *names)
+
+
+def template_python_files() -> list[str]:
+    """The template's .py files that are plain Python before rendering.
+
+    That is every file cookiecutter copies as is (``_copy_without_render``) and every other
+    file with no Jinja markup in it.
+    """
+    context = json.loads((ROOT / "cookiecutter.json").read_text(encoding="utf-8"))
+    verbatim = context.get("_copy_without_render", [])
+    files = []
+    for path in sorted(PROJECT_TEMPLATE.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        inside = path.relative_to(PROJECT_TEMPLATE).as_posix()
+        copied = any(fnmatch.fnmatch(inside, pattern) for pattern in verbatim)
+        text = path.read_text(encoding="utf-8")
+        if copied or not any(marker in text for marker in JINJA_MARKERS):
+            files.append(str(path.relative_to(ROOT)))
+    return files
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"[{char}]" if char in "{}[]*?" else char for char in text)
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a JSON string is a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {value!r} as TOML")
+
+
+def template_ruff_config() -> Path:
+    """Write the generated project's own [tool.ruff] settings to build/lint/ruff.toml.
+
+    The template's pyproject.toml is Jinja (not TOML) as a whole, but its [tool.ruff*] tables
+    hold no markup: they are read alone, their paths made absolute, and written out so that
+    template files are linted by the rules the generated project will apply to them.
+    """
+    lines, keep = [], False
+    for line in (PROJECT_TEMPLATE / "pyproject.toml").read_text(encoding="utf-8").splitlines():
+        if line.startswith("["):
+            keep = line.startswith("[tool.ruff")
+        if keep:
+            lines.append(line)
+    fragment = "\n".join(lines)
+    if any(marker in fragment for marker in JINJA_MARKERS):
+        raise ValueError("the template's [tool.ruff] tables must hold no Jinja markup")
+    ruff = tomllib.loads(fragment)["tool"]["ruff"]
+    ruff["src"] = [str(PROJECT_TEMPLATE / folder) for folder in ruff.get("src", ["src"])]
+    lint = ruff.get("lint", {})
+    if "per-file-ignores" in lint:
+        base = _glob_escape(str(PROJECT_TEMPLATE))
+        lint["per-file-ignores"] = {
+            f"{base}/{pattern}": codes for pattern, codes in lint["per-file-ignores"].items()
+        }
+    config = BUILD / "lint" / "ruff.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("".join(f"{key} = {_toml(v)}\n" for key, v in ruff.items()), "utf-8")
+    return config
+
+
+def bake_default(session: nox.Session, output: Path) -> tuple[Path, dict]:
+    """Bake the default answers into an emptied ``output``; return the project and answers."""
+    shutil.rmtree(output, ignore_errors=True)
+    state = BUILD / ".cookiecutter"
+    state.mkdir(parents=True, exist_ok=True)
+    config = state / "config.yaml"
+    config.write_text(
+        f"cookiecutters_dir: {json.dumps(str(state / 'cookiecutters'))}\n"
+        f"replay_dir: {json.dumps(str(state / 'replay'))}\n",
+        encoding="utf-8",
+    )
+    session.run(
+        "cookiecutter",
+        str(ROOT),
+        "--no-input",
+        "--config-file",
+        str(config),
+        "--output-dir",
+        str(output),
+    )
+    (project,) = [path for path in output.iterdir() if path.is_dir()]
+    answers = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
+    return project, answers
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff check and format check of hooks/, tests/, noxfile.py and plain template Python."""
+    session.install(*group("lint"))
+    session.run("ruff", "check", *OURS)
+    session.run("ruff", "format", "--check", "--diff", *OURS)
+    template = template_python_files()
+    if template:
+        config = ("--config", str(template_ruff_config()))
+        session.run("ruff", "check", *config, *template)
+        session.run("ruff", "format", "--check", "--diff", *config, *template)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the template's own tests, except those marked `generated`."""
+    session.install(*group("test"))
+    session.run("pytest", "-m", "not generated", *session.posargs)
+
+
+@nox.session
+def generated(session: nox.Session) -> None:
+    """Bake the default project into build/generated/ and run its own default nox sessions."""
+    session.install(*group("test", "runner"))
+    project, _ = bake_default(session, BUILD / "generated")
+    session.chdir(project)
+    session.run("nox", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Bake into build/demo/, run its medallion job and print the data-quality summary."""
+    session.install(*group("test"))
+    project, answers = bake_default(session, BUILD / "demo")
+    # What running the pipelines locally needs: the project's own "local" dependency group.
+    baked = nox.project.load_toml(project / "pyproject.toml")
+    local = [g for g in ("local",) if g in baked.get("dependency-groups", {})]
+    runtime = nox.project.dependency_groups(baked, *local) if local else ()
+    session.install("-e", str(project), *runtime)  # uv pip install -e (pip with virtualenv)
+    summary = BUILD / "demo" / "summary.json"
+    session.chdir(project)
+    package = answers["package_name"]
+    try:
+        job = ("run", "--job", "medallion", "--json", str(summary), *session.posargs)
+        session.run("python", "-m", package, *job)
+    finally:
+        if summary.is_file():
+            session.log(f"data-quality summary ({summary.relative_to(ROOT)}):")
+            print(json.dumps(json.loads(summary.read_text(encoding="utf-8")), indent=2))
+        else:
+            session.warn(f"no summary was written to {summary.relative_to(ROOT)}")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run benchmarks/run.py; arguments after `--` are passed through."""
+    script = ROOT / "benchmarks" / "run.py"
+    if not script.is_file():
+        session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
+    session.install(*group("test", "spark"))
+    session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def manifest(session: nox.Session) -> None:
+    """Rewrite tests/expected_files.txt from a default bake (`-- --check` only compares)."""
+    session.install(*group("test"))
+    session.run("python", "tests/make_manifest.py", *session.posargs)

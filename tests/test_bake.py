@@ -1,0 +1,221 @@
+"""Bake the default project and every combination of options that interact; check the result."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bakery import (
+    CONTAINER_PATHS,
+    DEFAULT_PACKAGE,
+    DEFAULT_SLUG,
+    IGNORED_PARTS,
+    MANIFEST,
+    TEMPLATE_DIR,
+    bake,
+    describe_difference,
+    expand,
+    file_set,
+    markup_problems,
+    parse_problems,
+    read_manifest,
+    read_text,
+    tree_bytes,
+)
+from jinja2 import TemplateSyntaxError
+
+PROJECT_TEMPLATE = TEMPLATE_DIR / "{{cookiecutter.project_slug}}"
+
+COMBINATIONS = [
+    pytest.param({}, id="default"),
+    pytest.param({"include_container_backend": False}, id="no-container-json"),
+    pytest.param({"source_format": "csv"}, id="container-csv"),
+    pytest.param(
+        {"include_container_backend": False, "source_format": "csv"}, id="no-container-csv"
+    ),
+    pytest.param({"python_version": "3.12"}, id="python-3.12"),
+    pytest.param({"python_version": "3.10", "source_format": "csv"}, id="python-3.10-csv"),
+]
+
+Bake = Callable[..., Path]
+
+
+def container_files(project: Path, package: str) -> set[str]:
+    """The files of ``project`` that belong to the container backend."""
+    files = file_set(project)
+    owned = set()
+    for path in expand(CONTAINER_PATHS, package):
+        owned |= {f for f in files if f == path or f.startswith(path + "/")}
+    return owned
+
+
+def test_template_files_are_valid_jinja() -> None:
+    """Every rendered template file parses as Jinja, so one bad file cannot hide the others."""
+    from cookiecutter.environment import StrictEnvironment
+
+    env = StrictEnvironment(context={"cookiecutter": {}})
+    context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
+    verbatim = context.get("_copy_without_render", [])
+    problems = []
+    for path in sorted(PROJECT_TEMPLATE.rglob("*")):
+        text = read_text(path) if path.is_file() else None
+        if text is None or IGNORED_PARTS.intersection(path.parts):
+            continue
+        inside = path.relative_to(PROJECT_TEMPLATE).as_posix()
+        if any(fnmatch.fnmatch(inside, pattern) for pattern in verbatim):
+            continue  # copied as is, never rendered
+        try:
+            env.parse(text)
+        except TemplateSyntaxError as error:
+            relative = path.relative_to(TEMPLATE_DIR).as_posix()
+            problems.append(
+                f"{relative}:{error.lineno}: {error.message} "
+                "(wrap Databricks or f-string braces in {% raw %}...{% endraw %})"
+            )
+    assert problems == [], "\n".join(problems)
+
+
+def test_default_files_match_the_manifest(default_project: Path) -> None:
+    assert default_project.name == DEFAULT_SLUG
+    expected = read_manifest()
+    actual = file_set(default_project)
+    assert actual == expected, describe_difference(actual, expected, MANIFEST.name)
+
+
+def test_manifest_is_sorted_and_unique() -> None:
+    lines = [line for line in MANIFEST.read_text(encoding="utf-8").splitlines() if line]
+    entries = [line for line in lines if not line.startswith("#")]
+    assert entries == sorted(set(entries))
+
+
+@pytest.mark.parametrize("answers", COMBINATIONS)
+def test_combination_parses_and_has_no_markup(answers: dict[str, Any], bake_session: Bake) -> None:
+    project = bake_session(**answers)
+    assert parse_problems(project) == []
+    problems, references = markup_problems(project)
+    assert problems == [], "\n".join(problems)
+    assert references, "no Databricks {{tasks.*}} / {{job.*}} reference survived in resources/"
+
+
+@pytest.mark.parametrize("answers", COMBINATIONS)
+def test_combination_answers_reach_the_project(answers: dict[str, Any], bake_session: Bake) -> None:
+    project = bake_session(**answers)
+    saved = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
+    for name, value in answers.items():
+        assert saved[name] == value
+    container = saved["include_container_backend"]
+    present = container_files(project, saved["package_name"])
+    if container:
+        for path in expand(CONTAINER_PATHS, saved["package_name"]):
+            assert (project / path).exists(), f"container backend on, but {path} is missing"
+    else:
+        assert present == set(), f"container backend off, but kept: {sorted(present)}"
+
+
+def test_container_switch_removes_exactly_the_container_files(bake_session: Bake) -> None:
+    with_container = bake_session()
+    without = bake_session(include_container_backend=False)
+    removed = file_set(with_container) - file_set(without)
+    added = file_set(without) - file_set(with_container)
+    assert added == set()
+    assert removed == container_files(with_container, DEFAULT_PACKAGE)
+    assert removed, "the default project has no container files to remove"
+
+
+def test_source_format_does_not_change_the_file_set(bake_session: Bake) -> None:
+    json_files, csv_files = file_set(bake_session()), file_set(bake_session(source_format="csv"))
+    assert json_files == csv_files, describe_difference(csv_files, json_files, "the json bake")
+
+
+def test_project_and_package_names(tmp_path: Path, cookiecutter_config: Path) -> None:
+    project = bake(
+        tmp_path, cookiecutter_config, package_name="acme_orders", project_name="Acme Orders"
+    )
+    assert project == tmp_path / "acme-orders"
+    assert (project / "src" / "acme_orders").is_dir()
+    assert (project / "src" / "acme_orders" / "__init__.py").is_file()
+
+
+def test_no_default_name_is_hard_coded(bake_session: Bake) -> None:
+    project = bake_session(project_name="Northwind Sales")
+    assert project.name == "northwind-sales"
+    assert (project / "src" / "northwind_sales").is_dir()
+    leaks = []
+    for path in project.rglob("*"):
+        text = read_text(path) if path.is_file() else None
+        relative = path.relative_to(project).as_posix()
+        for token in ("acme-orders", "acme_orders"):
+            if token in relative or (text and token in text):
+                leaks.append(f"{relative}: {token}")
+    assert leaks == []
+
+
+def test_answers_file_has_no_local_paths(default_project: Path) -> None:
+    text = (default_project / ".cookiecutter.json").read_text(encoding="utf-8")
+    saved = json.loads(text)
+    context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
+    answers = {key for key in context if not key.startswith("_") or key.startswith("__")}
+    # every answer and derived __ value; no run key (_template, _output_dir, _repo_dir, ...)
+    assert set(saved) == answers - {"__prompts__"}
+    assert str(TEMPLATE_DIR) not in text
+    assert str(default_project.parent) not in text
+    assert saved["project_slug"] == DEFAULT_SLUG
+
+
+ROUND_TRIP = {
+    "project_name": "Northwind Sales",
+    "package_name": "nw_sales",
+    "description": "Sales \"orders\" and 'returns'",
+    "dev_catalog": "sandbox",
+    "dev_schema": "nw_dev",
+    "prod_catalog": "main",
+    "prod_schema": "nw",
+    "source_format": "csv",
+    "include_container_backend": False,
+    "python_version": "3.12",
+}
+
+
+def test_answers_file_round_trips_as_extra_context(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    first = bake(tmp_path / "first", cookiecutter_config, **ROUND_TRIP)
+    saved = json.loads((first / ".cookiecutter.json").read_text(encoding="utf-8"))
+    for name, value in ROUND_TRIP.items():
+        assert saved[name] == value
+    second = bake(tmp_path / "second", cookiecutter_config, **saved)
+    assert second.name == first.name
+    assert tree_bytes(second) == tree_bytes(first)
+
+
+def test_answers_file_works_as_a_replay_file(tmp_path: Path, cookiecutter_config: Path) -> None:
+    first = bake(tmp_path / "first", cookiecutter_config, **ROUND_TRIP)
+    saved = json.loads((first / ".cookiecutter.json").read_text(encoding="utf-8"))
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps({"cookiecutter": saved}), encoding="utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cookiecutter",
+            str(TEMPLATE_DIR),
+            "--replay-file",
+            str(replay),
+            "--config-file",
+            str(cookiecutter_config),
+            "--output-dir",
+            str(tmp_path / "replayed"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert tree_bytes(tmp_path / "replayed" / first.name) == tree_bytes(first)
