@@ -86,12 +86,12 @@ def test_load_bundle_dev_target() -> None:
     assert set(bundle.pipelines) == {"validation", "publish"}
 
     validation = bundle.pipelines["validation"]
-    assert validation.catalog == "{{ cookiecutter.dev_catalog }}"
-    assert validation.schema == "{{ cookiecutter.dev_schema }}"
+    assert validation.catalog == "dev"
+    assert validation.schema == "{{ cookiecutter.package_name }}"
     assert validation.configuration["medallion.source.format"] == "cloudFiles"
     config = validation.configuration
-    assert config["medallion.source.file_format"] == "{{ cookiecutter.source_format }}"
-    landing = "/Volumes/{{ cookiecutter.dev_catalog }}/{{ cookiecutter.dev_schema }}/landing"
+    assert config["medallion.source.file_format"] == "json"
+    landing = "/Volumes/dev/{{ cookiecutter.package_name }}/landing"
     assert config["medallion.source.path"] == landing
     assert validation.library_files, "the validation pipeline has no source files"
     for path in validation.library_files:
@@ -113,8 +113,8 @@ def test_load_bundle_dev_target() -> None:
 def test_load_bundle_prod_target_and_overrides() -> None:
     prod = load_bundle(PROJECT, target="prod")
     assert prod.mode == "production"
-    assert prod.pipelines["publish"].catalog == "{{ cookiecutter.prod_catalog }}"
-    assert prod.pipelines["publish"].schema == "{{ cookiecutter.prod_schema }}"
+    assert prod.pipelines["publish"].catalog == "prod"
+    assert prod.pipelines["publish"].schema == "{{ cookiecutter.package_name }}"
     assert prod.jobs["medallion"].spec["schedule"]["pause_status"] == "UNPAUSED"
     assert load_bundle(PROJECT).jobs["medallion"].spec["schedule"]["pause_status"] == "PAUSED"
 

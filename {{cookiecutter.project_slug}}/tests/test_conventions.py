@@ -160,7 +160,8 @@ def test_fail_in_silver_is_a_warning(project: Path):
     write(
         project,
         "src/pkg/rules/silver/orders.yml",
-        SILVER_RULES + "  - name: valid_id\n    constraint: order_id IS NOT NULL\n    action: fail\n"
+        SILVER_RULES
+        + "  - name: valid_id\n    constraint: order_id IS NOT NULL\n    action: fail\n"
         "    description: d\n",
     )
     (problem,) = conventions.check(project)
@@ -294,7 +295,9 @@ def test_silver_drop_without_quarantine_is_a_warning(project: Path):
 
 def test_quarantine_found_by_function_name(project: Path):
     pipeline = project / "src/pipelines/validation/silver/orders.py"
-    pipeline.write_text(SILVER_PIPELINE.replace('@dp.table(name="silver_orders_quarantine")', "@dp.table"))
+    pipeline.write_text(
+        SILVER_PIPELINE.replace('@dp.table(name="silver_orders_quarantine")', "@dp.table")
+    )
     assert conventions.check(project) == []
 
 
@@ -343,7 +346,11 @@ def test_file_level_owner_and_description_count(project: Path):
 
 def test_decorator_given_another_actions_rules(project: Path):
     pipeline = project / "src/pipelines/validation/silver/orders.py"
-    pipeline.write_text(SILVER_PIPELINE.replace("@dp.expect_all_or_drop(ORDERS.drop)", "@dp.expect_all(ORDERS.drop)"))
+    pipeline.write_text(
+        SILVER_PIPELINE.replace(
+            "@dp.expect_all_or_drop(ORDERS.drop)", "@dp.expect_all(ORDERS.drop)"
+        )
+    )
     problems = conventions.check(project)
     assert "DQC006" in codes(problems), report(problems)
     (problem,) = only(problems, "DQC006")
@@ -445,14 +452,24 @@ def test_unparsable_pipeline_file(project: Path):
 
 
 def test_severity_overrides(project: Path):
-    write(project, "src/pkg/rules/silver/customers.yml", "dataset: c\nrules:\n  - {name: a, constraint: x > 0}\n")
+    write(
+        project,
+        "src/pkg/rules/silver/customers.yml",
+        "dataset: c\nrules:\n  - {name: a, constraint: x > 0}\n",
+    )
     assert [p.severity for p in conventions.check(project)] == ["warning"]
-    assert [p.severity for p in conventions.check(project, {"severity": {"DQC005": "error"}})] == ["error"]
+    assert [p.severity for p in conventions.check(project, {"severity": {"DQC005": "error"}})] == [
+        "error"
+    ]
     assert conventions.check(project, {"severity": {"DQC005": "off"}}) == []
 
 
 def test_config_is_read_from_pyproject(project: Path):
-    write(project, "src/pkg/rules/silver/customers.yml", "dataset: c\nrules:\n  - {name: a, constraint: x > 0}\n")
+    write(
+        project,
+        "src/pkg/rules/silver/customers.yml",
+        "dataset: c\nrules:\n  - {name: a, constraint: x > 0}\n",
+    )
     write(
         project,
         "pyproject.toml",

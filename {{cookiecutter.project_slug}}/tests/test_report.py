@@ -96,19 +96,27 @@ def test_html_escapes_user_strings():
 
 def test_html_chart_has_one_line_per_rule_and_a_legend():
     page = report.html(ROWS, "Orders DQ")
-    svg = page[page.index('<svg class="chart"') : page.index("</svg>", page.index('<svg class="chart"'))]
+    svg = page[
+        page.index('<svg class="chart"') : page.index("</svg>", page.index('<svg class="chart"'))
+    ]
     # valid_amount and known_channel have two updates each: a line; the others a single point
     assert svg.count("<polyline") == 2
     assert svg.count("<circle") == 5  # the hostile rule saw no rows: no point
     assert "failed %" in svg and "update (time order, UTC)" in svg
     legend = page[page.index('<ul class="legend">') :]
-    for name in ("silver_orders.valid_amount", "silver_orders.known_channel", "gold_revenue.positive_revenue"):
+    for name in (
+        "silver_orders.valid_amount",
+        "silver_orders.known_channel",
+        "gold_revenue.positive_revenue",
+    ):
         assert name in legend
     assert "(no rows)" in legend
 
 
 def test_html_latest_and_all_updates_tables():
-    page = report.html(ROWS, "Orders DQ", thresholds={"silver_orders.known_channel": 0.02, "silver_orders": 0.05})
+    page = report.html(
+        ROWS, "Orders DQ", thresholds={"silver_orders.known_channel": 0.02, "silver_orders": 0.05}
+    )
     latest = page[page.index("Latest update") : page.index("Failed rows per rule")]
     assert "u2" in latest and "p1" in latest and ">u1<" not in latest
     assert latest.count('class="tag fail"') == 1  # known_channel: 10 % over 2 %
@@ -124,13 +132,26 @@ def test_html_without_rows():
 # --------------------------------------------------------------------------- from the event log
 
 
-def _event(update: str, minutes: int, dataset: str, expectations: list | None, pipeline="validation"):
+def _event(
+    update: str, minutes: int, dataset: str, expectations: list | None, pipeline="validation"
+):
     details: dict = {"flow_progress": {"status": "COMPLETED"}}
     if expectations is not None:
-        details["flow_progress"]["data_quality"] = {"dropped_records": 0, "expectations": expectations}
+        details["flow_progress"]["data_quality"] = {
+            "dropped_records": 0,
+            "expectations": expectations,
+        }
     origin = ("pid", pipeline, update, dataset, dataset)
     ts = (T0 + timedelta(minutes=minutes)).replace(tzinfo=None)
-    return (f"{update}-{minutes}-{dataset}", ts, "flow_progress", "INFO", "m", origin, json.dumps(details))
+    return (
+        f"{update}-{minutes}-{dataset}",
+        ts,
+        "flow_progress",
+        "INFO",
+        "m",
+        origin,
+        json.dumps(details),
+    )
 
 
 def _exp(name: str, passed: int, failed: int, dataset: str | None = "silver_orders") -> dict:
@@ -142,12 +163,28 @@ def test_history_and_write_from_an_event_log(spark, tmp_path):
     events = spark.createDataFrame(
         [
             # update u1: two micro-batches of silver_orders are added up
-            _event("u1", 0, "silver_orders", [_exp("valid_amount", 40, 2), _exp("known_channel", 42, 0)]),
-            _event("u1", 1, "silver_orders", [_exp("valid_amount", 50, 8), _exp("known_channel", 50, 8)]),
+            _event(
+                "u1",
+                0,
+                "silver_orders",
+                [_exp("valid_amount", 40, 2), _exp("known_channel", 42, 0)],
+            ),
+            _event(
+                "u1",
+                1,
+                "silver_orders",
+                [_exp("valid_amount", 50, 8), _exp("known_channel", 50, 8)],
+            ),
             _event("u1", 0, "bronze_orders", None),  # no expectations: no rows
             # update u2: no dataset in the expectation -> the flow's dataset; an empty batch
             _event("u2", 60, "silver_orders", [_exp("valid_amount", 0, 0, dataset=None)]),
-            _event("p1", 90, "gold_revenue", [_exp("positive_revenue", 3, 0, "gold_revenue")], pipeline="publish"),
+            _event(
+                "p1",
+                90,
+                "gold_revenue",
+                [_exp("positive_revenue", 3, 0, "gold_revenue")],
+                pipeline="publish",
+            ),
         ],
         eventlog.SCHEMA,
     )

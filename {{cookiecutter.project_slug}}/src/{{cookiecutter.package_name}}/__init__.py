@@ -1,1 +1,1 @@
-"""{{ cookiecutter.project_name }}: {{ cookiecutter.description }}"""
+{{ (cookiecutter.project_name ~ ": " ~ cookiecutter.description) | tojson }}

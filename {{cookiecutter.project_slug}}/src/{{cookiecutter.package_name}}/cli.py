@@ -18,9 +18,15 @@ STATE_DIR = ".local"
 
 
 def _root(value: str | None) -> Path:
-    root = Path(value) if value else (Path.cwd() if (Path.cwd() / "databricks.yml").exists() else PROJECT_ROOT)
+    root = (
+        Path(value)
+        if value
+        else (Path.cwd() if (Path.cwd() / "databricks.yml").exists() else PROJECT_ROOT)
+    )
     if not (root / "databricks.yml").exists():
-        raise SystemExit(f"error: no databricks.yml in {root}: run from the project folder or pass --root")
+        raise SystemExit(
+            f"error: no databricks.yml in {root}: run from the project folder or pass --root"
+        )
     return root.resolve()
 
 
@@ -64,7 +70,10 @@ def cmd_run(args) -> int:
     except local_spark.BackendUnavailable as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"Spark ({local.backend}) ready in {local.started_in:.1f} s; state in {work_dir.relative_to(root)}", flush=True)
+    print(
+        f"Spark ({local.backend}) ready in {local.started_in:.1f} s; state in {work_dir.relative_to(root)}",
+        flush=True,
+    )
     try:
         shutil.copytree(landing, work_dir / "landing")  # inside the folder a container mounts
         project = LocalProject(root, local, target=args.target, variables=_variables(args.var))
@@ -81,7 +90,9 @@ def cmd_run(args) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(summary, indent=2, default=str))
-    print(f"{'job ' + args.job if args.job else 'pipeline ' + args.pipeline}: {summary['status']} in {summary['seconds']} s")
+    print(
+        f"{'job ' + args.job if args.job else 'pipeline ' + args.pipeline}: {summary['status']} in {summary['seconds']} s"
+    )
     return 0 if result.ok else 1
 
 
@@ -92,7 +103,10 @@ def cmd_report(args) -> int:
     root = _root(args.root)
     logs = sorted((root / STATE_DIR / "runs").glob("*/event_log/_delta_log"))
     if not logs:
-        print("report: no local runs yet: run `python -m {{ cookiecutter.package_name }} run --job medallion` first", file=sys.stderr)
+        print(
+            "report: no local runs yet: run `python -m {{ cookiecutter.package_name }} run --job medallion` first",
+            file=sys.stderr,
+        )
         return 1
     local = local_spark.start(args.backend, work_dir=root / STATE_DIR / "report")
     try:
@@ -111,7 +125,9 @@ def cmd_report(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m {{ cookiecutter.package_name }}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m {{ cookiecutter.package_name }}", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--root", help="project folder (default: the one holding databricks.yml)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("check", help="validate rules, layer conventions and bundle YAML (no Spark)")
@@ -119,10 +135,25 @@ def main(argv: list[str] | None = None) -> int:
     what = run.add_mutually_exclusive_group(required=True)
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
     what.add_argument("--job", help="bundle job key, e.g. medallion")
-    run.add_argument("--target", default="dev", help="bundle target whose variables to use (default: dev)")
-    run.add_argument("--var", action="append", default=[], metavar="NAME=VALUE", help="override a bundle variable, like databricks bundle --var")
-    run.add_argument("--backend", choices=["embedded", "container", "remote"], default=None, help="Spark backend (default: $DQ_BACKEND or embedded)")
-    run.add_argument("--full-refresh", action="store_true", help="recompute every dataset from scratch")
+    run.add_argument(
+        "--target", default="dev", help="bundle target whose variables to use (default: dev)"
+    )
+    run.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a bundle variable, like databricks bundle --var",
+    )
+    run.add_argument(
+        "--backend",
+        choices=["embedded", "container", "remote"],
+        default=None,
+        help="Spark backend (default: $DQ_BACKEND or embedded)",
+    )
+    run.add_argument(
+        "--full-refresh", action="store_true", help="recompute every dataset from scratch"
+    )
     run.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
     run.add_argument("--json", help="write a JSON summary to this path")
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")

@@ -8,7 +8,7 @@ local runner), `medallion.source.file_format` and `medallion.source.path`.
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-FILE_FORMAT = "{{ cookiecutter.source_format }}"
+FILE_FORMAT = "json"
 
 
 def read_landing(spark: SparkSession, folder: str, schema: str) -> DataFrame:
@@ -17,7 +17,11 @@ def read_landing(spark: SparkSession, folder: str, schema: str) -> DataFrame:
     reader_format = spark.conf.get("medallion.source.format", file_format)
     path = f"{spark.conf.get('medallion.source.path').rstrip('/')}/{folder}"
     # Only this source's files: a stray README or a file of another format is not data.
-    reader = spark.readStream.format(reader_format).schema(schema).option("pathGlobFilter", f"*.{file_format}")
+    reader = (
+        spark.readStream.format(reader_format)
+        .schema(schema)
+        .option("pathGlobFilter", f"*.{file_format}")
+    )
     if reader_format == "cloudFiles":
         reader = reader.option("cloudFiles.format", file_format)
     if file_format == "csv":

@@ -29,30 +29,84 @@ def spark_builtin_functions() -> frozenset[str]:
 def constraint_errors(constraint: str) -> list[tuple[str, str, str]]:
     """Return (code, message, fix) for each reason the constraint is refused."""
     if not isinstance(constraint, str) or not constraint.strip():
-        return [("DQ005", "constraint must be a non-empty SQL string", "write a boolean SQL expression, e.g. amount >= 0")]
+        return [
+            (
+                "DQ005",
+                "constraint must be a non-empty SQL string",
+                "write a boolean SQL expression, e.g. amount >= 0",
+            )
+        ]
     try:
         statements = [s for s in sqlglot.parse(constraint, read="spark") if s is not None]
     except (ParseError, TokenError) as error:
         first = str(error).splitlines()[0][:160]
-        return [("DQ007", f"SQL does not parse: {first}", "check parentheses, quotes and operators")]
+        return [
+            ("DQ007", f"SQL does not parse: {first}", "check parentheses, quotes and operators")
+        ]
+    except RecursionError:
+        return [("DQ007", "SQL does not parse: nested too deeply", "simplify the expression")]
     if len(statements) != 1:
-        return [("DQ008", "constraint holds more than one statement (';')", "keep one boolean expression, without ';'")]
+        return [
+            (
+                "DQ008",
+                "constraint holds more than one statement (';')",
+                "keep one boolean expression, without ';'",
+            )
+        ]
     tree = statements[0]
     if isinstance(tree, exp.Subquery):
-        return [("DQ009", "subqueries are not allowed in a constraint", "check other tables in a separate aggregate view with expect_or_fail")]
+        return [
+            (
+                "DQ009",
+                "subqueries are not allowed in a constraint",
+                "check other tables in a separate aggregate view with expect_or_fail",
+            )
+        ]
     if not isinstance(tree, exp.Condition) or isinstance(tree, exp.Query):
         kind = type(tree).__name__.upper()
-        return [("DQ008", f"constraint is an SQL {kind} statement, not an expression", "write a boolean expression over the row's columns")]
+        return [
+            (
+                "DQ008",
+                f"constraint is an SQL {kind} statement, not an expression",
+                "write a boolean expression over the row's columns",
+            )
+        ]
     errors = []
     if any(True for _ in tree.find_all(exp.Query)):
-        errors.append(("DQ009", "subqueries are not allowed in a constraint", "check other tables in a separate aggregate view with expect_or_fail"))
+        errors.append(
+            (
+                "DQ009",
+                "subqueries are not allowed in a constraint",
+                "check other tables in a separate aggregate view with expect_or_fail",
+            )
+        )
+    elif any(True for _ in tree.find_all(exp.AggFunc, exp.Window)):
+        errors.append(
+            (
+                "DQ009",
+                "aggregate and window functions are not allowed in a constraint: a rule judges one row",
+                "check across rows in a separate aggregate view with expect_or_fail",
+            )
+        )
     builtins = spark_builtin_functions()
     for func in tree.find_all(exp.Func):
         name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
         if isinstance(func, exp.Anonymous) and name not in builtins:
-            errors.append(("DQ010", f"function {name}() is not a Spark built-in (Python UDFs and external calls are not allowed)", "use built-in SQL functions only"))
+            errors.append(
+                (
+                    "DQ010",
+                    f"function {name}() is not a Spark built-in (Python UDFs and external calls are not allowed)",
+                    "use built-in SQL functions only",
+                )
+            )
         elif name in NONDETERMINISTIC:
-            errors.append(("DQ010", f"function {name}() is nondeterministic", "a rule must give the same answer for the same row"))
+            errors.append(
+                (
+                    "DQ010",
+                    f"function {name}() is nondeterministic",
+                    "a rule must give the same answer for the same row",
+                )
+            )
     return errors
 
 

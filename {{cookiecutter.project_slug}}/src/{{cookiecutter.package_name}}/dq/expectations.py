@@ -65,7 +65,14 @@ def observation_name(update_id: str, dataset: str) -> str:
 def _check(name: object, constraint: object, where: str) -> None:
     problems = []
     if not isinstance(name, str) or not name.strip():
-        problems.append(Problem("DQ005", where, f"expectation name must be a non-empty string, got {name!r}", "name it, e.g. 'valid_amount'"))
+        problems.append(
+            Problem(
+                "DQ005",
+                where,
+                f"expectation name must be a non-empty string, got {name!r}",
+                "name it, e.g. 'valid_amount'",
+            )
+        )
     for code, message, fix in constraint_errors(constraint):
         problems.append(Problem(code, where, message, fix, name if isinstance(name, str) else None))
     if problems:
@@ -83,7 +90,17 @@ def _decorator(expectations: list[Expectation]) -> Callable:
         names = {e.name for e in existing}
         for e in expectations:
             if e.name in names:
-                raise DataQualityError([Problem("DQ001", func.__name__, "duplicate name", "expectation names must be unique per dataset: rename one", e.name)])
+                raise DataQualityError(
+                    [
+                        Problem(
+                            "DQ001",
+                            func.__name__,
+                            "duplicate name",
+                            "expectation names must be unique per dataset: rename one",
+                            e.name,
+                        )
+                    ]
+                )
             names.add(e.name)
         setattr(func, _ATTR, existing + expectations)
         return func
@@ -92,9 +109,13 @@ def _decorator(expectations: list[Expectation]) -> Callable:
 
 
 def _single(action: str) -> Callable:
-    def decorator(description: str, constraint: str, *extra):
+    def decorator(
+        description: str, constraint: str | None = None, *extra
+    ):  # None: a dict given alone
         if extra or isinstance(description, Mapping):
-            raise TypeError(f"DQ015 {decorator.__name__} takes two strings (name, constraint); for a dict of rules use expect_all{'' if action == 'warn' else '_or_' + action}")
+            raise TypeError(
+                f"DQ015 {decorator.__name__} takes two strings (name, constraint); for a dict of rules use expect_all{'' if action == 'warn' else '_or_' + action}"
+            )
         _check(description, constraint, f"@dp.{decorator.__name__}")
         return _decorator([Expectation(description, constraint, action)])
 
@@ -107,9 +128,20 @@ def _grouped(action: str) -> Callable:
         name = decorator.__name__
         if extra or not isinstance(expectations, Mapping):
             single = "expect" if action == "warn" else f"expect_or_{action}"
-            raise TypeError(f"DQ015 {name} takes one dict {{name: constraint}}; for one rule given as two strings use {single}(name, constraint)")
+            raise TypeError(
+                f"DQ015 {name} takes one dict {{name: constraint}}; for one rule given as two strings use {single}(name, constraint)"
+            )
         if not expectations:
-            raise DataQualityError([Problem("DQ003", f"@dp.{name}", "empty dict of expectations", "pass at least one {name: constraint}")])
+            raise DataQualityError(
+                [
+                    Problem(
+                        "DQ003",
+                        f"@dp.{name}",
+                        "empty dict of expectations",
+                        "pass at least one {name: constraint}",
+                    )
+                ]
+            )
         for rule, constraint in expectations.items():
             _check(rule, constraint, f"@dp.{name}")
         return _decorator([Expectation(r, c, action) for r, c in expectations.items()])
@@ -127,7 +159,9 @@ def apply(df, dataset: str, expectations: list[Expectation], update_id: str | No
     from pyspark.sql import functions as F
 
     flags = [F.coalesce(F.expr(e.constraint), F.lit(False)) for e in expectations]
-    df = df.select(F.struct("*").alias(ROW), *(flag.alias(f"_dq_{i}") for i, flag in enumerate(flags)))
+    df = df.select(
+        F.struct("*").alias(ROW), *(flag.alias(f"_dq_{i}") for i, flag in enumerate(flags))
+    )
     ok = {i: F.col(f"_dq_{i}") for i in range(len(expectations))}
 
     drop_ok = F.lit(True)
@@ -142,8 +176,12 @@ def apply(df, dataset: str, expectations: list[Expectation], update_id: str | No
     keep = drop_ok
     for i, e in reversed(list(enumerate(expectations))):
         if e.action == "fail":
-            head = json.dumps({"dataset": dataset, "expectation": e.name, "constraint": e.constraint})[:-1]
-            message = F.concat(F.lit(f"{VIOLATION} {head}, \"record\": "), F.to_json(F.col(ROW)), F.lit("}"))
+            head = json.dumps(
+                {"dataset": dataset, "expectation": e.name, "constraint": e.constraint}
+            )[:-1]
+            message = F.concat(
+                F.lit(f'{VIOLATION} {head}, "record": '), F.to_json(F.col(ROW)), F.lit("}")
+            )
             keep = F.when(~ok[i], F.raise_error(message).cast("boolean")).otherwise(keep)
     return df.filter(keep).select(f"{ROW}.*")
 
@@ -182,7 +220,14 @@ def install() -> bool:
     native = getattr(dp, "expect", None)
     if native is not None and not getattr(native, "__dq_local__", False):
         return False
-    for func in (expect, expect_or_drop, expect_or_fail, expect_all, expect_all_or_drop, expect_all_or_fail):
+    for func in (
+        expect,
+        expect_or_drop,
+        expect_or_fail,
+        expect_all,
+        expect_all_or_drop,
+        expect_all_or_fail,
+    ):
         func.__dq_local__ = True
         setattr(dp, func.__name__, func)
     for name in ("table", "materialized_view", "temporary_view"):
@@ -203,4 +248,3 @@ def parse_violation(text: str) -> dict | None:
     except json.JSONDecodeError:
         return None
     return payload
-

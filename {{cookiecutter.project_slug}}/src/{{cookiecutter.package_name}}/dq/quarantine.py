@@ -17,7 +17,10 @@ QUARANTINED_AT = "_dq_quarantined_at"
 
 def failed_rules(rules: Mapping[str, str]) -> Column:
     """Array of the names of the rules a row breaks; a rule that evaluates to NULL is broken."""
-    checks = [F.when(~F.coalesce(F.expr(constraint), F.lit(False)), F.lit(name)) for name, constraint in rules.items()]
+    checks = [
+        F.when(~F.coalesce(F.expr(constraint), F.lit(False)), F.lit(name))
+        for name, constraint in rules.items()
+    ]
     return F.filter(F.array(*checks), lambda name: name.isNotNull())
 
 
@@ -26,4 +29,6 @@ def quarantined(df: DataFrame, rules: Mapping[str, str]) -> DataFrame:
     # select, not withColumn: in a pipeline query function the open-source engine resolves a
     # withColumn eagerly against the catalog, and the flow then stops waiting for its upstream.
     flagged = df.select("*", failed_rules(rules).alias(FAILED_RULES))
-    return flagged.where(F.size(FAILED_RULES) > 0).select("*", F.current_timestamp().alias(QUARANTINED_AT))
+    return flagged.where(F.size(FAILED_RULES) > 0).select(
+        "*", F.current_timestamp().alias(QUARANTINED_AT)
+    )

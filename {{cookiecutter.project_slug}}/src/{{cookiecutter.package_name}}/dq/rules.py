@@ -20,6 +20,8 @@ and locally alike; every problem is reported with a stable code before any data 
 
 from __future__ import annotations
 
+import reprlib
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -35,6 +37,14 @@ RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshol
 FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules"}
 MAX_NAME = 128
 PACKAGE_RULES = resources.files(__package__.rsplit(".", 1)[0]).joinpath("rules")
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxother, _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 80, 80, 2, 4, 4
+
+
+def _show(value: object) -> str:
+    """A short repr: a wrong value in a message stays one short line (YAML anchors can nest
+    a list a billion elements deep, and a plain repr would spell them all out)."""
+    return _REPR.repr(value)
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,9 @@ class RuleSet:
 
     def thresholds(self) -> dict[str, float]:
         """Gate thresholds keyed `dataset.rule`, plus `dataset` for the file default."""
-        out = {f"{self.dataset}.{r.name}": r.threshold for r in self.rules if r.threshold is not None}
+        out = {
+            f"{self.dataset}.{r.name}": r.threshold for r in self.rules if r.threshold is not None
+        }
         if self.threshold is not None:
             out[self.dataset] = self.threshold
         return out
@@ -95,7 +107,12 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            self.add("DQ014", f"threshold must be a fraction between 0 and 1, got {value!r}", "write e.g. threshold: 0.05 for 5 %", rule)
+            self.add(
+                "DQ014",
+                f"threshold must be a fraction between 0 and 1, got {_show(value)}",
+                "write e.g. threshold: 0.05 for 5 %",
+                rule,
+            )
             return None
         return float(value)
 
@@ -106,9 +123,40 @@ class _Reader:
                 self.add("DQ004", f"missing field '{key}'", f"add '{key}:' to the rule", rule)
             return ""
         if not isinstance(value, str):
-            self.add("DQ005", f"field '{key}' must be a string, got {type(value).__name__} {value!r}", "quote the value in YAML", rule)
+            self.add(
+                "DQ005",
+                f"field '{key}' must be a string, got {type(value).__name__} {_show(value)}",
+                "quote the value in YAML",
+                rule,
+            )
+            return ""
+        if required and not value.strip():
+            self.add("DQ005", f"field '{key}' is empty", f"write the {key} after '{key}:'", rule)
             return ""
         return value
+
+
+class _Loader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader (no Python tags), refusing a key given twice in one mapping:
+    plain YAML keeps the last one, so a rule missing its '- ' would silently replace another."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, Hashable) and key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"duplicate key {key!r}",
+                        key_node.start_mark,
+                    )
+                if isinstance(key, Hashable):
+                    seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 def _display_path(path: Path) -> str:
@@ -135,60 +183,132 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
     """Parse one rule file's text; raise DataQualityError listing every problem found."""
     reader = _Reader(file)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags
+    except RecursionError:
+        reader.add(
+            "DQ002",
+            "YAML does not parse: nested too deeply",
+            "flatten the file: a rule file is a mapping with a list of rules",
+        )
+        raise DataQualityError(reader.problems) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
-        reader.add("DQ002", f"YAML does not parse{where}: {problem}", "fix the indentation or quoting there")
+        fix = (
+            "start each rule with '- ' and give each key once"
+            if problem.startswith("duplicate key")
+            else "fix the indentation or quoting there"
+        )
+        reader.add("DQ002", f"YAML does not parse{where}: {problem}", fix)
         raise DataQualityError(reader.problems) from None
     if data is None:
-        reader.add("DQ003", "file is empty", "add 'dataset:' and a 'rules:' list, or delete the file")
+        reader.add(
+            "DQ003", "file is empty", "add 'dataset:' and a 'rules:' list, or delete the file"
+        )
         raise DataQualityError(reader.problems)
     if not isinstance(data, dict):
-        reader.add("DQ003", f"top level must be a mapping, got {type(data).__name__}", "start with 'dataset:' and 'rules:'")
+        reader.add(
+            "DQ003",
+            f"top level must be a mapping, got {type(data).__name__}",
+            "start with 'dataset:' and 'rules:'",
+        )
         raise DataQualityError(reader.problems)
 
-    if "rules" in data:  # native format
+    if "rules" in data or "dataset" in data:  # native format (a 'dataset' key: 'rules' misspelt)
         for key in sorted(set(data) - FILE_FIELDS, key=str):
-            reader.add("DQ012", f"unknown field '{key}'", f"use only {', '.join(sorted(FILE_FIELDS))}")
+            reader.add(
+                "DQ012", f"unknown field {key!r}", f"use only {', '.join(sorted(FILE_FIELDS))}"
+            )
         dataset = data.get("dataset", dataset)
         layer = data.get("layer", layer)
-        entries = data["rules"]
-        if not isinstance(entries, list):
-            reader.add("DQ005", f"'rules' must be a list, got {type(entries).__name__}", "write each rule as '- name: ...'")
+        entries = data.get("rules", [])
+        if "rules" not in data:
+            reader.add(
+                "DQ004",
+                "missing field 'rules'",
+                "add 'rules:' with a list of '- name: ...' entries",
+            )
+        elif not isinstance(entries, list):
+            reader.add(
+                "DQ005",
+                f"'rules' must be a list, got {type(entries).__name__}",
+                "write each rule as '- name: ...'",
+            )
             entries = []
         file_threshold = reader.threshold(data.get("threshold"), None)
-        owner = data.get("owner") or ""
+        owner = reader.text(data, "owner", None)
     else:  # Lakehouse Plumber: {<constraint>: {action, name}}
         entries = []
         for constraint, spec in data.items():
+            if spec is not None and not isinstance(spec, dict):
+                reader.add(
+                    "DQ005",
+                    f"the value of a constraint must be a mapping, got {type(spec).__name__} {_show(spec)}",
+                    "write '<constraint>: {action: drop, name: <name>}'",
+                    str(constraint),
+                )
             spec = spec if isinstance(spec, dict) else {}
-            entries.append({"constraint": constraint, "name": spec.get("name", constraint), **{k: v for k, v in spec.items() if k != "name"}})
+            entries.append(
+                {
+                    "constraint": constraint,
+                    "name": spec.get("name", constraint),
+                    **{k: v for k, v in spec.items() if k != "name"},
+                }
+            )
         file_threshold, owner = None, ""
 
-    if not isinstance(dataset, str) or not dataset:
+    if dataset is not None and not isinstance(dataset, str):
+        reader.add(
+            "DQ005",
+            f"field 'dataset' must be a string, got {type(dataset).__name__} {_show(dataset)}",
+            "quote the value in YAML",
+        )
+    elif not dataset:
         reader.add("DQ004", "missing field 'dataset'", "add 'dataset: <table name>' at the top")
     if layer is not None and layer not in LAYERS:
-        reader.add("DQ016", f"unknown layer {layer!r}", f"use one of {', '.join(LAYERS)}")
+        reader.add("DQ016", f"unknown layer {_show(layer)}", f"use one of {', '.join(LAYERS)}")
 
     rules, seen = [], set()
     for index, entry in enumerate(entries, 1):
         if not isinstance(entry, dict):
-            reader.add("DQ005", f"rule #{index} must be a mapping, got {type(entry).__name__} {entry!r}", "write '- name: ..., constraint: ..., action: ...'")
+            reader.add(
+                "DQ005",
+                f"rule #{index} must be a mapping, got {type(entry).__name__} {_show(entry)}",
+                "write '- name: ..., constraint: ..., action: ...'",
+            )
             continue
-        label = entry.get("name") if isinstance(entry.get("name"), str) else f"#{index}"
+        label = (
+            entry["name"]
+            if isinstance(entry.get("name"), str) and entry["name"].strip()
+            else f"#{index}"
+        )
         name = reader.text(entry, "name", label, required=True)
         constraint = reader.text(entry, "constraint", label, required=True)
         action = entry.get("action", "warn")
         for key in sorted(set(entry) - RULE_FIELDS, key=str):
-            reader.add("DQ012", f"unknown field '{key}'", f"use only {', '.join(sorted(RULE_FIELDS))}", label)
+            reader.add(
+                "DQ012",
+                f"unknown field {key!r}",
+                f"use only {', '.join(sorted(RULE_FIELDS))}",
+                label,
+            )
         if action not in ACTIONS:
-            reader.add("DQ006", f"unknown action {action!r}", "use warn, drop or fail", label)
+            reader.add("DQ006", f"unknown action {_show(action)}", "use warn, drop or fail", label)
         if name and (len(name) > MAX_NAME or not name.isprintable()):
-            reader.add("DQ013", f"name must be printable and at most {MAX_NAME} characters", "use a short snake_case name", label)
-        if name in seen:
-            reader.add("DQ001", "duplicate name", "expectation names must be unique per dataset: rename one", label)
+            reader.add(
+                "DQ013",
+                f"name must be printable and at most {MAX_NAME} characters",
+                "use a short snake_case name",
+                label,
+            )
+        if name and name in seen:
+            reader.add(
+                "DQ001",
+                "duplicate name",
+                "expectation names must be unique per dataset: rename one",
+                label,
+            )
         seen.add(name)
         if constraint:
             for code, message, fix in constraint_errors(constraint):
@@ -212,9 +332,35 @@ def load(name: str | Path, *, dataset: str | None = None) -> RuleSet:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise DataQualityError([Problem("DQ003", display, "rule file not found", f"create it or fix the path passed to rules.load({str(name)!r})")]) from None
+        raise DataQualityError(
+            [
+                Problem(
+                    "DQ003",
+                    display,
+                    "rule file not found",
+                    f"create it or fix the path passed to rules.load({str(name)!r})",
+                )
+            ]
+        ) from None
     except UnicodeDecodeError as error:
-        raise DataQualityError([Problem("DQ002", display, f"file is not UTF-8 text ({error.reason})", "save it as UTF-8")]) from None
+        raise DataQualityError(
+            [
+                Problem(
+                    "DQ002", display, f"file is not UTF-8 text ({error.reason})", "save it as UTF-8"
+                )
+            ]
+        ) from None
+    except OSError as error:  # a folder, no permission
+        raise DataQualityError(
+            [
+                Problem(
+                    "DQ003",
+                    display,
+                    f"rule file cannot be read ({error.strerror or error})",
+                    "check the path and its permissions",
+                )
+            ]
+        ) from None
     return parse(text, display, dataset=dataset, layer=layer)
 
 

@@ -149,7 +149,9 @@ def build_image(
     """
     docker_dir = project_root() / "docker"
     if not (docker_dir / "Dockerfile").is_file():
-        raise FileNotFoundError(f"{docker_dir}/Dockerfile not found: set DQ_PROJECT_ROOT to the project folder.")
+        raise FileNotFoundError(
+            f"{docker_dir}/Dockerfile not found: set DQ_PROJECT_ROOT to the project folder."
+        )
     jars = [Path(j) for j in jars]
     for jar in jars:
         if not jar.is_file():
@@ -162,13 +164,19 @@ def build_image(
 
     client = _client(timeout=BUILD_TIMEOUT_S)
     # Context = the docker/ folder + jars/ + certs/; every file is hashed into the tag.
-    inputs = [(p.relative_to(docker_dir).as_posix(), p) for p in sorted(docker_dir.rglob("*")) if p.is_file()]
+    inputs = [
+        (p.relative_to(docker_dir).as_posix(), p)
+        for p in sorted(docker_dir.rglob("*"))
+        if p.is_file()
+    ]
     inputs += [(f"jars/{j.name}", j) for j in jars] + [(f"certs/{c.name}", c) for c in certs]
     digest = hashlib.sha256()
     for name, path in inputs:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
     # The base image's id counts too: a re-imported base of the same name must rebuild.
-    base_id = client.images.get(base_image).id if base_image and _has_image(client, base_image) else ""
+    base_id = (
+        client.images.get(base_image).id if base_image and _has_image(client, base_image) else ""
+    )
     digest.update(f"{base_image}|{base_id}".encode())
     hint = (
         ""
@@ -198,7 +206,9 @@ def build_image(
         )
         try:
             for chunk in stream:
-                line = _ANSI.sub("", chunk.get("stream") or chunk.get("status") or "")  # stderr comes colored
+                line = _ANSI.sub(
+                    "", chunk.get("stream") or chunk.get("status") or ""
+                )  # stderr comes colored
                 if line.strip():
                     log.append(line.rstrip("\n"))
                     if not quiet:
@@ -310,7 +320,9 @@ def start_server(
     """
     client = _client()
     if not _has_image(client, image):  # testcontainers would try a registry pull instead
-        raise ContainerBackendError(f"image {image} not found locally: build it with build_image().")
+        raise ContainerBackendError(
+            f"image {image} not found locally: build it with build_image()."
+        )
 
     from testcontainers.core.container import DockerContainer
 
@@ -321,7 +333,9 @@ def start_server(
         DockerContainer(image)
         .with_exposed_ports(PORT)
         .with_command(command)
-        .with_kwargs(user=user or f"{os.getuid()}:{os.getgid()}", labels={"dq.backend": "container"})
+        .with_kwargs(
+            user=user or f"{os.getuid()}:{os.getgid()}", labels={"dq.backend": "container"}
+        )
     )
     for mount in mounts:
         path = Path(mount).resolve()

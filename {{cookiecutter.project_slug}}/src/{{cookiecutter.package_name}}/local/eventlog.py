@@ -24,7 +24,10 @@ def flow_progress_details(status: str, output_rows: int | None, metrics) -> dict
     if output_rows is not None:
         progress["metrics"] = {"num_output_rows": output_rows}
     if metrics is not None:
-        progress["data_quality"] = {"dropped_records": metrics.dropped_records, "expectations": metrics.expectations}
+        progress["data_quality"] = {
+            "dropped_records": metrics.dropped_records,
+            "expectations": metrics.expectations,
+        }
     return {"flow_progress": progress}
 
 
@@ -43,9 +46,21 @@ class EventLog:
             details = flow_progress_details(state, result.output_rows.get(flow), metrics)
             origin = (pipeline, pipeline, result.update_id, flow, flow)
             level = "INFO" if state == "COMPLETED" else "ERROR"
-            rows.append((uuid.uuid4().hex, now, "flow_progress", level, f"Flow '{flow}' has {state}.", origin, json.dumps(details)))
+            rows.append(
+                (
+                    uuid.uuid4().hex,
+                    now,
+                    "flow_progress",
+                    level,
+                    f"Flow '{flow}' has {state}.",
+                    origin,
+                    json.dumps(details),
+                )
+            )
         if rows:
-            self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(str(self.path))
+            self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(
+                str(self.path)
+            )
 
     def read(self):
         """The event log as a DataFrame (empty when nothing was run yet)."""

@@ -53,11 +53,25 @@ class JobResult:
         return all(t.status == "SUCCESS" for t in self.tasks)
 
     def to_dict(self) -> dict:
-        return {"job": self.job, "status": "SUCCESS" if self.ok else "FAILED", "seconds": round(self.seconds, 2), "tasks": {t.key: t.to_dict() for t in self.tasks}}
+        return {
+            "job": self.job,
+            "status": "SUCCESS" if self.ok else "FAILED",
+            "seconds": round(self.seconds, 2),
+            "tasks": {t.key: t.to_dict() for t in self.tasks},
+        }
 
 
 class LocalProject:
-    def __init__(self, root: Path, local: LocalSpark, *, target: str = "dev", variables: dict | None = None, landing: Path | None = None, log: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        root: Path,
+        local: LocalSpark,
+        *,
+        target: str = "dev",
+        variables: dict | None = None,
+        landing: Path | None = None,
+        log: Callable[[str], None] | None = None,
+    ):
         self.root = Path(root).resolve()
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
@@ -65,38 +79,67 @@ class LocalProject:
         self.log = self.runner.log
         self.landing = Path(landing) if landing else local.work_dir / "landing"
 
-    def spec(self, key: str, *, layers: list[str] | None = None, database: str | None = None, name: str | None = None) -> PipelineSpec:
+    def spec(
+        self,
+        key: str,
+        *,
+        layers: list[str] | None = None,
+        database: str | None = None,
+        name: str | None = None,
+    ) -> PipelineSpec:
         """The engine's view of bundle pipeline `key`, optionally only some layers' files."""
         if key not in self.bundle.pipelines:
-            raise KeyError(f"no pipeline {key!r} in the bundle: choose one of {', '.join(self.bundle.pipelines)}")
+            raise KeyError(
+                f"no pipeline {key!r} in the bundle: choose one of {', '.join(self.bundle.pipelines)}"
+            )
         pipeline = self.bundle.pipelines[key]
         files = [f for f in pipeline.library_files if not layers or set(layers) & set(f.parts)]
         configuration = dict(pipeline.configuration)
-        configuration["medallion.source.format"] = configuration.get("medallion.source.file_format", "json")
+        configuration["medallion.source.format"] = configuration.get(
+            "medallion.source.file_format", "json"
+        )
         configuration["medallion.source.path"] = str(self.landing)
-        return PipelineSpec(name or pipeline.name, files, self.root, configuration, None, database or pipeline.schema)
+        return PipelineSpec(
+            name or pipeline.name,
+            files,
+            self.root,
+            configuration,
+            None,
+            database or pipeline.schema,
+        )
 
     def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
         return self.runner.run(self.spec(key, **spec_options), full_refresh=full_refresh)
 
     def run_job(self, key: str, *, full_refresh: bool = False) -> JobResult:
         if key not in self.bundle.jobs:
-            raise KeyError(f"no job {key!r} in the bundle: choose one of {', '.join(self.bundle.jobs)}")
+            raise KeyError(
+                f"no job {key!r} in the bundle: choose one of {', '.join(self.bundle.jobs)}"
+            )
         job = self.bundle.jobs[key]
         result, started = JobResult(key), time.perf_counter()
         done: dict[str, TaskResult] = {}
         for task in job.topological_order():
             upstream = [done[d] for d in task.depends_on]
             if task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream):
-                outcome = TaskResult(task.key, task.kind, "SKIPPED", message="upstream task did not succeed")
+                outcome = TaskResult(
+                    task.key, task.kind, "SKIPPED", message="upstream task did not succeed"
+                )
             elif task.pipeline_key:
                 update = self.run_pipeline(task.pipeline_key, full_refresh=full_refresh)
-                outcome = TaskResult(task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update)
+                outcome = TaskResult(
+                    task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
+                )
             elif "quality_gate" in str(task.spec):
                 outcome = self._gate(task, upstream)
             else:
-                outcome = TaskResult(task.key, task.kind, "SKIPPED", message="no local equivalent for this task type")
-            self.log(f"[job {key}] {task.key}: {outcome.status}" + (f" ({outcome.message})" if outcome.message else ""))
+                outcome = TaskResult(
+                    task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
+                )
+            self.log(
+                f"[job {key}] {task.key}: {outcome.status}"
+                + (f" ({outcome.message})" if outcome.message else "")
+            )
             done[task.key] = outcome
             result.tasks.append(outcome)
         result.seconds = time.perf_counter() - started
@@ -110,4 +153,10 @@ class LocalProject:
             events = events.where(events.origin.update_id == update.update_id)
         verdict = gate.run_gate(events, update_id=update.update_id if update else None)
         self.log(str(verdict))
-        return TaskResult(task.key, task.kind, "SUCCESS" if verdict.passed else "FAILED", gate=verdict, message="" if verdict.passed else "failure rate over threshold")
+        return TaskResult(
+            task.key,
+            task.kind,
+            "SUCCESS" if verdict.passed else "FAILED",
+            gate=verdict,
+            message="" if verdict.passed else "failure rate over threshold",
+        )

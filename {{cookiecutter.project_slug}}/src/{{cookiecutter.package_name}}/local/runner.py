@@ -96,7 +96,15 @@ class UpdateResult:
             "datasets": {
                 name: {
                     "output_rows": self.output_rows.get(name),
-                    **({"input_records": m.input_records, "dropped_records": m.dropped_records, "expectations": m.expectations} if (m := self.metrics.get(name)) else {}),
+                    **(
+                        {
+                            "input_records": m.input_records,
+                            "dropped_records": m.dropped_records,
+                            "expectations": m.expectations,
+                        }
+                        if (m := self.metrics.get(name))
+                        else {}
+                    ),
                 }
                 for name in sorted(set(self.flows) | set(self.metrics))
             },
@@ -109,7 +117,9 @@ class _RecordingRegistry:
     """The engine's registry, noting which datasets each update defines and of which kind."""
 
     def __init__(self, spark, graph_id: str):
-        from pyspark.pipelines.spark_connect_graph_element_registry import SparkConnectGraphElementRegistry
+        from pyspark.pipelines.spark_connect_graph_element_registry import (
+            SparkConnectGraphElementRegistry,
+        )
 
         self._inner = SparkConnectGraphElementRegistry(spark, graph_id)
         self.outputs: dict[str, str] = {}
@@ -146,11 +156,17 @@ class Runner:
             for file in spec.libraries:
                 rel = file.relative_to(spec.root) if file.is_relative_to(spec.root) else file
                 if file.suffix == ".py":
-                    module_spec = importlib.util.spec_from_file_location(f"_pipeline_{file.stem}", file)
+                    module_spec = importlib.util.spec_from_file_location(
+                        f"_pipeline_{file.stem}", file
+                    )
                     module = importlib.util.module_from_spec(module_spec)
                     module.__dict__["spark"] = self.spark
                     with ExitStack() as stack:
-                        stack.enter_context(add_pipeline_analysis_context(spark=self.spark, dataflow_graph_id=graph_id, flow_name=None))
+                        stack.enter_context(
+                            add_pipeline_analysis_context(
+                                spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
+                            )
+                        )
                         stack.enter_context(block_session_mutations())
                         module_spec.loader.exec_module(module)
                 elif file.suffix == ".sql":
@@ -177,40 +193,69 @@ class Runner:
         written = [
             int((h["operationMetrics"] or {}).get("numOutputRows", 0))
             for h in history
-            if (since is None or h["version"] > since) and h["operation"] not in ("TRUNCATE", "RESTORE")
+            if (since is None or h["version"] > since)
+            and h["operation"] not in ("TRUNCATE", "RESTORE")
         ]
         return sum(written) if written else 0
 
     # -- one update -----------------------------------------------------------------------------
-    def run(self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None) -> UpdateResult:
+    def run(
+        self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None
+    ) -> UpdateResult:
         from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
         started = time.perf_counter()
         update_id = uuid.uuid4().hex[:12]
-        self.log(f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}")
+        self.log(
+            f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
+        )
         if spec.database:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {spec.database}")
-        for key, value in spec.configuration.items():  # pipeline code reads them with spark.conf.get
+        for (
+            key,
+            value,
+        ) in spec.configuration.items():  # pipeline code reads them with spark.conf.get
             self.spark.conf.set(key, value)
-        graph_id = create_dataflow_graph(self.spark, default_catalog=spec.catalog, default_database=spec.database, sql_conf=spec.configuration)
+        graph_id = create_dataflow_graph(
+            self.spark,
+            default_catalog=spec.catalog,
+            default_database=spec.database,
+            sql_conf=spec.configuration,
+        )
         registry = _RecordingRegistry(self.spark, graph_id)
         with expectations.registering(update_id) as declared:
             self._register(spec, registry, graph_id)
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
-        tables = {name: self._qualified(spec, name) for name, kind in outputs.items() if kind != "TemporaryView"}
+        tables = {
+            name: self._qualified(spec, name)
+            for name, kind in outputs.items()
+            if kind != "TemporaryView"
+        }
         before = {name: self._version(table) for name, table in tables.items()}
-        metrics_offset = self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
+        metrics_offset = (
+            self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
+        )
 
         flows: dict[str, str] = {}
         failures: list[str] = []  # the engine's messages about failed flows carry the cause
         error_text = None
         try:
-            events = start_run(self.spark, graph_id, full_refresh=None, full_refresh_all=full_refresh, refresh=refresh, dry=False, storage=(self.local.work_dir / "storage" / spec.name).as_uri())
+            events = start_run(
+                self.spark,
+                graph_id,
+                full_refresh=None,
+                full_refresh_all=full_refresh,
+                refresh=refresh,
+                dry=False,
+                storage=(self.local.work_dir / "storage" / spec.name).as_uri(),
+            )
             for result in events:
                 if "pipeline_event_result" not in result:
                     continue
                 message = result["pipeline_event_result"].event.message
                 match = _FLOW_EVENT.search(message)
+                if not match or "\n" in message:  # resolution errors come as extra events
+                    failures.append(message)
                 if match:
                     flow, state = _short(match["flow"]), match["state"]
                     flows[flow] = state
@@ -225,33 +270,64 @@ class Runner:
         restored = []
         if failed:
             for name, table in tables.items():
-                if outputs[name] == "MaterializedView" and before[name] is not None and self._version(table) != before[name]:
+                if (
+                    outputs[name] == "MaterializedView"
+                    and before[name] is not None
+                    and self._version(table) != before[name]
+                ):
                     self.spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before[name]}")
                     restored.append(name)
             if restored:
-                self.log(f"[{spec.name}] failed update: restored {', '.join(restored)} to their previous versions")
+                self.log(
+                    f"[{spec.name}] failed update: restored {', '.join(restored)} to their previous versions"
+                )
 
-        metrics = self._metrics(update_id, declared, flows)
-        output_rows = {name: self._rows_written(table, before[name]) for name, table in tables.items() if flows.get(name) == "COMPLETED"}
+        metrics = self._metrics(update_id, declared, flows, metrics_offset)
+        output_rows = {
+            name: self._rows_written(table, before[name])
+            for name, table in tables.items()
+            if flows.get(name) == "COMPLETED"
+        }
         error = self._error(error_text, declared, flows) if failed else None
         status = "FAILED" if failed else "COMPLETED"
-        result = UpdateResult(spec.name, update_id, status, flows, metrics, output_rows, restored, error, time.perf_counter() - started)
+        result = UpdateResult(
+            spec.name,
+            update_id,
+            status,
+            flows,
+            metrics,
+            output_rows,
+            restored,
+            error,
+            time.perf_counter() - started,
+        )
         self.event_log.append(spec.name, result)
-        self.log(f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s" + (f": {error.message}" if error else ""))
+        self.log(
+            f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s"
+            + (f": {error.message}" if error else "")
+        )
         return result
 
-    def _metrics(self, update_id: str, declared: dict, flows: dict[str, str]) -> dict[str, DatasetMetrics]:
+    def _metrics(
+        self, update_id: str, declared: dict, flows: dict[str, str], offset: int = 0
+    ) -> dict[str, DatasetMetrics]:
         """Sum the listener's observations of this update (one per MV refresh or micro-batch)."""
         totals: dict[str, dict[str, int]] = {}
         prefix = expectations.observation_name(update_id, "")
         seen = set()
         if self.local.metrics_file.exists():
-            for line in self.local.metrics_file.read_text().splitlines():
+            with self.local.metrics_file.open() as lines:
+                lines.seek(offset)  # only what this update's flows wrote
+                text = lines.read()
+            for line in text.splitlines():
                 record = json.loads(line)
-                key = (record["observation"], record.get("root_execution_id", record["execution_id"]))
+                key = (
+                    record["observation"],
+                    record.get("root_execution_id", record["execution_id"]),
+                )
                 if record["observation"].startswith(prefix) and key not in seen:
                     seen.add(key)
-                    dataset = record["observation"][len(prefix):]
+                    dataset = record["observation"][len(prefix) :]
                     bucket = totals.setdefault(dataset, {})
                     for key, value in record["metrics"].items():
                         bucket[key] = bucket.get(key, 0) + int(value or 0)
@@ -266,7 +342,12 @@ class Runner:
                 input_records=counts.get("input", 0),
                 dropped_records=counts.get("dropped", 0),
                 expectations=[
-                    {"name": e.name, "dataset": _short(dataset), "passed_records": counts.get("input", 0) - counts.get(f"failed_{i}", 0), "failed_records": counts.get(f"failed_{i}", 0)}
+                    {
+                        "name": e.name,
+                        "dataset": _short(dataset),
+                        "passed_records": counts.get("input", 0) - counts.get(f"failed_{i}", 0),
+                        "failed_records": counts.get(f"failed_{i}", 0),
+                    }
                     for i, e in enumerate(declared_expectations)
                 ],
             )
@@ -278,14 +359,26 @@ class Runner:
         violation = expectations.parse_violation(text)
         if violation:
             message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
-            return RunError("EXPECTATION_VIOLATION", message, _short(violation["dataset"]), violation["expectation"], violation["record"])
-        column = re.search(r"UNRESOLVED_COLUMN\.\w+\] A column, variable, or function parameter with name `?([^`\s]+)`? cannot be resolved", text)
+            return RunError(
+                "EXPECTATION_VIOLATION",
+                message,
+                _short(violation["dataset"]),
+                violation["expectation"],
+                violation["record"],
+            )
+        column = re.search(
+            r"UNRESOLVED_COLUMN\.\w+\] A column, variable, or function parameter with name `?([^`\s]+)`? cannot be resolved",
+            text,
+        )
         if column:
-            name = column["1"].split(".")[-1].strip("`").lower()
+            name = column[1].split(".")[-1].strip("`").lower()
+            known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
+            hint = f"the dataset has {known[1]}" if known else "use a column of the dataset"
             for dataset, items in declared.items():
                 for e in items:
                     if name in referenced_columns(e.constraint):
-                        return RunError("UNKNOWN_COLUMN", f"DQ011 {dataset}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: use a column of the dataset (see the engine's suggestion: {_first_line(text)})", _short(dataset), e.name)
+                        message = f"DQ011 {dataset}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
+                        return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
         return RunError("ENGINE", _first_line(text), failed_flow)
 
 

@@ -6,6 +6,7 @@ metrics listener, a warehouse folder of its own, and a file where observed metri
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -22,7 +23,10 @@ import pyspark
 
 BACKENDS = ("embedded", "container", "remote")
 DELTA_VERSION = "4.4.0"
-DELTA_ARTIFACTS = (f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}", f"io.delta:delta-storage:{DELTA_VERSION}")
+DELTA_ARTIFACTS = (
+    f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}",
+    f"io.delta:delta-storage:{DELTA_VERSION}",
+)
 LISTENER_SOURCE = Path(__file__).with_name("ObservedMetricsListener.java")
 LISTENER_CLASS = "dq.ObservedMetricsListener"
 PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
@@ -57,7 +61,9 @@ def check_java() -> str:
     out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
     match = re.search(r'version "(\d+)', out)
     if not match or int(match.group(1)) < 17:
-        raise BackendUnavailable(f"Java 17 or newer is needed, found: {out.splitlines()[0] if out else java}: {fix}")
+        raise BackendUnavailable(
+            f"Java 17 or newer is needed, found: {out.splitlines()[0] if out else java}: {fix}"
+        )
     return match.group(1)
 
 
@@ -69,41 +75,70 @@ def delta_jars() -> list[Path]:
     for coordinate in DELTA_ARTIFACTS:
         group, artifact, version = coordinate.split(":")
         jar = target / f"{artifact}-{version}.jar"
-        local_m2 = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / jar.name
+        local_m2 = (
+            Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / jar.name
+        )
         if not jar.exists() and local_m2.exists():
             shutil.copy(local_m2, jar)
         if not jar.exists():
             mvn = shutil.which("mvn")
             if not mvn:
-                raise BackendUnavailable(f"Delta jar {jar.name} is not cached and Maven is not installed: install Maven, or copy the jar into {target}")
+                raise BackendUnavailable(
+                    f"Delta jar {jar.name} is not cached and Maven is not installed: install Maven, or copy the jar into {target}"
+                )
             print(f"fetching {coordinate} with Maven (once)...", file=sys.stderr)
             done = subprocess.run(
-                [mvn, "-q", "-B", "dependency:copy", f"-Dartifact={coordinate}", f"-DoutputDirectory={target}"],
-                capture_output=True, text=True, timeout=600,
+                [
+                    mvn,
+                    "-q",
+                    "-B",
+                    "dependency:copy",
+                    f"-Dartifact={coordinate}",
+                    f"-DoutputDirectory={target}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
             if done.returncode != 0 or not jar.exists():
                 tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-                raise BackendUnavailable(f"could not fetch {coordinate} from Maven Central (is it reachable? a proxy set in ~/.m2/settings.xml?):\n{tail}")
+                raise BackendUnavailable(
+                    f"could not fetch {coordinate} from Maven Central (is it reachable? a proxy set in ~/.m2/settings.xml?):\n{tail}"
+                )
         jars.append(jar)
     return jars
 
 
 def listener_jar() -> Path:
     """Compile the metrics listener against pyspark's own jars, once per source version."""
-    digest = hashlib.sha256(LISTENER_SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(
+        LISTENER_SOURCE.read_bytes() + pyspark.__version__.encode()
+    ).hexdigest()[:12]
     jar = cache_dir() / f"dq-listener-{digest}.jar"
     if jar.exists():
         return jar
-    javac = shutil.which("javac") or (os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"], "bin", "javac")))
+    javac = shutil.which("javac") or (
+        os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"], "bin", "javac"))
+    )
     jar_tool = shutil.which("jar") or (javac and str(Path(javac).with_name("jar")))
     if not javac or not Path(javac).exists():
-        raise BackendUnavailable("javac not found: the metrics listener is compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE")
+        raise BackendUnavailable(
+            "javac not found: the metrics listener is compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE"
+        )
     with tempfile.TemporaryDirectory() as tmp:
-        compiled = subprocess.run([javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", str(LISTENER_SOURCE)], capture_output=True, text=True)
+        compiled = subprocess.run(
+            [javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", str(LISTENER_SOURCE)],
+            capture_output=True,
+            text=True,
+        )
         if compiled.returncode != 0:
-            raise BackendUnavailable(f"could not compile {LISTENER_SOURCE.name}:\n{compiled.stderr[-2000:]}")
+            raise BackendUnavailable(
+                f"could not compile {LISTENER_SOURCE.name}:\n{compiled.stderr[-2000:]}"
+            )
         partial = jar.with_suffix(".tmp")
-        subprocess.run([jar_tool, "cf", str(partial), "-C", tmp, "dq"], check=True, capture_output=True)
+        subprocess.run(
+            [jar_tool, "cf", str(partial), "-C", tmp, "dq"], check=True, capture_output=True
+        )
         partial.replace(jar)
     return jar
 
@@ -150,10 +185,8 @@ class LocalSpark:
 
     def stop(self) -> None:
         for stop in reversed(self._stop):
-            try:
+            with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
-            except Exception:  # noqa: BLE001 - best effort at shutdown
-                pass
         self._stop.clear()
 
 
@@ -170,13 +203,17 @@ def _start_embedded(confs: dict[str, str]):
 
     port = _free_port()
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
-    ConnectSession._start_connect_server("local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)})
+    ConnectSession._start_connect_server(
+        "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
+    )
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
     return ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
 
 
-def start(backend: str | None = None, work_dir: Path | None = None, remote: str | None = None) -> LocalSpark:
+def start(
+    backend: str | None = None, work_dir: Path | None = None, remote: str | None = None
+) -> LocalSpark:
     """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or embedded."""
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
     if backend not in BACKENDS:
@@ -207,7 +244,9 @@ def start(backend: str | None = None, work_dir: Path | None = None, remote: str 
     else:
         url = remote or os.environ.get("SPARK_REMOTE")
         if not url or not url.startswith("sc://"):
-            raise BackendUnavailable("the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint with Delta and the metrics listener)")
+            raise BackendUnavailable(
+                "the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint with Delta and the metrics listener)"
+            )
         spark = SparkSession.builder.remote(url).getOrCreate()
         stops = [spark.stop]
     return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops)

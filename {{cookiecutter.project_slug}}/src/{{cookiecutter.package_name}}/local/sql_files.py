@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..dq.expectations import Expectation, _decorator, _check
+from ..dq.expectations import Expectation, _check, _decorator
 
 _CREATE = re.compile(
     r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?P<kind>MATERIALIZED\s+VIEW|STREAMING\s+TABLE|TEMPORARY\s+VIEW|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>[`\w.]+)",
@@ -21,7 +21,12 @@ _CONSTRAINT = re.compile(
     r"CONSTRAINT\s+(?P<name>`[^`]+`|\w+)\s+EXPECT\s*\((?P<cond>.*)\)\s*(?:ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE))?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-_KINDS = {"MATERIALIZED VIEW": "MaterializedView", "STREAMING TABLE": "StreamingTable", "TEMPORARY VIEW": "TemporaryView", "VIEW": "TemporaryView"}
+_KINDS = {
+    "MATERIALIZED VIEW": "MaterializedView",
+    "STREAMING TABLE": "StreamingTable",
+    "TEMPORARY VIEW": "TemporaryView",
+    "VIEW": "TemporaryView",
+}
 
 
 def _scan(text: str):
@@ -69,7 +74,7 @@ def parse(statement: str, where: str) -> dict | None:
     match = _CREATE.match(head)
     if not match:
         return None
-    rest = head[match.end():].lstrip()
+    rest = head[match.end() :].lstrip()
     columns, constraints = [], []
     if rest.startswith("("):
         close = next(i for i, c, depth in _scan(rest) if c == ")" and depth == 0)
@@ -77,19 +82,43 @@ def parse(statement: str, where: str) -> dict | None:
             found = _CONSTRAINT.match(item.strip())
             if found:
                 action = (found["action"] or "").upper().split()
-                constraints.append(Expectation(found["name"].strip("`"), found["cond"].strip(), {"DROP": "drop", "FAIL": "fail"}.get(action[0] if action else "", "warn")))
+                constraints.append(
+                    Expectation(
+                        found["name"].strip("`"),
+                        found["cond"].strip(),
+                        {"DROP": "drop", "FAIL": "fail"}.get(action[0] if action else "", "warn"),
+                    )
+                )
             elif item.strip().upper().startswith("CONSTRAINT"):
-                raise ValueError(f"{where}: cannot read constraint {item.strip()!r}: write CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]")
+                raise ValueError(
+                    f"{where}: cannot read constraint {item.strip()!r}: write CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]"
+                )
             else:
                 columns.append(item.strip())
-        rest = rest[close + 1:]
-    as_at = next((i for i, c, depth in _scan(rest) if depth == 0 and re.match(r"AS\b", rest[i:i + 3], re.IGNORECASE) and (i == 0 or not rest[i - 1].isalnum())), None)
+        rest = rest[close + 1 :]
+    as_at = next(
+        (
+            i
+            for i, c, depth in _scan(rest)
+            if depth == 0
+            and re.match(r"AS\b", rest[i : i + 3], re.IGNORECASE)
+            and (i == 0 or not rest[i - 1].isalnum())
+        ),
+        None,
+    )
     if as_at is None:
         raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
-    clauses, query = rest[:as_at], rest[as_at + 2:].strip()
+    clauses, query = rest[:as_at], rest[as_at + 2 :].strip()
     comment = re.search(r"COMMENT\s+'((?:[^'\\]|\\.)*)'", clauses, re.IGNORECASE)
     kind = _KINDS[" ".join(match["kind"].upper().split())]
-    return {"name": match["name"].strip("`"), "kind": kind, "constraints": constraints, "columns": columns, "comment": comment[1] if comment else None, "query": query}
+    return {
+        "name": match["name"].strip("`"),
+        "kind": kind,
+        "constraints": constraints,
+        "columns": columns,
+        "comment": comment[1] if comment else None,
+        "query": query,
+    }
 
 
 def outputs_of(files: list[Path]) -> dict[str, str]:
@@ -115,14 +144,26 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
             plain.append(statement.strip())
             continue
         if parsed["kind"] == "TemporaryView":
-            raise ValueError(f"{rel_path}: put expectations on the dataset that reads view {parsed['name']}")
+            raise ValueError(
+                f"{rel_path}: put expectations on the dataset that reads view {parsed['name']}"
+            )
         names = set()
         for e in parsed["constraints"]:
             _check(e.name, e.constraint, f"{rel_path}: {parsed['name']}")
             if e.name in names:
                 from ..dq.problems import DataQualityError, Problem
 
-                raise DataQualityError([Problem("DQ001", str(rel_path), "duplicate name", "expectation names must be unique per dataset: rename one", e.name)])
+                raise DataQualityError(
+                    [
+                        Problem(
+                            "DQ001",
+                            str(rel_path),
+                            "duplicate name",
+                            "expectation names must be unique per dataset: rename one",
+                            e.name,
+                        )
+                    ]
+                )
             names.add(e.name)
         source = f"{parsed['name'].replace('.', '_')}__dq_source"
         plain.append(f"CREATE TEMPORARY VIEW {source} AS {parsed['query']}")

@@ -65,7 +65,9 @@ class Lake:
         self.project = LocalProject(root, local, landing=self.landing)
         self.spark = local.spark
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.schema}")
-        self.file_format = self.project.spec(next(iter(self.project.bundle.pipelines))).configuration.get("medallion.source.file_format", "json")
+        self.file_format = self.project.spec(
+            next(iter(self.project.bundle.pipelines))
+        ).configuration.get("medallion.source.file_format", "json")
 
     # -- inputs ---------------------------------------------------------------------------------
     def land(self, folder: str, name: str, rows: Iterable[Mapping[str, object]] | str) -> Path:
@@ -82,7 +84,11 @@ class Lake:
             writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
             path.write_text(out.getvalue())
         else:
-            path.write_text("".join(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n" for r in rows))
+            path.write_text(
+                "".join(
+                    json.dumps({k: v for k, v in r.items() if v is not None}) + "\n" for r in rows
+                )
+            )
         return path
 
     def land_fixtures(self, folder: str = "orders", source: Path | None = None) -> list[Path]:
@@ -93,15 +99,23 @@ class Lake:
             out.append(self.land(folder, file.stem, file.read_text()))
         return out
 
-    def seed(self, table: str, rows: list[Mapping[str, object]] | list[tuple], schema: str | None = None) -> None:
+    def seed(
+        self, table: str, rows: list[Mapping[str, object]] | list[tuple], schema: str | None = None
+    ) -> None:
         """Create `table` in this test's schema from rows, as an upstream layer would have."""
-        df = self.spark.createDataFrame(rows, schema) if schema else self.spark.createDataFrame(rows)
+        df = (
+            self.spark.createDataFrame(rows, schema) if schema else self.spark.createDataFrame(rows)
+        )
         df.write.format("delta").mode("overwrite").saveAsTable(f"{self.schema}.{table}")
 
     # -- runs -----------------------------------------------------------------------------------
-    def run(self, pipeline: str, layers: list[str] | None = None, *, full_refresh: bool = False) -> UpdateResult:
+    def run(
+        self, pipeline: str, layers: list[str] | None = None, *, full_refresh: bool = False
+    ) -> UpdateResult:
         """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema."""
-        spec = self.project.spec(pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}")
+        spec = self.project.spec(
+            pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
+        )
         return self.project.runner.run(spec, full_refresh=full_refresh)
 
     def table(self, name: str):
@@ -112,7 +126,9 @@ class Lake:
         return {r[key]: r.asDict() for r in self.table(name).collect()}
 
     def version(self, name: str) -> int:
-        return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0]["version"]
+        return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
+            "version"
+        ]
 
 
 @pytest.fixture
@@ -122,23 +138,44 @@ def lake(local_spark_session):
 
 # -- assertions ---------------------------------------------------------------------------------
 def assert_update_ok(result: UpdateResult) -> None:
-    assert result.ok, f"update of {result.pipeline} failed: {result.error.message if result.error else result.flows}"
+    assert result.ok, (
+        f"update of {result.pipeline} failed: {result.error.message if result.error else result.flows}"
+    )
 
 
-def assert_expectations(result: UpdateResult, dataset: str, failed: Mapping[str, int], *, input_records: int | None = None) -> None:
+def assert_expectations(
+    result: UpdateResult,
+    dataset: str,
+    failed: Mapping[str, int],
+    *,
+    input_records: int | None = None,
+) -> None:
     """Failed record counts per expectation of `dataset` in this update, exactly."""
-    assert dataset in result.metrics, f"no expectation metrics for {dataset} in update {result.update_id} (flows: {result.flows})"
+    assert dataset in result.metrics, (
+        f"no expectation metrics for {dataset} in update {result.update_id} (flows: {result.flows})"
+    )
     metrics = result.metrics[dataset]
     actual = {e["name"]: e["failed_records"] for e in metrics.expectations}
-    wrong = {name: (count, actual.get(name)) for name, count in failed.items() if actual.get(name) != count}
+    wrong = {
+        name: (count, actual.get(name))
+        for name, count in failed.items()
+        if actual.get(name) != count
+    }
     assert not wrong, f"{dataset}: expectation failures (expected, actual): {wrong}; all: {actual}"
     if input_records is not None:
-        assert metrics.input_records == input_records, f"{dataset}: {metrics.input_records} input records, expected {input_records}"
+        assert metrics.input_records == input_records, (
+            f"{dataset}: {metrics.input_records} input records, expected {input_records}"
+        )
 
 
-def assert_quarantined(quarantine_df, key: str, expected: Mapping[object, set[str] | list[str]]) -> None:
+def assert_quarantined(
+    quarantine_df, key: str, expected: Mapping[object, set[str] | list[str]]
+) -> None:
     """Exactly these keys are quarantined, each with exactly these broken rules."""
-    actual = {r[key]: set(r["_dq_failed_rules"]) for r in quarantine_df.select(key, "_dq_failed_rules").collect()}
+    actual = {
+        r[key]: set(r["_dq_failed_rules"])
+        for r in quarantine_df.select(key, "_dq_failed_rules").collect()
+    }
     expected = {k: set(v) for k, v in expected.items()}
     assert actual == expected, f"quarantine by {key}: expected {expected}, got {actual}"
 
@@ -148,7 +185,11 @@ def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
     inputs = [r[0] for r in input_df.select(key).collect()]
     kept = [r[0] for r in target_df.select(key).collect()]
     quarantined = [r[0] for r in quarantine_df.select(key).collect()]
-    assert len(kept) + len(quarantined) == len(inputs), f"{len(inputs)} input rows, {len(kept)} kept + {len(quarantined)} quarantined"
+    assert len(kept) + len(quarantined) == len(inputs), (
+        f"{len(inputs)} input rows, {len(kept)} kept + {len(quarantined)} quarantined"
+    )
     both = set(kept) & set(quarantined) - {None}
     assert not both, f"rows both kept and quarantined: {sorted(both)[:10]}"
-    assert sorted(map(str, kept + quarantined)) == sorted(map(str, inputs)), "kept + quarantined rows differ from the input rows"
+    assert sorted(map(str, kept + quarantined)) == sorted(map(str, inputs)), (
+        "kept + quarantined rows differ from the input rows"
+    )

@@ -34,6 +34,9 @@ def silver_orders():
     return typed_orders()
 
 
-@dp.table(name="silver_orders_quarantine", comment="Orders dropped from silver_orders, with the rules they broke.")
+@dp.table(
+    name="silver_orders_quarantine",
+    comment="Orders dropped from silver_orders, with the rules they broke.",
+)
 def silver_orders_quarantine():
     return quarantine.quarantined(typed_orders(), ORDERS.drop)
