@@ -1,4 +1,4 @@
-"""Sessions for the template repository itself (`nox -l` lists them; default: lint, tests).
+"""Sessions for the template repository itself (`nox -l` lists them; default: lint, tests, generated).
 
 Tool versions are pinned once, in pyproject.toml's [dependency-groups]; every session installs
 from those groups and runs only what it installed (external programs are refused).
@@ -20,7 +20,7 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "tests", "generated"]
 nox.options.error_on_external_run = True
 nox.options.reuse_venv = "yes"
 

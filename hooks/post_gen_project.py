@@ -25,6 +25,22 @@ REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
         False,
         ("docker", "src/<package_name>/local/container.py", "tests/test_container.py"),
     ),
+    # Sample landing files come in both formats; keep the one the project reads.
+    *(
+        (
+            "source_format",
+            keep,
+            tuple(
+                f"fixtures/{folder}/orders/orders-{day}.{drop}"
+                for folder, day in (
+                    ("landing", "2026-11-01"),
+                    ("landing", "2026-11-04"),
+                    ("bad_day", "2026-11-07"),
+                )
+            ),
+        )
+        for keep, drop in (("json", "csv"), ("csv", "json"))
+    ),
 )
 
 
