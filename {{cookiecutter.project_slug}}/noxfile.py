@@ -50,7 +50,8 @@ def rules(session: nox.Session) -> None:
     """Check rule files, layer conventions and bundle YAML statically (no Spark)."""
     install(session)
     session.run("python", "-m", PACKAGE, "check")
-    pytest(session, "tests/test_rules.py", "tests/test_conventions.py", "tests/test_bundle.py", "tests/test_infrastructure.py", "-m", "not spark")
+    static = ["test_rules.py", "test_conventions.py", "test_bundle.py", "test_infrastructure.py"]
+    pytest(session, *(f"tests/{name}" for name in static), "-m", "not spark")
 
 
 @nox.session(python=PYTHON)
@@ -93,6 +94,10 @@ def slow(session: nox.Session) -> None:
 def container(session: nox.Session) -> None:
     """Run the layer tests against a Spark Connect server in Docker (testcontainers)."""
     install(session)
-    env = {"DQ_BACKEND": "container", "TESTCONTAINERS_RYUK_DISABLED": os.environ.get("TESTCONTAINERS_RYUK_DISABLED", "true")}
-    pytest(session, "tests/test_container.py", "tests/test_bronze.py", "tests/test_silver.py", "tests/test_gold.py", env=env)
+    env = {
+        "DQ_BACKEND": "container",
+        "TESTCONTAINERS_RYUK_DISABLED": os.environ.get("TESTCONTAINERS_RYUK_DISABLED", "true"),
+    }
+    layers = ["test_container.py", "test_bronze.py", "test_silver.py", "test_gold.py"]
+    pytest(session, *(f"tests/{name}" for name in layers), env=env)
 {%- endif %}

@@ -23,7 +23,10 @@ CONSTRAINTS = [
     "coalesce(b, 'x') <> 'y'",
 ]
 rows = st.lists(
-    st.tuples(st.one_of(st.none(), st.integers(-5, 5)), st.one_of(st.none(), st.sampled_from(["x", "y", "z", "zz", ""]))),
+    st.tuples(
+        st.one_of(st.none(), st.integers(-5, 5)),
+        st.one_of(st.none(), st.sampled_from(["x", "y", "z", "zz", ""])),
+    ),
     min_size=0,
     max_size=40,
 )
@@ -49,14 +52,22 @@ def held():
 """
 
 
-@settings(max_examples=int(__import__("os").environ.get("DQ_PROPERTY_EXAMPLES", "6")), deadline=None, suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=int(__import__("os").environ.get("DQ_PROPERTY_EXAMPLES", "6")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=rows, constraints=rule_sets)
 def test_valid_plus_quarantined_is_the_input(lake, tmp_path_factory, data, constraints):
     rules = {f"r{i}": c for i, c in enumerate(constraints)}
     lake.seed("raw", [(i, a, b) for i, (a, b) in enumerate(data)], "id INT, a INT, b STRING")
     folder = tmp_path_factory.mktemp("prop")
     (folder / "p.py").write_text(textwrap.dedent(PIPELINE.format(rules=rules)))
-    result = lake.project.runner.run(PipelineSpec(f"prop-{uuid.uuid4().hex[:6]}", [folder / "p.py"], folder, {}, None, lake.schema))
+    result = lake.project.runner.run(
+        PipelineSpec(
+            f"prop-{uuid.uuid4().hex[:6]}", [folder / "p.py"], folder, {}, None, lake.schema
+        )
+    )
     assert_update_ok(result)
     assert_nothing_lost(lake.table("raw"), lake.table("kept"), lake.table("held"), "id")
     metrics = result.metrics.get("kept")

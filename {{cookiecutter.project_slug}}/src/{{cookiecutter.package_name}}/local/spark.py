@@ -58,7 +58,10 @@ def check_java() -> str:
     fix = "install Java 17 or 21 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; or use --backend container, which needs only Docker"
     if not java or not Path(java).exists():
         raise BackendUnavailable(f"no Java found for the embedded Spark backend: {fix}")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BackendUnavailable(f"{java} -version failed ({error}): {fix}") from None
     match = re.search(r'version "(\d+)', out)
     if not match or int(match.group(1)) < 17:
         raise BackendUnavailable(
@@ -230,8 +233,15 @@ def start(
         spark = _start_embedded(confs)
         stops = [spark.stop]
     elif backend == "container":
-        from . import container
-
+        try:
+            from . import container
+        except ImportError as error:
+            raise BackendUnavailable(
+                f"this project was generated without the container backend ({error})"
+            ) from None
+        available, reason = container.docker_available()  # before any Java or Maven step
+        if not available:
+            raise BackendUnavailable(reason)
         confs = server_confs(work_dir, [])
         del confs["spark.jars"]  # the image has them
         try:
