@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -144,6 +146,7 @@ class Runner:
         self.spark = local.spark
         self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
+        self.timeout = float(os.environ.get("DQ_RUN_TIMEOUT", "900"))
         expectations.install()
 
     # -- registration ---------------------------------------------------------------------------
@@ -239,6 +242,10 @@ class Runner:
         flows: dict[str, str] = {}
         failures: list[str] = []  # the engine's messages about failed flows carry the cause
         error_text = None
+        # Never hang: past the timeout every operation of the session is interrupted.
+        watchdog = threading.Timer(self.timeout, self.spark.interruptAll)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             events = start_run(
                 self.spark,
@@ -265,6 +272,10 @@ class Runner:
                         failures.append(message)
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
             error_text = "\n".join([*failures, str(error)])
+            if not watchdog.is_alive():
+                error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
+        finally:
+            watchdog.cancel()
         failed = error_text is not None or any(s in ("FAILED", "SKIPPED") for s in flows.values())
 
         restored = []
