@@ -1,4 +1,4 @@
-"""Checks of {{ cookiecutter.project_name }}, layer by layer: `nox` runs the default set.
+"""Checks of this project, layer by layer: `nox` runs the default set.
 
 Spark sessions start one local Spark Connect server each (embedded, Java 17+); `container`
 runs the same layer tests against a server in Docker, `slow` the property-based tests.
