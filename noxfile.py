@@ -1,4 +1,6 @@
-"""Sessions for the template repository itself (`nox -l` lists them; default: lint, tests, generated).
+"""Sessions for the template repository (`nox -l` lists them).
+
+Default: lint, tests, generated.
 
 Tool versions are pinned once, in pyproject.toml's [dependency-groups]; every session installs
 from those groups and runs only what it installed (external programs are refused).

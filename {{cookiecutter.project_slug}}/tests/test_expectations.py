@@ -9,6 +9,8 @@ from {{ cookiecutter.package_name }}.dq.problems import DataQualityError
 from {{ cookiecutter.package_name }}.local.runner import PipelineSpec
 from {{ cookiecutter.package_name }}.local.testing import assert_expectations, assert_update_ok
 
+pytestmark = pytest.mark.spark
+
 ROWS = "SELECT * FROM VALUES (1, 10), (2, -5), (3, NULL), (4, 7), (NULL, 3) AS t(id, amount)"
 
 
@@ -175,8 +177,6 @@ def test_bad_rules_are_refused_before_the_run(lake, tmp_path, decorator, code):
             {
                 "p.py": f"""
 from pyspark import pipelines as dp
-
-pytestmark = pytest.mark.spark
 
 @dp.materialized_view
 {decorator}
