@@ -65,7 +65,9 @@ def bronze(session: nox.Session) -> None:
 def silver(session: nox.Session) -> None:
     """Test the silver layer and the expectation semantics on the real engine."""
     install(session)
-    pytest(session, "tests/test_silver.py", "tests/test_expectations.py")
+    pytest(
+        session, "tests/test_silver.py", "tests/test_expectations.py", "tests/test_seed_examples.py"
+    )
 
 
 @nox.session(python=PYTHON)

@@ -238,13 +238,19 @@ def install() -> bool:
 
 
 def parse_violation(text: str) -> dict | None:
-    """Find the EXPECTATION_VIOLATION payload in an engine error message."""
-    start = text.find(f"{VIOLATION} {{")
-    if start < 0:
-        return None
-    decoder = json.JSONDecoder()
-    try:
-        payload, _ = decoder.raw_decode(text, start + len(VIOLATION) + 1)
-    except json.JSONDecodeError:
-        return None
-    return payload
+    """Find the EXPECTATION_VIOLATION payload in an engine error message.
+
+    A streaming failure also prints the query plan, where the message is only a template: the
+    first occurrence that is whole JSON is the one raised.
+    """
+    decoder, marker = json.JSONDecoder(), f"{VIOLATION} {{"
+    start = text.find(marker)
+    while start >= 0:
+        try:
+            payload, _ = decoder.raw_decode(text, start + len(VIOLATION) + 1)
+            if isinstance(payload, dict) and "record" in payload:
+                return payload
+        except json.JSONDecodeError:
+            pass
+        start = text.find(marker, start + 1)
+    return None
