@@ -786,7 +786,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.no_loop:
             results["test_loop"] = test_loop(project, args.loop_repeats, work)
-        results["sizes"] = bench_sizes(project, args, work, package)
+        results["sizes"] = bench_sizes(project, args, work, package) if args.rows else []
         if args.nox:
             results["nox"] = nox_loop(project_dir)
     finally:
