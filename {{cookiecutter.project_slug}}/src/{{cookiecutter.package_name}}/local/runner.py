@@ -214,10 +214,8 @@ class Runner:
         )
         if spec.database:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {spec.database}")
-        for (
-            key,
-            value,
-        ) in spec.configuration.items():  # pipeline code reads them with spark.conf.get
+        # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
+        for key, value in spec.configuration.items():
             self.spark.conf.set(key, value)
         graph_id = create_dataflow_graph(
             self.spark,
