@@ -29,26 +29,21 @@ def ids(lake, table):
     return sorted((r["id"] for r in lake.table(table).collect()), key=lambda v: (v is None, v))
 
 
+def run_view(lake, tmp_path, name, *decorators, query=ROWS):
+    """Run a pipeline of one materialized view `name` over `query`, with these decorators."""
+    source = "\n".join(
+        ["from pyspark import pipelines as dp", "", "", "@dp.materialized_view", *decorators]
+        + [f"def {name}():", f'    return spark.sql("{query}")', ""]
+    )
+    return run(lake, tmp_path, {"p.py": source})
+
+
 @pytest.mark.parametrize("order", ["drop_then_warn", "warn_then_drop"])
 def test_stacking_order_does_not_matter(lake, tmp_path, order):
     drop = '@dp.expect_or_drop("has_amount", "amount IS NOT NULL")'
     warn = '@dp.expect("positive", "amount > 0")'
     first, second = (drop, warn) if order == "drop_then_warn" else (warn, drop)
-    result = run(
-        lake,
-        tmp_path,
-        {
-            "p.py": f"""
-        from pyspark import pipelines as dp
-
-        @dp.materialized_view
-        {first}
-        {second}
-        def checked():
-            return spark.sql("{ROWS}")
-    """
-        },
-    )
+    result = run_view(lake, tmp_path, "checked", first, second)
     assert_update_ok(result)
     # Both rules judge the same 5 input rows; NULL amount fails both; warn keeps -5.
     assert_expectations(result, "checked", {"has_amount": 1, "positive": 2}, input_records=5)
@@ -85,20 +80,7 @@ def test_grouped_rules_fail_and_sql_constraints(lake, tmp_path):
 
 
 def test_fail_names_the_rule_and_shows_the_record(lake, tmp_path):
-    result = run(
-        lake,
-        tmp_path,
-        {
-            "p.py": f"""
-        from pyspark import pipelines as dp
-
-        @dp.materialized_view
-        @dp.expect_or_fail("non_negative", "amount >= 0")
-        def strict():
-            return spark.sql("{ROWS}")
-    """
-        },
-    )
+    result = run_view(lake, tmp_path, "strict", '@dp.expect_or_fail("non_negative", "amount >= 0")')
     assert result.status == "FAILED"
     assert (result.error.kind, result.error.dataset, result.error.expectation) == (
         "EXPECTATION_VIOLATION",
@@ -134,20 +116,7 @@ def test_temporary_view_expectations_are_enforced(lake, tmp_path):
 
 
 def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
-    result = run(
-        lake,
-        tmp_path,
-        {
-            "p.py": f"""
-        from pyspark import pipelines as dp
-
-        @dp.materialized_view
-        @dp.expect_or_drop("valid_amount", "amout >= 0")
-        def typo():
-            return spark.sql("{ROWS}")
-    """
-        },
-    )
+    result = run_view(lake, tmp_path, "typo", '@dp.expect_or_drop("valid_amount", "amout >= 0")')
     assert result.status == "FAILED"
     assert result.error.kind == "UNKNOWN_COLUMN"
     assert (
@@ -171,17 +140,4 @@ def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
 )
 def test_bad_rules_are_refused_before_the_run(lake, tmp_path, decorator, code):
     with pytest.raises(DataQualityError, match=code):
-        run(
-            lake,
-            tmp_path,
-            {
-                "p.py": f"""
-from pyspark import pipelines as dp
-
-@dp.materialized_view
-{decorator}
-def refused():
-    return spark.sql("SELECT 1 AS id, 1 AS amount")
-"""
-            },
-        )
+        run_view(lake, tmp_path, "refused", decorator, query="SELECT 1 AS id, 1 AS amount")

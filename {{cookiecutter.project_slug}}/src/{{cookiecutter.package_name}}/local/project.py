@@ -130,7 +130,7 @@ class LocalProject:
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
-            elif "quality_gate" in str(task.spec):
+            elif task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate":
                 outcome = self._gate(task, upstream)
             else:
                 outcome = TaskResult(

@@ -183,23 +183,30 @@ class Runner:
             return name
         return f"{spec.database}.{name}" if spec.database else name
 
-    def _version(self, table: str) -> int | None:
-        if not self.spark.catalog.tableExists(table):
+    def _history(self, table: str, limit: int | None = None) -> list | None:
+        """The table's Delta history, newest first; None when it does not exist (yet)."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            query = f"DESCRIBE HISTORY {table}" + (f" LIMIT {limit}" if limit else "")
+            return self.spark.sql(query).collect()
+        except AnalysisException:
             return None
-        rows = self.spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()
-        return rows[0]["version"] if rows else None
+
+    def _version(self, table: str) -> int | None:
+        history = self._history(table, limit=1)
+        return history[0]["version"] if history else None
 
     def _rows_written(self, table: str, since: int | None) -> int | None:
-        if not self.spark.catalog.tableExists(table):
+        history = self._history(table)
+        if history is None:
             return None
-        history = self.spark.sql(f"DESCRIBE HISTORY {table}").collect()
-        written = [
+        return sum(
             int((h["operationMetrics"] or {}).get("numOutputRows", 0))
             for h in history
             if (since is None or h["version"] > since)
             and h["operation"] not in ("TRUNCATE", "RESTORE")
-        ]
-        return sum(written) if written else 0
+        )
 
     # -- one update -----------------------------------------------------------------------------
     def run(

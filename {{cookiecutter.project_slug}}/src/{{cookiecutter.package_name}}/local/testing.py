@@ -31,7 +31,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="session")
-def local_spark_session(tmp_path_factory):
+def local_spark(tmp_path_factory):
     backend = os.environ.get("DQ_BACKEND", "embedded")
     try:
         local = spark_backend.start(backend, work_dir=tmp_path_factory.mktemp("spark"))
@@ -45,13 +45,8 @@ def local_spark_session(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def local_spark(local_spark_session):
-    return local_spark_session
-
-
-@pytest.fixture(scope="session")
-def spark(local_spark_session):
-    return local_spark_session.spark
+def spark(local_spark):
+    return local_spark.spark
 
 
 class Lake:
@@ -65,9 +60,8 @@ class Lake:
         self.project = LocalProject(root, local, landing=self.landing)
         self.spark = local.spark
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.schema}")
-        self.file_format = self.project.spec(
-            next(iter(self.project.bundle.pipelines))
-        ).configuration.get("medallion.source.file_format", "json")
+        configuration = self.project.bundle.pipelines["validation"].configuration
+        self.file_format = configuration.get("medallion.source.file_format", "json")
 
     # -- inputs ---------------------------------------------------------------------------------
     def land(self, folder: str, name: str, rows: Iterable[Mapping[str, object]] | str) -> Path:
@@ -132,8 +126,8 @@ class Lake:
 
 
 @pytest.fixture
-def lake(local_spark_session):
-    return Lake(local_spark_session)
+def lake(local_spark):
+    return Lake(local_spark)
 
 
 # -- assertions ---------------------------------------------------------------------------------
