@@ -140,7 +140,7 @@ def test_jars_from_local_maven_repository_need_no_network(bare_machine, tmp_path
 
 def test_no_javac(bare_machine):
     with pytest.raises(BackendUnavailable) as caught:
-        spark.listener_jar()
+        spark.plugin_jar()
     message = str(caught.value)
     assert "javac not found" in message
     assert "JDK 17" in message and "not only a JRE" in message
@@ -150,7 +150,7 @@ def test_java_home_is_a_jre(bare_machine, tmp_path, monkeypatch):
     fake_tool(tmp_path / "jre" / "bin", "java", """echo 'openjdk version "17.0.9"' >&2""")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jre"))
     with pytest.raises(BackendUnavailable, match="javac not found"):
-        spark.listener_jar()
+        spark.plugin_jar()
 
 
 def test_javac_that_fails(bare_machine):
@@ -159,8 +159,8 @@ def test_javac_that_fails(bare_machine):
     )
     fake_tool(bare_machine, "jar", "exit 0")
     with pytest.raises(BackendUnavailable) as caught:
-        spark.listener_jar()
-    assert "could not compile ObservedMetricsListener.java" in str(caught.value)
+        spark.plugin_jar()
+    assert "could not compile CatalogAlias.java, ObservedMetricsListener.java" in str(caught.value)
     assert "package org.apache.spark does not exist" in str(caught.value)
 
 
@@ -236,7 +236,7 @@ def test_container_backend_without_docker(container, tmp_path, monkeypatch, no_s
         (tmp_path / name).write_bytes(b"PK")
         fakes.append(tmp_path / name)
     monkeypatch.setattr(spark, "delta_jars", lambda: fakes[:1])
-    monkeypatch.setattr(spark, "listener_jar", lambda: fakes[1])
+    monkeypatch.setattr(spark, "plugin_jar", lambda: fakes[1])
     started = time.monotonic()
     with pytest.raises(BackendUnavailable) as caught:
         spark.start(backend="container", work_dir=tmp_path / "work")
@@ -305,3 +305,47 @@ def test_embedded_server_avoids_the_default_port(monkeypatch, no_side_effects):
     assert url == f"sc://localhost:{port}"
     assert port != 15002 and port not in taken
     assert server_confs["spark.ui.enabled"] == "false"
+
+
+# -- catalog aliases (pyproject.toml [tool.medallion.local] catalogs) -----------------------------
+
+
+class RecordingConf:
+    def __init__(self):
+        self.values = {}
+
+    def set(self, key, value):
+        self.values[key] = value
+
+
+class RecordingSession:
+    def __init__(self):
+        self.conf = RecordingConf()
+
+
+def test_catalog_aliases_are_registered_as_catalogs():
+    session = RecordingSession()
+    spark.alias_catalogs(session, ["shop", "spark_catalog", "Main_2"])
+    assert session.conf.values == {
+        "spark.sql.catalog.shop": "dq.CatalogAlias",
+        "spark.sql.catalog.Main_2": "dq.CatalogAlias",
+    }
+
+
+@pytest.mark.parametrize(
+    "catalogs, says",
+    [
+        ("shop", "'shop' is not a list"),
+        (["shop-eu"], "'shop-eu' is not a catalog name"),
+        (["shop.bronze"], "'shop.bronze' is not a catalog name"),
+        ([""], "'' is not a catalog name"),
+        ([7], "7 is not a catalog name"),
+    ],
+)
+def test_bad_catalog_aliases_are_refused_before_any_is_set(catalogs, says):
+    session = RecordingSession()
+    with pytest.raises(ValueError) as caught:
+        spark.alias_catalogs(session, catalogs)
+    assert str(caught.value).startswith("pyproject.toml [tool.medallion.local] catalogs: ")
+    assert says in str(caught.value) and 'catalogs = ["shop"]' in str(caught.value)
+    assert session.conf.values == {}

@@ -97,17 +97,17 @@ _FIX_ANALYSIS = (
 # --------------------------------------------------------------------------- configuration
 
 
-def load_config(project_root: Path) -> dict:
-    """The `[tool.medallion.conventions]` table of the project's pyproject.toml, as written
+def load_config(project_root: Path, table: str = "conventions") -> dict:
+    """The `[tool.medallion.<table>]` table of the project's pyproject.toml, as written
     (empty when there is none). Raises ValueError when pyproject.toml cannot be read."""
     path = Path(project_root) / "pyproject.toml"
     if not path.is_file():
         return {}
     text = path.read_text(encoding="utf-8")
     if tomllib is None:  # pragma: no cover - Python 3.10 without tomli
-        if re.search(r"^\s*\[tool\.medallion\.conventions\]", text, re.MULTILINE):
+        if re.search(rf"^\s*\[tool\.medallion\.{table}\]", text, re.MULTILINE):
             raise ValueError(
-                "pyproject.toml: [tool.medallion.conventions] needs tomllib (Python 3.11+) or "
+                f"pyproject.toml: [tool.medallion.{table}] needs tomllib (Python 3.11+) or "
                 "the tomli package to be read"
             )
         return {}
@@ -115,9 +115,9 @@ def load_config(project_root: Path) -> dict:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"pyproject.toml does not parse: {error}") from None
-    section = data.get("tool", {}).get("medallion", {}).get("conventions", {})
+    section = data.get("tool", {}).get("medallion", {}).get(table, {})
     if not isinstance(section, dict):
-        raise ValueError("pyproject.toml: [tool.medallion.conventions] must be a table")
+        raise ValueError(f"pyproject.toml: [tool.medallion.{table}] must be a table")
     return section
 
 

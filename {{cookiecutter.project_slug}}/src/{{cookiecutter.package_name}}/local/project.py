@@ -16,8 +16,9 @@ from pathlib import Path
 
 from ..bundle import load_bundle
 from ..dq import gate
+from ..dq.conventions import load_config
 from .runner import PipelineSpec, Runner, UpdateResult
-from .spark import LocalSpark
+from .spark import LocalSpark, alias_catalogs
 
 LAYERS = ("bronze", "silver", "gold")
 
@@ -78,6 +79,8 @@ class LocalProject:
         self.runner = Runner(local, log=log)
         self.log = self.runner.log
         self.landing = Path(landing) if landing else local.work_dir / "landing"
+        # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
+        alias_catalogs(local.spark, load_config(self.root, "local").get("catalogs", []))
 
     def spec(
         self,

@@ -27,8 +27,10 @@ DELTA_ARTIFACTS = (
     f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}",
     f"io.delta:delta-storage:{DELTA_VERSION}",
 )
-LISTENER_SOURCE = Path(__file__).with_name("ObservedMetricsListener.java")
+# Server-side plugins, compiled into one jar: the metrics listener and the catalog alias.
+PLUGIN_SOURCES = sorted(Path(__file__).parent.glob("*.java"))
 LISTENER_CLASS = "dq.ObservedMetricsListener"
+CATALOG_ALIAS_CLASS = "dq.CatalogAlias"
 PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
 LOG4J = """\
 rootLogger.level = {level}
@@ -112,12 +114,12 @@ def delta_jars() -> list[Path]:
     return jars
 
 
-def listener_jar() -> Path:
-    """Compile the metrics listener against pyspark's own jars, once per source version."""
+def plugin_jar() -> Path:
+    """Compile the server plugins against pyspark's own jars, once per source version."""
     digest = hashlib.sha256(
-        LISTENER_SOURCE.read_bytes() + pyspark.__version__.encode()
+        b"".join(source.read_bytes() for source in PLUGIN_SOURCES) + pyspark.__version__.encode()
     ).hexdigest()[:12]
-    jar = cache_dir() / f"dq-listener-{digest}.jar"
+    jar = cache_dir() / f"dq-plugins-{digest}.jar"
     if jar.exists():
         return jar
     javac = shutil.which("javac") or (
@@ -126,17 +128,17 @@ def listener_jar() -> Path:
     jar_tool = shutil.which("jar") or (javac and str(Path(javac).with_name("jar")))
     if not javac or not Path(javac).exists():
         raise BackendUnavailable(
-            "javac not found: the metrics listener is compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE"
+            "javac not found: the metrics listener and catalog alias are compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE"
         )
     with tempfile.TemporaryDirectory() as tmp:
         compiled = subprocess.run(
-            [javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", str(LISTENER_SOURCE)],
+            [javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", *map(str, PLUGIN_SOURCES)],
             capture_output=True,
             text=True,
         )
         if compiled.returncode != 0:
             raise BackendUnavailable(
-                f"could not compile {LISTENER_SOURCE.name}:\n{compiled.stderr[-2000:]}"
+                f"could not compile {', '.join(s.name for s in PLUGIN_SOURCES)}:\n{compiled.stderr[-2000:]}"
             )
         partial = jar.with_suffix(".tmp")
         subprocess.run(
@@ -170,6 +172,25 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
         "spark.sql.connect.serverStacktrace.enabled": "false",
     }
+
+
+def alias_catalogs(session, names) -> None:
+    """Make each Unity Catalog catalog name another name for the one local catalog, so code that
+    reads `shop.bronze.orders_raw` runs here unchanged (table `orders_raw` of schema `bronze`)."""
+    if not isinstance(names, (list, tuple)):
+        raise ValueError(
+            f"pyproject.toml [tool.medallion.local] catalogs: {names!r} is not a list: "
+            'write e.g. catalogs = ["shop"]'
+        )
+    for name in names:
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(
+                f"pyproject.toml [tool.medallion.local] catalogs: {name!r} is not a catalog "
+                'name: use letters, digits and underscores, e.g. catalogs = ["shop"]'
+            )
+    for name in names:
+        if name.lower() != "spark_catalog":
+            session.conf.set(f"spark.sql.catalog.{name}", CATALOG_ALIAS_CLASS)
 
 
 @dataclass
@@ -229,7 +250,7 @@ def start(
 
     if backend == "embedded":
         check_java()
-        confs = server_confs(work_dir, [*delta_jars(), listener_jar()])
+        confs = server_confs(work_dir, [*delta_jars(), plugin_jar()])
         spark = _start_embedded(confs)
         stops = [spark.stop]
     elif backend == "container":
@@ -245,7 +266,7 @@ def start(
         confs = server_confs(work_dir, [])
         del confs["spark.jars"]  # the image has them
         try:
-            image = container.build_image(jars=[*delta_jars(), listener_jar()])
+            image = container.build_image(jars=[*delta_jars(), plugin_jar()])
             server = container.start_server(confs=confs, mounts=[work_dir], image=image)
         except container.ContainerBackendUnavailable as error:
             raise BackendUnavailable(str(error)) from error
