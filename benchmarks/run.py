@@ -70,24 +70,21 @@ WARN = {
 FAIL = {"sane_quantity": "quantity < 1000"}  # never violated: the update must succeed
 
 VARIANTS = ("a", "b", "b'", "c", "d")
-EXTRA = ("b*",)  # opt-in (--variants): a proposed change, measured beside what ships
 LABELS = {
     "a": "no rules",
     "b": "ours: 10 expectations + quarantine table",
     "b'": "ours: 10 expectations, no quarantine",
     "c": "hand-written valid/invalid split + count action",
     "d": "flag view, then two filtered views + count action",
-    "b*": "ours, quarantine filtered first (proposed)",
 }
-SLUG = {"a": "a", "b": "b", "b'": "b_rules", "c": "c", "d": "d", "b*": "b_proposed"}
-TABLES = {"a": 1, "b": 2, "b'": 1, "c": 2, "d": 2, "b*": 2}
+SLUG = {"a": "a", "b": "b", "b'": "b_rules", "c": "c", "d": "d"}
+TABLES = {"a": 1, "b": 2, "b'": 1, "c": 2, "d": 2}
 GIVES = {
     "a": "-",
     "b": "per-rule counts of all 10 rules, dropped count, failed rule names per quarantined row",
     "b'": "per-rule counts of all 10 rules, dropped count (no quarantine)",
     "c": "fail check + warn counts from the extra action; no drop-rule counts, no rule names",
     "d": "fail check + warn counts from the extra action; no drop-rule counts, no rule names",
-    "b*": "as b; the quarantine flow filters on one codegen'd boolean before naming the rules",
 }
 
 HEADER = f"""\
@@ -131,29 +128,6 @@ def silver_orders():
 @dp.materialized_view(name="silver_orders_quarantine")
 def silver_orders_quarantine():
     return quarantine.quarantined(spark.read.table(RAW), DROP)
-""",
-    "b*": """
-from {package}.dq import quarantine
-
-
-@dp.materialized_view(name="silver_orders")
-@dp.expect_all_or_drop(DROP)
-@dp.expect_all(WARN)
-@dp.expect_all_or_fail(FAIL)
-def silver_orders():
-    return spark.read.table(RAW)
-
-
-@dp.materialized_view(name="silver_orders_quarantine")
-def silver_orders_quarantine():
-    # quarantine.quarantined() with its filter first: the per-row array of rule names (a
-    # higher-order function, evaluated without code generation) is built for broken rows only.
-    return (
-        spark.read.table(RAW)
-        .filter(f"NOT {PASS}")
-        .select("*", quarantine.failed_rules(DROP).alias(quarantine.FAILED_RULES))
-        .select("*", F.current_timestamp().alias(quarantine.QUARANTINED_AT))
-    )
 """,
     "c": """
 @dp.materialized_view(name="silver_orders")
@@ -755,15 +729,15 @@ def main(argv: list[str] | None = None) -> int:
         "--variants",
         nargs="+",
         default=list(VARIANTS),
-        choices=[*VARIANTS, *EXTRA],
-        help=f"variants to run ('a' always runs; {', '.join(EXTRA)} only when asked)",
+        choices=VARIANTS,
+        help="variants to run ('a' always runs)",
     )
     parser.add_argument("--loop-repeats", type=int, default=3, help="fixture runs in the test loop")
     parser.add_argument("--no-loop", action="store_true", help="skip the test-loop measurements")
     parser.add_argument("--nox", action="store_true", help="also time the baked project's nox")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     args = parser.parse_args(argv)
-    args.variants = [v for v in (*VARIANTS, *EXTRA) if v == "a" or v in args.variants]
+    args.variants = [v for v in VARIANTS if v == "a" or v in args.variants]
 
     env = environment()
     print(f"environment: {env_line(env)}", flush=True)
