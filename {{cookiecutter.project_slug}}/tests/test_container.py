@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from {{ cookiecutter.package_name }}.local.testing import PROJECT_ROOT, run_cli_and_kill_server
+
 pytestmark = pytest.mark.spark
 
 if os.environ.get("DQ_BACKEND") != "container":
@@ -16,3 +18,31 @@ def test_server_runs_in_a_container_and_writes_to_the_shared_folder(local_spark,
     # The warehouse folder is mounted at the same path: the files are on this machine.
     assert list((local_spark.work_dir / "warehouse").rglob("*.parquet"))
     assert lake.table("probe").count() == 2
+
+
+def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
+    """Fault injection: the CLI's own server container is killed during the validation update.
+    The run ends within the client's retry bound (about 15 s) with exit code 3 and a message
+    saying what happened: no hang, no stack trace."""
+    import docker
+
+    runs = str(PROJECT_ROOT / ".local" / "runs")
+
+    def kill_its_container(cli):
+        ours = [
+            c
+            for c in docker.from_env().containers.list(filters={"label": "dq.backend=container"})
+            if c.labels.get("dq.mounts", "").startswith(runs)
+        ]
+        assert len(ours) == 1, [c.labels for c in ours]
+        ours[0].kill()
+
+    code, output, ended_in = run_cli_and_kill_server(
+        ["run", "--pipeline", "validation"], kill_its_container, env={"DQ_BACKEND": "container"}
+    )
+    assert code == 3, output
+    assert "error: the container Spark Connect server stopped answering mid-run" in output
+    assert "Cause: the container exited with code 137 (killed)" in output
+    assert "Start a new run" in output
+    assert "Traceback" not in output and "\tat org.apache" not in output, output
+    assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"

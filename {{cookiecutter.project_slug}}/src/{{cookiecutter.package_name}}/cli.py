@@ -1,7 +1,8 @@
 """Command line: `python -m {{ cookiecutter.package_name }} check | run | report`.
 
 Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, or `check` found
-errors; 2 the command could not start (bad arguments, no Java/Docker, invalid rules or bundle).
+errors; 2 the command could not start (bad arguments, no Java/Docker, invalid rules or bundle);
+3 the Spark server died during the run.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import json
 import sys
 import uuid
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -62,6 +64,8 @@ def cmd_run(args) -> int:
     from .local.project import LocalProject
 
     root = _root(args.root)
+    # A lost server is reported below, with what became of it; pyspark's own warning only repeats it.
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     work_dir = root / STATE_DIR / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
@@ -84,6 +88,12 @@ def cmd_run(args) -> int:
     except (DataQualityError, BundleError, KeyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:
+        lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
+        if lost is None:
+            raise
+        print(f"error: {lost}", file=sys.stderr)
+        return 3
     finally:
         local.stop()
     summary = result.to_dict()

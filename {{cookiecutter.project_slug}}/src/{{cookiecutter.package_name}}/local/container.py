@@ -244,6 +244,23 @@ class ContainerServer:
         except Exception as exc:
             return f"<container logs unavailable: {exc}>"
 
+    def state(self) -> str:
+        """What became of the container, for error messages: status, exit code, last log lines."""
+        try:
+            wrapped = self._container.get_wrapped_container()
+            wrapped.reload()
+        except Exception as exc:  # removed, or the daemon itself is gone
+            return f"the container is gone ({str(exc).splitlines()[0][:200]})"
+        state = wrapped.attrs.get("State", {})
+        if wrapped.status == "running":
+            return "the container is still running but the server does not answer"
+        how = " (out of memory)" if state.get("OOMKilled") else ""
+        how = how or (" (killed)" if state.get("ExitCode") == 137 else "")
+        return (
+            f"the container {wrapped.status} with code {state.get('ExitCode')}{how}. "
+            f"Last log lines:\n{_tail(self.logs(), 10)}"
+        )
+
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
@@ -334,7 +351,8 @@ def start_server(
         .with_exposed_ports(PORT)
         .with_command(command)
         .with_kwargs(
-            user=user or f"{os.getuid()}:{os.getgid()}", labels={"dq.backend": "container"}
+            user=user or f"{os.getuid()}:{os.getgid()}",
+            labels={"dq.backend": "container", "dq.mounts": ",".join(map(str, mounts))},
         )
     )
     for mount in mounts:

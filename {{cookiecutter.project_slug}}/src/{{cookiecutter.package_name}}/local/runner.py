@@ -29,7 +29,7 @@ from pathlib import Path
 from ..dq import expectations
 from ..dq.constraints import referenced_columns
 from . import eventlog, sql_files
-from .spark import LocalSpark
+from .spark import LocalSpark, ServerLost
 
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
 
@@ -212,6 +212,21 @@ class Runner:
     def run(
         self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None
     ) -> UpdateResult:
+        """One update; raises ServerLost (not a result) when the server dies during it."""
+        try:
+            return self._run(spec, full_refresh=full_refresh, refresh=refresh)
+        except ServerLost:
+            raise
+        except Exception as error:
+            lost = self.local.lost(error)
+            if lost is None:
+                raise
+            self.log(f"[{spec.name}] {str(lost).splitlines()[0]}")
+            raise lost from None
+
+    def _run(
+        self, spec: PipelineSpec, *, full_refresh: bool, refresh: list[str] | None
+    ) -> UpdateResult:
         from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
         started = time.perf_counter()
@@ -276,6 +291,8 @@ class Runner:
                     if state == "FAILED":
                         failures.append(message)
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
+            if self.local.lost(error):
+                raise
             error_text = "\n".join([*failures, str(error)])
             if not watchdog.is_alive():
                 error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"

@@ -43,8 +43,17 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex{{short}}
 """
 
 
+# A local server that stops answering has died; it is not restarting. Give up after about
+# 15 s (6 retries, backoff capped at 5 s) instead of pyspark's default of over 10 minutes.
+LOCAL_RETRY_POLICY = {"max_retries": 6, "max_backoff": 5000}
+
+
 class BackendUnavailable(RuntimeError):
     """A backend cannot start here; the message says what is missing and how to fix it."""
+
+
+class ServerLost(RuntimeError):
+    """The Spark Connect server stopped answering mid-run; the message says what became of it."""
 
 
 def cache_dir() -> Path:
@@ -202,16 +211,52 @@ class LocalSpark:
     work_dir: Path
     started_in: float
     _stop: list = field(default_factory=list)
+    server: object = None  # the container backend's ContainerServer
 
     @property
     def metrics_file(self) -> Path:
         return self.work_dir / "dq-metrics.jsonl"
+
+    def lost(self, error: BaseException) -> ServerLost | None:
+        """A ServerLost saying what happened when `error` means the server is unreachable."""
+        if not _unreachable(error):
+            return None
+        # Close the channel: pyspark's background ReleaseExecute calls would otherwise retry
+        # against the dead server for ~15 s each and hold up the exit. stop() then only cleans up
+        # locally.
+        with contextlib.suppress(Exception):
+            self.spark.client._channel.close()
+        self._stop = [stop for stop in self._stop if stop != self.spark.stop]
+        if self.server is not None:
+            cause = self.server.state()
+        else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
+            lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
+            cause = lines[0] if lines else str(error).strip()[:300]
+        check = " or check the Docker daemon" if self.backend == "container" else ""
+        return ServerLost(
+            f"the {self.backend} Spark Connect server stopped answering mid-run. Every table"
+            " keeps its last committed Delta version and streaming tables their checkpoints;"
+            " nothing more can be read or restored through this server. Start a new run (it"
+            " starts a new server); if it happens again, give the server more memory"
+            f" (DQ_DRIVER_MEMORY){check}.\nCause: {cause[:2000]}"
+        )
 
     def stop(self) -> None:
         for stop in reversed(self._stop):
             with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
         self._stop.clear()
+
+
+def _unreachable(error: BaseException) -> bool:
+    """The gRPC status of a Spark Connect call that found no server (after its retries)."""
+    import grpc
+
+    if hasattr(error, "getGrpcStatusCode"):  # SparkConnectGrpcException
+        return error.getGrpcStatusCode() == grpc.StatusCode.UNAVAILABLE
+    if isinstance(error, grpc.RpcError) and hasattr(error, "code"):
+        return error.code() == grpc.StatusCode.UNAVAILABLE
+    return isinstance(error, ValueError) and "closed channel" in str(error)
 
 
 def _free_port() -> int:
@@ -248,6 +293,7 @@ def start(
     started = time.perf_counter()
     from pyspark.sql import SparkSession
 
+    server = None
     if backend == "embedded":
         check_java()
         confs = server_confs(work_dir, [*delta_jars(), plugin_jar()])
@@ -280,4 +326,8 @@ def start(
             )
         spark = SparkSession.builder.remote(url).getOrCreate()
         stops = [spark.stop]
-    return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops)
+    if backend != "remote":
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+
+        spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
+    return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops, server)

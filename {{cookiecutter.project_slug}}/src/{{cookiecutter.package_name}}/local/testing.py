@@ -17,8 +17,13 @@ import csv
 import io
 import json
 import os
+import re
+import subprocess
+import sys
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -187,3 +192,52 @@ def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
     assert sorted(map(str, kept + quarantined)) == sorted(map(str, inputs)), (
         "kept + quarantined rows differ from the input rows"
     )
+
+
+# -- fault injection ------------------------------------------------------------------------------
+def run_cli_and_kill_server(
+    args: list[str], kill: Callable[[subprocess.Popen], None], *, env: dict | None = None
+) -> tuple[int, str, float]:
+    """Run `python -m <package> <args>` in the project, call `kill(process)` 3 s into its first
+    update, and return the exit code, the output and the seconds from the kill to the exit."""
+    package = Path(__file__).resolve().parents[1].name
+    cli = subprocess.Popen(
+        [sys.executable, "-m", package, *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(cli.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600
+        while not any(re.search(r"\] update \w+: \d+ files", line) for line in output):
+            assert cli.poll() is None, f"the run ended before its update:\n{''.join(output)}"
+            assert time.monotonic() < deadline, "the update did not start within 10 minutes"
+            time.sleep(0.2)
+        time.sleep(3)  # into the update: files registered, the engine running
+        kill(cli)
+        killed = time.monotonic()
+        code = cli.wait(timeout=300)
+        ended_in = time.monotonic() - killed
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    reader.join(timeout=10)
+    return code, "".join(output), ended_in
+
+
+def child_processes(pid: int, name: str) -> list[int]:
+    """Process ids of `pid`'s children called `name` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            command, rest = stat.read_text().rsplit(")", 1)
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(rest.split()[1]) == pid and command.split("(", 1)[1] == name:
+            found.append(int(stat.parent.name))
+    return found
