@@ -62,7 +62,8 @@ def observation_name(update_id: str, dataset: str) -> str:
     return f"dq:{update_id}:{dataset}"
 
 
-def _check(name: object, constraint: object, where: str) -> None:
+def check_expectation(name: object, constraint: object, where: str) -> None:
+    """Raise DataQualityError (DQ005, constraint codes) for a bad name or constraint at `where`."""
     problems = []
     if not isinstance(name, str) or not name.strip():
         problems.append(
@@ -79,7 +80,9 @@ def _check(name: object, constraint: object, where: str) -> None:
         raise DataQualityError(problems)
 
 
-def _decorator(expectations: list[Expectation]) -> Callable:
+def attach_expectations(expectations: list[Expectation]) -> Callable:
+    """A decorator adding `expectations` to a query function (refusing duplicate names)."""
+
     def attach(func):
         if not callable(func):
             raise TypeError(
@@ -116,8 +119,8 @@ def _single(action: str) -> Callable:
             raise TypeError(
                 f"DQ015 {decorator.__name__} takes two strings (name, constraint); for a dict of rules use expect_all{'' if action == 'warn' else '_or_' + action}"
             )
-        _check(description, constraint, f"@dp.{decorator.__name__}")
-        return _decorator([Expectation(description, constraint, action)])
+        check_expectation(description, constraint, f"@dp.{decorator.__name__}")
+        return attach_expectations([Expectation(description, constraint, action)])
 
     decorator.__name__ = "expect" if action == "warn" else f"expect_or_{action}"
     return decorator
@@ -143,8 +146,8 @@ def _grouped(action: str) -> Callable:
                 ]
             )
         for rule, constraint in expectations.items():
-            _check(rule, constraint, f"@dp.{name}")
-        return _decorator([Expectation(r, c, action) for r, c in expectations.items()])
+            check_expectation(rule, constraint, f"@dp.{name}")
+        return attach_expectations([Expectation(r, c, action) for r, c in expectations.items()])
 
     decorator.__name__ = "expect_all" if action == "warn" else f"expect_all_or_{action}"
     return decorator

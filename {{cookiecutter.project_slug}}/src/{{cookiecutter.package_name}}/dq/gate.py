@@ -16,8 +16,8 @@ origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, d
 ``{name, dataset, passed_records, failed_records}``.
 
 Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They come from the
-rule files (``threshold`` on a rule; ``threshold`` or ``default_threshold`` at file level for the
-whole dataset), looked up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
+rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
+up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import yaml
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -95,52 +93,17 @@ def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
 
 
 def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
-    """``{"<dataset>": file default, "<dataset>.<rule>": rule threshold}`` from rule files.
+    """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files.
 
-    ``paths`` may hold files or folders (searched for *.yml / *.yaml). Rule file format::
-
-        dataset: silver_orders
-        layer: silver
-        threshold: 0.05            # or default_threshold: the dataset's default
-        rules:
-          - name: valid_amount
-            constraint: amount >= 0
-            action: warn
-            threshold: 0.10        # this rule only
+    ``paths`` may hold files or folders (searched for *.yml / *.yaml). The files are read by the
+    rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
+    its DataQualityError (a ValueError) with the DQ codes.
     """
+    from . import rules
+
     thresholds: dict[str, float] = {}
     for path in _rule_file_paths(paths):
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"{path}: cannot read rule file: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{path}: invalid YAML: {exc}") from None
-        if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            raise ValueError(f"{path}: a rule file must be a mapping with dataset: and rules:")
-        dataset = doc.get("dataset")
-        if not isinstance(dataset, str) or not dataset:
-            raise ValueError(f"{path}: 'dataset' is missing")
-        for key in ("default_threshold", "threshold"):
-            if doc.get(key) is not None:
-                thresholds[dataset] = _fraction(doc[key], f"{path}: {key}")
-                break
-        rules = doc.get("rules") or []
-        if not isinstance(rules, list):
-            raise ValueError(f"{path}: 'rules' must be a list")
-        for i, rule in enumerate(rules):
-            if not isinstance(rule, dict):
-                raise ValueError(f"{path}: rules[{i}] must be a mapping")
-            if rule.get("threshold") is None:
-                continue
-            name = rule.get("name")
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"{path}: rules[{i}] has a threshold but no name")
-            thresholds[f"{dataset}.{name}"] = _fraction(
-                rule["threshold"], f"{path}: rules[{i}] ({name})"
-            )
+        thresholds.update(rules.load(path).thresholds())
     return thresholds
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..dq.expectations import Expectation, _check, _decorator
+from ..dq.expectations import Expectation, attach_expectations, check_expectation
 
 _CREATE = re.compile(
     r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?P<kind>MATERIALIZED\s+VIEW|STREAMING\s+TABLE|TEMPORARY\s+VIEW|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>[`\w.]+)",
@@ -149,7 +149,7 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
             )
         names = set()
         for e in parsed["constraints"]:
-            _check(e.name, e.constraint, f"{rel_path}: {parsed['name']}")
+            check_expectation(e.name, e.constraint, f"{rel_path}: {parsed['name']}")
             if e.name in names:
                 from ..dq.problems import DataQualityError, Problem
 
@@ -177,6 +177,6 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
         options = {"name": parsed["name"], "comment": parsed["comment"]}
         if parsed["columns"]:
             options["schema"] = ", ".join(parsed["columns"])
-        decorate(**options)(_decorator(parsed["constraints"])(query))
+        decorate(**options)(attach_expectations(parsed["constraints"])(query))
     if plain:
         registry.register_sql(";\n".join(plain), rel_path)
