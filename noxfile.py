@@ -154,11 +154,16 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def generated(session: nox.Session) -> None:
-    """Bake the default project into build/generated/ and run its own default nox sessions."""
+    """Bake the default project into build/generated/ and run its own default nox sessions,
+    then its opt-in `slow` one (property-based tests); arguments after `--` replace both."""
     session.install(*group("test", "runner"))
     project, _ = bake_default(session, BUILD / "generated")
     session.chdir(project)
-    session.run("nox", *session.posargs)
+    if session.posargs:
+        session.run("nox", *session.posargs)
+    else:
+        session.run("nox")
+        session.run("nox", "-s", "slow")
 
 
 @nox.session

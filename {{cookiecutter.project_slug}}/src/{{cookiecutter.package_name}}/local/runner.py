@@ -215,10 +215,8 @@ class Runner:
         """One update; raises ServerLost (not a result) when the server dies during it."""
         try:
             return self._run(spec, full_refresh=full_refresh, refresh=refresh)
-        except ServerLost:
-            raise
         except Exception as error:
-            lost = self.local.lost(error)
+            lost = error if isinstance(error, ServerLost) else self.local.lost(error)
             if lost is None:
                 raise
             self.log(f"[{spec.name}] {str(lost).splitlines()[0]}")
@@ -291,8 +289,8 @@ class Runner:
                     if state == "FAILED":
                         failures.append(message)
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
-            if self.local.lost(error):
-                raise
+            if lost := self.local.lost(error):  # nothing to restore or record through it
+                raise lost from None
             error_text = "\n".join([*failures, str(error)])
             if not watchdog.is_alive():
                 error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
