@@ -1,10 +1,18 @@
 """The container backend: a Spark Connect server in Docker, started by testcontainers."""
 
 import os
+import textwrap
 
 import pytest
 
-from {{ cookiecutter.package_name }}.local.testing import PROJECT_ROOT, run_cli_and_kill_server
+from {{ cookiecutter.package_name }}.local import spark as spark_backend
+from {{ cookiecutter.package_name }}.local.runner import PipelineSpec, Runner
+from {{ cookiecutter.package_name }}.local.testing import (
+    PROJECT_ROOT,
+    assert_expectations,
+    assert_update_ok,
+    run_cli_and_kill_server,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -18,6 +26,35 @@ def test_server_runs_in_a_container_and_writes_to_the_shared_folder(local_spark,
     # The warehouse folder is mounted at the same path: the files are on this machine.
     assert list((local_spark.work_dir / "warehouse").rglob("*.parquet"))
     assert lake.table("probe").count() == 2
+
+
+def test_docker_is_the_only_prerequisite(bare_machine, tmp_path):
+    """No java, javac or mvn on PATH and nothing cached: the image fetches the Delta jars from
+    Maven Central and compiles the plugins itself; Delta, the metrics listener and the catalog
+    alias all work in it."""
+    local = spark_backend.start("container", work_dir=tmp_path / "work")
+    try:
+        spark = local.spark
+        spark.createDataFrame([(1,), (-2,)], "amount INT").write.saveAsTable("raw")
+        spark_backend.alias_catalogs(spark, ["shop"])
+        assert spark.read.table("shop.default.raw").count() == 2
+        pipeline = tmp_path / "pipeline.py"
+        pipeline.write_text(
+            textwrap.dedent("""
+                from pyspark import pipelines as dp
+
+                @dp.materialized_view
+                @dp.expect_or_drop("valid_amount", "amount >= 0")
+                def kept():
+                    return spark.read.table("shop.default.raw")
+            """)
+        )
+        result = Runner(local).run(PipelineSpec("docker-only", [pipeline], tmp_path))
+        assert_update_ok(result)
+        assert_expectations(result, "kept", {"valid_amount": 1}, input_records=2)
+    finally:
+        local.stop()
+    assert not list((tmp_path / "cache").glob("**/*.jar")), "nothing was built on the host"
 
 
 def test_container_killed_mid_run_ends_the_run_with_a_clear_error():

@@ -24,19 +24,6 @@ def fake_tool(folder, name: str, script: str):
     return path
 
 
-@pytest.fixture
-def bare_machine(tmp_path, monkeypatch):
-    """PATH with only `tmp_path/bin` on it, no JAVA_HOME, an empty home and an empty cache."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "home").mkdir()
-    return bin_dir
-
-
 # -- Java ----------------------------------------------------------------------------------------
 
 
@@ -229,14 +216,7 @@ def test_docker_not_running(container):
     assert "Traceback" not in reason
 
 
-def test_container_backend_without_docker(container, tmp_path, monkeypatch, no_side_effects):
-    # The jars are not what this test is about: stand-ins, so no Maven or javac is needed.
-    fakes = []
-    for name in ("delta-spark.jar", "dq-listener.jar"):
-        (tmp_path / name).write_bytes(b"PK")
-        fakes.append(tmp_path / name)
-    monkeypatch.setattr(spark, "delta_jars", lambda: fakes[:1])
-    monkeypatch.setattr(spark, "plugin_jar", lambda: fakes[1])
+def test_container_backend_without_docker(container, bare_machine, tmp_path, no_side_effects):
     started = time.monotonic()
     with pytest.raises(BackendUnavailable) as caught:
         spark.start(backend="container", work_dir=tmp_path / "work")
@@ -292,7 +272,7 @@ def test_embedded_server_avoids_the_default_port(monkeypatch, no_side_effects):
         ConnectSession, "_start_connect_server", lambda master, opts: server_confs.update(opts)
     )
     monkeypatch.setattr(
-        ConnectSession.Builder, "getOrCreate", lambda builder: builder._options["spark.remote"]
+        ConnectSession.Builder, "create", lambda builder: builder._options["spark.remote"]
     )
     held = [s for s in (hold_port(15002), hold_port()) if s is not None]
     taken = {s.getsockname()[1] for s in held}

@@ -1,6 +1,6 @@
 """Container backend: a Spark Connect server in Docker, from an image this project builds.
 
-    image = build_image("dq-spark-connect", jars=[delta_spark, delta_storage, listener])
+    image = build_image("dq-spark-connect", jars=[delta_spark], plugins=[listener_java])
     with start_server(confs={...}, mounts=[tmp_path], image=image) as server:
         spark = SparkSession.builder.remote(server.url).getOrCreate()
 
@@ -137,15 +137,18 @@ def build_image(
     tag: str | None = None,
     *,
     jars: list[Path],
+    plugins: list[Path] = (),
+    build_args: dict[str, str] | None = None,
     base_image: str | None = None,
     ca_dir: Path | None = None,
     quiet: bool = True,
 ) -> str:
-    """Build docker/Dockerfile with ``jars`` (and extra CA certs) and return the full tag.
+    """Build docker/Dockerfile with ``jars``, Java ``plugins`` sources to compile in the image
+    (and extra CA certs) and return the full tag.
 
     ``tag`` is the image name (default: ``<package>-spark-connect``); the tag ends in a hash of
-    every input (docker/ folder, jars, certs, base image), so a change rebuilds and an unchanged
-    image is reused without calling the builder.
+    every input (docker/ folder, jars, plugins, certs, build arguments, base image), so a change
+    rebuilds and an unchanged image is reused without calling the builder.
     """
     docker_dir = project_root() / "docker"
     if not (docker_dir / "Dockerfile").is_file():
@@ -170,9 +173,14 @@ def build_image(
         if p.is_file()
     ]
     inputs += [(f"jars/{j.name}", j) for j in jars] + [(f"certs/{c.name}", c) for c in certs]
+    inputs += [(f"plugins/{Path(p).name}", Path(p)) for p in plugins]
+    build_args = dict(build_args or {})
+    if base_image:
+        build_args["BASE_IMAGE"] = base_image
     digest = hashlib.sha256()
     for name, path in inputs:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(repr(sorted(build_args.items())).encode())
     # The base image's id counts too: a re-imported base of the same name must rebuild.
     base_id = (
         client.images.get(base_image).id if base_image and _has_image(client, base_image) else ""
@@ -196,10 +204,11 @@ def build_image(
             shutil.copyfile(path, Path(ctx) / name)
         (Path(ctx) / "certs").mkdir(exist_ok=True)  # COPY certs/ needs the folder, even empty
         (Path(ctx) / "jars").mkdir(exist_ok=True)
+        (Path(ctx) / "plugins").mkdir(exist_ok=True)
         stream = client.api.build(
             path=ctx,
             tag=full_tag,
-            buildargs={"BASE_IMAGE": base_image} if base_image else None,
+            buildargs=build_args or None,
             rm=True,
             forcerm=True,
             decode=True,

@@ -81,19 +81,29 @@ def check_java() -> str:
     return match.group(1)
 
 
+def _cached_delta_jar(coordinate: str) -> Path:
+    """Where `coordinate`'s jar is cached; copied there from ~/.m2 when Maven has it already."""
+    group, artifact, version = coordinate.split(":")
+    jar = cache_dir() / "jars" / f"{artifact}-{version}.jar"
+    jar.parent.mkdir(exist_ok=True)
+    local_m2 = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version
+    if not jar.exists() and (local_m2 / jar.name).exists():
+        shutil.copy(local_m2 / jar.name, jar)
+    return jar
+
+
+def cached_delta_jars() -> list[Path]:
+    """The Delta jars this machine has already (no Maven call); the container image fetches
+    the others itself."""
+    return [jar for jar in map(_cached_delta_jar, DELTA_ARTIFACTS) if jar.exists()]
+
+
 def delta_jars() -> list[Path]:
     """Delta jars from the cache, fetched once from Maven Central with `mvn` when missing."""
-    target = cache_dir() / "jars"
-    target.mkdir(exist_ok=True)
     jars = []
     for coordinate in DELTA_ARTIFACTS:
-        group, artifact, version = coordinate.split(":")
-        jar = target / f"{artifact}-{version}.jar"
-        local_m2 = (
-            Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / jar.name
-        )
-        if not jar.exists() and local_m2.exists():
-            shutil.copy(local_m2, jar)
+        jar = _cached_delta_jar(coordinate)
+        target = jar.parent
         if not jar.exists():
             mvn = shutil.which("mvn")
             if not mvn:
@@ -275,9 +285,8 @@ def _start_embedded(confs: dict[str, str]):
     ConnectSession._start_connect_server(
         "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
     )
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
-    return ConnectSession.builder.remote(f"sc://localhost:{port}").getOrCreate()
+    return ConnectSession.builder.remote(f"sc://localhost:{port}").create()
 
 
 def start(
@@ -291,7 +300,12 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    from pyspark.sql import SparkSession
+    # create(), not getOrCreate(): a second start() in this process (another backend, a test of
+    # its own) must get a session on its own server, not the first one's. The flag makes
+    # pyspark.sql.functions build Connect columns, as SparkSession.builder.remote() would.
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
 
     server = None
     if backend == "embedded":
@@ -312,11 +326,17 @@ def start(
         confs = server_confs(work_dir, [])
         del confs["spark.jars"]  # the image has them
         try:
-            image = container.build_image(jars=[*delta_jars(), plugin_jar()])
+            # Docker is the only prerequisite: the image compiles the plugins and fetches the
+            # Delta jars this machine has not cached.
+            image = container.build_image(
+                jars=cached_delta_jars(),
+                plugins=PLUGIN_SOURCES,
+                build_args={"DELTA_JARS": " ".join(DELTA_ARTIFACTS)},
+            )
             server = container.start_server(confs=confs, mounts=[work_dir], image=image)
         except container.ContainerBackendUnavailable as error:
             raise BackendUnavailable(str(error)) from error
-        spark = SparkSession.builder.remote(server.url).getOrCreate()
+        spark = ConnectSession.builder.remote(server.url).create()
         stops = [server.stop, spark.stop]
     else:
         url = remote or os.environ.get("SPARK_REMOTE")
@@ -324,7 +344,7 @@ def start(
             raise BackendUnavailable(
                 "the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint with Delta and the metrics listener)"
             )
-        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark = ConnectSession.builder.remote(url).create()
         stops = [spark.stop]
     if backend != "remote":
         from pyspark.sql.connect.client.retries import DefaultPolicy

@@ -7,6 +7,7 @@ Fixtures (enabled by `pytest_plugins` in tests/conftest.py):
 - `spark`: its session.
 - `lake`: a fresh, isolated slice of the lake per test (own schema, landing folder and
   checkpoints) to seed tables, drop landing files, and run layers of the bundle's pipelines.
+- `bare_machine`: no Java, Maven or cache on this process's PATH and home (infrastructure tests).
 
 A run returns an `UpdateResult`: status, flows, per-dataset expectation metrics, the error.
 """
@@ -133,6 +134,20 @@ class Lake:
 @pytest.fixture
 def lake(local_spark):
     return Lake(local_spark)
+
+
+@pytest.fixture
+def bare_machine(tmp_path, monkeypatch):
+    """A machine with nothing installed: PATH with only `tmp_path/bin` on it (returned, for fake
+    tools), no JAVA_HOME, an empty home (no ~/.m2) and an empty jar cache."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "home").mkdir()
+    return bin_dir
 
 
 # -- assertions ---------------------------------------------------------------------------------
