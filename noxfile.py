@@ -192,12 +192,13 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Run benchmarks/run.py; arguments after `--` are passed through."""
+    """Bake into build/bench/ and run benchmarks/run.py on it; arguments after `--` pass through."""
     script = ROOT / "benchmarks" / "run.py"
     if not script.is_file():
         session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
     session.install(*group("test", "spark"))
-    session.run("python", str(script), *session.posargs)
+    project, _ = bake_default(session, BUILD / "bench")
+    session.run("python", str(script), "--project", str(project), *session.posargs)
 
 
 @nox.session

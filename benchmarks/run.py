@@ -1,6 +1,7 @@
 """Benchmarks of the generated project: cost of expectations, test-loop speed, memory.
 
-Bakes the default project into build/bench/, imports its package, and measures on the embedded
+Imports the package of the baked default project (`nox -s bench` bakes it into build/bench/,
+with the same routine as the other sessions) and measures on the embedded
 local Spark Connect server, through the project's own pipeline runner (the real open-source
 pipeline engine):
 
@@ -20,9 +21,9 @@ pipeline engine):
    (validation, publish), and with --nox the baked project's default `nox`, cold and warm;
 3. memory: peak RSS of this process and of the Spark server JVM, per size.
 
-    python benchmarks/run.py                       # defaults (see --help)
-    python benchmarks/run.py --rows 200000 --repeats 1    # quick
-    nox -s bench -- --nox                          # through the template's nox session
+    nox -s bench                                   # defaults (see --help)
+    nox -s bench -- --rows 200000 --repeats 1      # quick
+    nox -s bench -- --nox                          # also time the baked project's nox
 
 Results: benchmarks/results.json and benchmarks/results.md.
 """
@@ -113,22 +114,6 @@ def silver_orders():
 def silver_orders():
     return spark.read.table(RAW)
 """,
-    "b": """
-from {package}.dq import quarantine
-
-
-@dp.materialized_view(name="silver_orders")
-@dp.expect_all_or_drop(DROP)
-@dp.expect_all(WARN)
-@dp.expect_all_or_fail(FAIL)
-def silver_orders():
-    return spark.read.table(RAW)
-
-
-@dp.materialized_view(name="silver_orders_quarantine")
-def silver_orders_quarantine():
-    return quarantine.quarantined(spark.read.table(RAW), DROP)
-""",
     "c": """
 @dp.materialized_view(name="silver_orders")
 def silver_orders():
@@ -159,6 +144,18 @@ def silver_orders_quarantine():
     )
 """,
 }
+
+# (b): (b') plus the quarantine table.
+PIPELINES["b"] = (
+    "\nfrom {package}.dq import quarantine\n"
+    + PIPELINES["b'"]
+    + """
+
+@dp.materialized_view(name="silver_orders_quarantine")
+def silver_orders_quarantine():
+    return quarantine.quarantined(spark.read.table(RAW), DROP)
+"""
+)
 
 
 # -- environment ----------------------------------------------------------------------------------
@@ -287,34 +284,12 @@ def load() -> list[float]:
 
 
 # -- the baked project ----------------------------------------------------------------------------
-def bake() -> tuple[Path, str]:
-    """Bake the default answers into build/bench/ and import the project's package."""
-    from cookiecutter.main import cookiecutter
-
-    state = BUILD / ".cookiecutter"
-    state.mkdir(parents=True, exist_ok=True)
-    config = state / "config.yaml"
-    config.write_text(
-        f"cookiecutters_dir: {json.dumps(str(state / 'cookiecutters'))}\n"
-        f"replay_dir: {json.dumps(str(state / 'replay'))}\n",
-        encoding="utf-8",
-    )
-    for old in BUILD.iterdir():  # a fresh bake: no file left over from an older template
-        if old.is_dir() and (old / ".cookiecutter.json").is_file():
-            shutil.rmtree(old)
-    project = Path(
-        cookiecutter(
-            str(ROOT),
-            no_input=True,
-            output_dir=str(BUILD),
-            overwrite_if_exists=True,
-            config_file=str(config),
-        )
-    )
+def load_project(project: Path) -> str:
+    """Import the package of a baked project (``nox -s bench`` bakes it); return its name."""
     package = json.loads((project / ".cookiecutter.json").read_text())["package_name"]
     sys.path.insert(0, str(project / "src"))
     importlib.import_module(package)
-    return project, package
+    return package
 
 
 class Project:
@@ -736,6 +711,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-loop", action="store_true", help="skip the test-loop measurements")
     parser.add_argument("--nox", action="store_true", help="also time the baked project's nox")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
+    parser.add_argument(
+        "--project",
+        type=Path,
+        required=True,
+        help="the baked default project (nox -s bench bakes it into build/bench/)",
+    )
     args = parser.parse_args(argv)
     args.variants = [v for v in VARIANTS if v == "a" or v in args.variants]
 
@@ -743,12 +724,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"environment: {env_line(env)}", flush=True)
     started = time.perf_counter()
     BUILD.mkdir(parents=True, exist_ok=True)
-    project_dir, package = bake()
+    project_dir = args.project.resolve()
+    package = load_project(project_dir)
     project = Project(package)
     EngineClock.install()
     print(f"baked {project_dir.relative_to(ROOT)} (package {package})", flush=True)
     given = " ".join(argv if argv is not None else sys.argv[1:])
     via_nox = os.environ.get("NOX_CURRENT_SESSION") == "bench"
+    if via_nox:  # the session adds --project: report what the user typed
+        given = re.sub(r"\s*--project \S+", "", given).strip()
     command = f"nox -s bench -- {given}" if via_nox else f"python benchmarks/run.py {given}"
     results = {
         "environment": env,
