@@ -1,16 +1,21 @@
 """Sessions for the template repository (`nox -l` lists them).
 
-Default: lint, tests, generated.
+Default: lint, tests, package, generated.
 
-Tool versions are pinned once, in pyproject.toml's [dependency-groups]; every session installs
-from those groups and runs only what it installed (external programs are refused).
+The framework is the package in medallion-dq/: `package` builds its wheel once (build/wheels/)
+and runs its tests against a project baked from the template; baked projects install the wheel
+from there (uv's find-links), as a team would from its package index. Tool versions are pinned
+once, in pyproject.toml's [dependency-groups]; every session installs from those groups and runs
+only what it installed (external programs are refused).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import nox
@@ -22,15 +27,17 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "generated"]
+nox.options.sessions = ["lint", "tests", "package", "generated"]
 nox.options.error_on_external_run = True
 nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"
 PROJECT_TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
+PACKAGE = ROOT / "medallion-dq"
+WHEELS = BUILD / "wheels"
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
-OURS = ("hooks", "tests", "noxfile.py")
+OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
 JINJA_MARKERS = ("{{", "{%", "{#")
 
 
@@ -132,12 +139,43 @@ def bake_default(session: nox.Session, output: Path) -> tuple[Path, dict]:
     return project, answers
 
 
+def package_version(source: Path = PACKAGE) -> str:
+    """The version in the package's __init__.py (hatchling reads it from there too)."""
+    text = (source / "src" / "medallion_dq" / "__init__.py").read_text(encoding="utf-8")
+    return next(
+        line.split("=", 1)[1].strip().strip("\"'")
+        for line in text.splitlines()
+        if line.startswith("__version__")
+    )
+
+
+def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS) -> Path:
+    """Build medallion-dq's wheel from ``source`` into ``out``; return it."""
+    version = package_version(source)
+    for old in out.glob(f"medallion_dq-{version}-*.whl"):
+        old.unlink()  # same version, new code: never install a stale build
+    session.run("uv", "build", "--wheel", "--quiet", "--out-dir", str(out), str(source))
+    (wheel,) = out.glob(f"medallion_dq-{version}-*.whl")
+    return wheel
+
+
+def find_links(*folders: Path) -> dict[str, str]:
+    """The environment that lets uv (and pip) find wheels in ``folders``, besides any set."""
+    links = [str(folder) for folder in folders]
+    if os.environ.get("UV_FIND_LINKS"):
+        links.append(os.environ["UV_FIND_LINKS"])
+    return {"UV_FIND_LINKS": ",".join(links), "PIP_FIND_LINKS": " ".join(links)}
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff check and format check of hooks/, tests/, noxfile.py and plain template Python."""
+    """Ruff check and format check of hooks/, tests/, the package and plain template Python."""
     session.install(*group("lint"))
     session.run("ruff", "check", *OURS)
     session.run("ruff", "format", "--check", "--diff", *OURS)
+    with session.chdir(PACKAGE):  # the package's own [tool.ruff]
+        session.run("ruff", "check", ".")
+        session.run("ruff", "format", "--check", "--diff", ".")
     template = template_python_files()
     if template:
         config = ("--config", str(template_ruff_config()))
@@ -152,36 +190,73 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-m", "not generated", *session.posargs)
 
 
+@nox.session(python="3.11")
+def package(session: nox.Session) -> None:
+    """Build medallion-dq's wheel into build/wheels/ and run its tests on it (real Spark)."""
+    session.install(*group("runner"))
+    wheel = build_wheel(session)
+    tests = nox.project.dependency_groups(nox.project.load_toml(PACKAGE / "pyproject.toml"), "test")
+    session.install(f"{wheel}[container]", *tests)
+    session.chdir(PACKAGE)
+    session.run("pytest", *session.posargs)
+
+
 @nox.session
 def generated(session: nox.Session) -> None:
-    """Bake the default project into build/generated/ and run its own default nox sessions,
-    then its opt-in `slow` one (property-based tests); arguments after `--` replace both."""
+    """Bake the default project, set it up on this medallion-dq, upgrade it to a newer build and
+    run its own nox (and `container` when Docker is up); arguments after `--` go to that nox."""
     session.install(*group("test", "runner"))
+    build_wheel(session)
     project, _ = bake_default(session, BUILD / "generated")
     session.chdir(project)
-    if session.posargs:
-        session.run("nox", *session.posargs)
-    else:
-        session.run("nox")
-        session.run("nox", "-s", "slow")
+    env = find_links(WHEELS)
+    # Set up on today's version: the project's venvs install it from build/wheels/.
+    session.run("nox", "-s", "rules", env=env)
+    # Upgrade: a newer build within the project's pin (~=), its files untouched.
+    newer = bump_patch(session, BUILD / "upgrade")
+    env = find_links(newer.parent, WHEELS)
+    sessions = session.posargs or ["--reuse-venv=no"]
+    session.run("nox", *sessions, env=env)
+    installed = session.run(".nox/rules/bin/medallion-dq", "--version", silent=True, external=True)
+    if package_version(BUILD / "upgrade" / "medallion-dq") not in str(installed):
+        session.error(f"the project did not upgrade: {installed}")
+    if not session.posargs and docker_running():
+        session.run("nox", "-s", "container", env=env)
+
+
+def bump_patch(session: nox.Session, work: Path) -> Path:
+    """A copy of the package with its patch version raised, built into ``work``/wheels."""
+    shutil.rmtree(work, ignore_errors=True)
+    source = work / "medallion-dq"
+    shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+    init = source / "src" / "medallion_dq" / "__init__.py"
+    major, minor, patch = package_version().split(".")
+    newer = f"{major}.{minor}.{int(patch) + 1}"
+    init.write_text(
+        init.read_text(encoding="utf-8").replace(package_version(), newer), encoding="utf-8"
+    )
+    return build_wheel(session, source, work / "wheels")
+
+
+def docker_running() -> bool:
+    if not shutil.which("docker"):
+        return False
+    return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
     """Bake into build/demo/, run its medallion job and print the data-quality summary."""
-    session.install(*group("test"))
-    project, answers = bake_default(session, BUILD / "demo")
-    # What running the pipelines locally needs: the project's own "local" dependency group.
-    baked = nox.project.load_toml(project / "pyproject.toml")
-    local = [g for g in ("local",) if g in baked.get("dependency-groups", {})]
-    runtime = nox.project.dependency_groups(baked, *local) if local else ()
-    session.install("-e", str(project), *runtime)  # uv pip install -e (pip with virtualenv)
+    session.install(*group("test", "runner"))
+    wheel = build_wheel(session)
+    project, _ = bake_default(session, BUILD / "demo")
+    # What running the pipelines locally needs: the project, and medallion-dq's local engine.
+    session.install("-e", str(project), f"{wheel}[local]", env=find_links(WHEELS))
     summary = BUILD / "demo" / "summary.json"
     session.chdir(project)
-    package = answers["package_name"]
     try:
         job = ("run", "--job", "medallion", "--json", str(summary), *session.posargs)
-        session.run("python", "-m", package, *job)
+        session.run("medallion-dq", *job)
     finally:
         if summary.is_file():
             session.log(f"data-quality summary ({summary.relative_to(ROOT)}):")
@@ -196,9 +271,12 @@ def bench(session: nox.Session) -> None:
     script = ROOT / "benchmarks" / "run.py"
     if not script.is_file():
         session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
-    session.install(*group("test", "spark"))
+    session.install(*group("test", "runner"))
+    wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench")
-    session.run("python", str(script), "--project", str(project), *session.posargs)
+    session.install("-e", str(project), f"{wheel}[local]", env=find_links(WHEELS))
+    env = find_links(WHEELS)  # --nox runs the baked project's own nox
+    session.run("python", str(script), "--project", str(project), *session.posargs, env=env)
 
 
 @nox.session

@@ -147,7 +147,7 @@ def silver_orders_quarantine():
 
 # (b): (b') plus the quarantine table.
 PIPELINES["b"] = (
-    "\nfrom {package}.dq import quarantine\n"
+    "\nfrom medallion_dq import quarantine\n"
     + PIPELINES["b'"]
     + """
 
@@ -293,13 +293,14 @@ def load_project(project: Path) -> str:
 
 
 class Project:
-    """The baked package's modules this benchmark uses."""
+    """The baked project, and the medallion-dq modules this benchmark uses."""
 
-    def __init__(self, package: str):
+    def __init__(self, package: str, root: Path):
         self.name = package
-        self.spark = importlib.import_module(f"{package}.local.spark")
-        self.runner = importlib.import_module(f"{package}.local.runner")
-        self.testing = importlib.import_module(f"{package}.local.testing")
+        self.root = root
+        self.spark = importlib.import_module("medallion_dq.local.spark")
+        self.runner = importlib.import_module("medallion_dq.local.runner")
+        self.testing = importlib.import_module("medallion_dq.testing")
 
 
 class Quiet:
@@ -521,7 +522,7 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
     runs: dict[str, list[dict]] = {"validation": [], "publish": []}
     try:
         for _ in range(repeats):
-            lake = project.testing.Lake(local)  # a fresh schema and landing folder, as a test
+            lake = project.testing.Lake(local, project.root)  # a fresh schema and landing folder, as a test
             lake.project.runner.log = Quiet()
             lake.land_fixtures()
             for pipeline, done in runs.items():
@@ -726,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     BUILD.mkdir(parents=True, exist_ok=True)
     project_dir = args.project.resolve()
     package = load_project(project_dir)
-    project = Project(package)
+    project = Project(package, project_dir)
     EngineClock.install()
     print(f"baked {project_dir.relative_to(ROOT)} (package {package})", flush=True)
     given = " ".join(argv if argv is not None else sys.argv[1:])

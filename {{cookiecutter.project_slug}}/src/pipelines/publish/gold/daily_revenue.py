@@ -4,10 +4,11 @@ previous contents: a wrong number is worse than yesterday's number."""
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from {{ cookiecutter.package_name }}.dq import rules
+from medallion_dq import rules
+from {{ cookiecutter.package_name }} import RULES
 
-DAILY_REVENUE = rules.load("gold/daily_revenue.yml")
-ORDER_KEYS = rules.load("gold/order_keys.yml")
+DAILY_REVENUE = rules.load(RULES / "gold/daily_revenue.yml")
+ORDER_KEYS = rules.load(RULES / "gold/order_keys.yml")
 
 
 @dp.materialized_view(

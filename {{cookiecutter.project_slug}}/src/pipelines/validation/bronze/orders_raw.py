@@ -3,7 +3,7 @@ bronze keeps everything, so that silver can judge it and nothing is lost."""
 
 from pyspark import pipelines as dp
 
-from {{ cookiecutter.package_name }}.sources import read_landing
+from medallion_dq.sources import read_landing
 
 # Every field as text: typing is silver's job, and a bad value must not fail ingestion.
 ORDERS_RAW_SCHEMA = (

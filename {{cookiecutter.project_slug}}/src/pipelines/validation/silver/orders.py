@@ -1,15 +1,17 @@
 """Silver: typed, validated orders, and a quarantine of every row that was dropped.
 
-Rules live in rules/silver/orders.yml: `drop` rules keep bad rows out of silver_orders and
-send them to silver_orders_quarantine with the rules they broke; `warn` rules only count.
+Rules live in rules/silver/orders.yml of the project package: `drop` rules keep bad rows out of
+silver_orders and send them to silver_orders_quarantine with the rules they broke; `warn` rules
+only count.
 """
 
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from {{ cookiecutter.package_name }}.dq import quarantine, rules
+from medallion_dq import quarantine, rules
+from {{ cookiecutter.package_name }} import RULES
 
-ORDERS = rules.load("silver/orders.yml")
+ORDERS = rules.load(RULES / "silver/orders.yml")
 
 
 def typed_orders():

@@ -1,0 +1,3 @@
+from medallion_dq.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1028 @@
+"""Offline checks of the bundle, run by ``medallion-dq check``.
+
+``databricks bundle validate`` needs a workspace login; these checks do not. They catch, with the
+file and YAML path of the mistake:
+
+======  ====================================================================================
+BND000  the validator itself failed (please report it; the message says where)
+BND001  a file cannot be read or is not valid YAML, or its top level is not a mapping
+BND002  schema: unknown field, wrong type or value (Databricks' own resource models)
+BND003  quality gate order: publish must depend on the gate, the gate on the validation run
+BND004  a ``${resources...}`` or other reference names something that does not exist
+BND005  a ``${var.x}`` is not declared, or a variable has no value in a target
+BND006  a pipeline ``libraries`` entry or ``root_path`` matches no file
+BND007  a task ``depends_on`` names an unknown task, or two tasks share a key
+BND008  the job's tasks depend on each other in a cycle
+BND009  a pipeline's catalog or schema does not resolve in a target
+BND010  a secret-looking literal (token, password...) is written in the YAML
+BND011  bundle structure: name, include globs, targets, duplicate resources
+BND012  a python_wheel_task's package or entry point is not declared
+======  ====================================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin
+
+import yaml
+
+from medallion_dq.config import load_toml as load_config_file
+from medallion_dq.problems import Problem
+
+from medallion_dq.bundle.model import (
+    BUNDLE_FILE,
+    REFERENCE,
+    BundleError,
+    RawBundle,
+    apply_target,
+    build_task,
+    expand_library,
+    iter_references,
+    iter_strings,
+    join_path,
+    library_entries,
+    load_raw,
+    merge,
+    resolve,
+    variable_values,
+)
+
+__all__ = ["Problem", "main", "validate_bundle"]
+
+GATE_TASK = "quality_gate"
+
+_TOP_LEVEL_KEYS = {
+    "bundle",
+    "include",
+    "variables",
+    "targets",
+    "resources",
+    "artifacts",
+    "workspace",
+    "sync",
+    "permissions",
+    "run_as",
+    "presets",
+    "experimental",
+    "scripts",
+    "python",
+    "environments",
+    "git",
+}
+_REFERENCE_ROOTS = {"var", "variables", "bundle", "workspace", "resources", "artifacts"}
+_SECRET_KEY = re.compile(
+    r"(?:^|[_.\-])(password|passwd|pwd|token|secret|api_?key|access_?key|private_?key|"
+    r"client_?secret|credentials?)$",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"dapi[0-9a-f]{32}|dose[0-9a-f]{32}|ghp_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}"
+    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+_SECRET_REF_PREFIX = "{" * 2 + "secrets/"  # Databricks secret reference in a Spark conf value
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ref(path: str) -> str:
+    """``${path}``."""
+    return "${" + path + "}"
+
+
+def _dep(task_key: str) -> str:
+    return "[{task_key: " + task_key + "}]"
+
+
+class _Report:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.problems: list[Problem] = []
+        self._seen: set[tuple[str, str, str, str]] = set()
+        self._lines: dict[Path, dict[str, int]] = {}
+
+    def rel(self, file: Path | str) -> str:
+        path = Path(file)
+        try:
+            return path.resolve().relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def add(self, code: str, file: Path | str, path: str, message: str, fix: str = "") -> None:
+        rel = self.rel(file)
+        key = (code, rel, path, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.problems.append(
+            Problem(code, rel, message, fix, path=path, line=self._line(Path(file), path))
+        )
+
+    def _line(self, file: Path, path: str) -> int | None:
+        if file not in self._lines:
+            try:
+                self._lines[file] = _line_map(file.read_text(encoding="utf-8"))
+            except Exception:
+                self._lines[file] = {}
+        lines = self._lines[file]
+        while path:
+            if path in lines:
+                return lines[path]
+            parent = re.sub(r'(\[\d+\]|\["[^"]*"\]|\.[^.\[]+|^[^.\[]+)$', "", path)
+            if parent == path:
+                break
+            path = parent
+        return None
+
+
+def _line_map(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+
+    def walk(node: yaml.Node, path: str) -> None:
+        out.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                sub = join_path(path, key.value)
+                out.setdefault(sub, key.start_mark.line + 1)
+                walk(value, sub)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, f"{path}[{i}]")
+
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    if node is not None:
+        walk(node, "")
+    return out
+
+
+def _resource_models() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    models: dict[str, Callable[[dict[str, Any]], Any]] = {}
+    try:
+        from databricks.bundles.jobs import Job
+        from databricks.bundles.pipelines import Pipeline
+
+        models["jobs"] = Job
+        models["pipelines"] = Pipeline
+    except ImportError:  # pragma: no cover - databricks-bundles is a dev dependency
+        return models
+    for kind, module, name in (
+        ("schemas", "databricks.bundles.schemas", "Schema"),
+        ("volumes", "databricks.bundles.volumes", "Volume"),
+    ):
+        with contextlib.suppress(ImportError, AttributeError):
+            models[kind] = getattr(__import__(module, fromlist=[name]), name)
+    return models
+
+
+def _transform_fn() -> Callable[[Any, Any], Any] | None:
+    try:
+        from databricks.bundles.core._transform import _transform
+    except ImportError:  # private helper: without it, errors point at the resource itself
+        return None
+    return _transform
+
+
+def _candidates(tpe: Any) -> list[Any]:
+    """The concrete types behind Optional / VariableOr / Union wrappers."""
+    origin = get_origin(tpe)
+    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
+        out: list[Any] = []
+        for arg in get_args(tpe):
+            if arg is type(None):
+                continue
+            if getattr(get_origin(arg), "__name__", "") == "Variable":
+                continue
+            out.extend(_candidates(arg))
+        return out
+    import types
+
+    if isinstance(tpe, types.UnionType):
+        return [a for arg in get_args(tpe) for a in _candidates(arg) if a is not type(None)]
+    return [tpe]
+
+
+Segment = str | int
+
+
+def _locate(
+    tpe: Any, value: Any, segments: list[Segment], transform: Callable[[Any, Any], Any]
+) -> tuple[list[Segment], str | None, list[str]]:
+    """Deepest place under which ``transform(tpe, value)`` fails.
+
+    Returns (path segments, the unknown field there or None, the field names allowed there).
+    """
+    for cand in _candidates(tpe):
+        if is_dataclass(cand) and isinstance(value, dict):
+            names = [f.name for f in fields(cand)]
+            for key in value:
+                if key not in names:
+                    return [*segments, key], str(key), names
+            try:
+                hints = typing.get_type_hints(cand)
+            except Exception:
+                return segments, None, names
+            for key, item in value.items():
+                try:
+                    transform(hints[key], item)
+                except Exception:
+                    return _locate(hints[key], item, [*segments, key], transform)
+            return segments, None, names
+        if get_origin(cand) is list and isinstance(value, list):
+            (arg,) = get_args(cand) or (Any,)
+            for i, item in enumerate(value):
+                try:
+                    transform(arg, item)
+                except Exception:
+                    return _locate(arg, item, [*segments, i], transform)
+        elif get_origin(cand) is dict and isinstance(value, dict):
+            args = get_args(cand)
+            if len(args) == 2:
+                for key, item in value.items():
+                    try:
+                        transform(args[1], item)
+                    except Exception:
+                        return _locate(args[1], item, [*segments, key], transform)
+    return segments, None, []
+
+
+def _path_of(prefix: str, segments: list[Segment]) -> str:
+    path = prefix
+    for seg in segments:
+        path = f"{path}[{seg}]" if isinstance(seg, int) else join_path(path, seg)
+    return path
+
+
+def _remove(spec: Any, segments: list[Segment]) -> bool:
+    """Drop the node at ``segments`` (to look for the next error). False if not possible."""
+    if not segments:
+        return False
+    node = spec
+    for seg in segments[:-1]:
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            return False
+    last = segments[-1]
+    if isinstance(node, dict) and last in node:
+        del node[last]
+        return True
+    if isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node[last] = {} if isinstance(node[last], dict) else None
+        if node[last] is None:
+            del node[last]
+        return True
+    return False
+
+
+def _schema_message(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    match = re.match(r"Unexpected field '([^']+)' for class (\w+)", text)
+    if match:
+        return f"unknown field {match.group(1)!r} (not a field of {match.group(2)})"
+    match = re.search(r"missing \d+ required keyword-only arguments?: (.+)$", text)
+    if match:
+        names = re.findall(r"'(\w+)'", match.group(1))
+        return f"required field{'s' if len(names) > 1 else ''} {', '.join(names)} missing"
+    match = re.match(r"'([^']*)' is not a valid (\w+)", text)
+    if match:
+        return f"{match.group(1)!r} is not a valid {match.group(2)}"
+    match = re.match(r"Unexpected type: (.+) for '?(.*?)'?$", text)
+    if match:
+        return f"{match.group(2)!r} has the wrong type (expected {match.group(1)})"
+    match = re.match(r"invalid literal for int\(\) with base 10: '(.*)'$", text)
+    if match:
+        return f"{match.group(1)!r} is not a whole number"
+    match = re.match(r"could not convert string to float: '(.*)'$", text)
+    if match:
+        return f"{match.group(1)!r} is not a number"
+    return text
+
+
+def _enum_fix(message: str) -> str | None:
+    """For "'X' is not a valid SomeEnum": the allowed values, closest first."""
+    match = re.match(r"'([^']*)' is not a valid (\w+)$", message)
+    if not match:
+        return None
+    for module in ("databricks.bundles.jobs", "databricks.bundles.pipelines"):
+        try:
+            enum = getattr(__import__(module, fromlist=[match.group(2)]), match.group(2))
+            values = [str(member.value) for member in enum]
+        except (ImportError, AttributeError, TypeError):
+            continue
+        close = difflib.get_close_matches(match.group(1), values, n=1)
+        allowed = ", ".join(values)
+        return f"use {close[0]!r} (allowed: {allowed})" if close else f"use one of: {allowed}"
+    return None
+
+
+def _schema_errors(
+    kind: str, spec: Any, path: str, limit: int = 20
+) -> tuple[list[tuple[str, str, str]], Any]:
+    """Every schema error of a resource mapping as (yaml path, message, fix), and the mapping
+    with the faulty nodes removed (to check target overrides against)."""
+    model = _resource_models().get(kind)
+    if model is None or spec is None:
+        return [], spec
+    if not isinstance(spec, dict):
+        return [(path, f"a {kind} entry must be a mapping", "write it as key: value pairs")], {}
+    import copy
+
+    spec = copy.deepcopy(spec)
+    transform = _transform_fn()
+    errors: list[tuple[str, str, str]] = []
+    for _ in range(limit):
+        try:
+            model.from_dict(copy.deepcopy(spec))  # type: ignore[attr-defined]
+            break
+        except Exception as exc:
+            message = _schema_message(exc)
+            segments: list[Segment] = []
+            unknown, allowed = None, []
+            if transform is not None:
+                try:
+                    segments, unknown, allowed = _locate(model, spec, [], transform)
+                except Exception:
+                    segments = []
+            fix = "see https://docs.databricks.com/dev-tools/bundles/reference.html"
+            if unknown is not None:
+                close = difflib.get_close_matches(unknown, allowed, n=1)
+                fix = f"rename it to {close[0]!r}" if close else "remove it"
+            elif "required field" in message:
+                fix = "add it"
+            elif _enum_fix(message):
+                fix = _enum_fix(message) or fix
+            errors.append((_path_of(path, segments), message, fix))
+            if "required field" in message or not _remove(spec, segments):
+                break
+    return errors, spec
+
+
+def _check_schemas(report: _Report, raw: RawBundle) -> None:
+    repaired: dict[tuple[str, str], Any] = {}
+    overrides = []
+    for file, kind, key, spec, path in _resource_docs(raw):
+        if path.startswith("targets."):
+            overrides.append((file, kind, key, spec, path))
+            continue
+        errors, fixed = _schema_errors(kind, spec, path)
+        repaired[(kind, key)] = merge(repaired.get((kind, key)), fixed)
+        for error in errors:
+            report.add("BND002", file, *error)
+    # A target override is partial: check it merged into the resource, as a deploy would (the
+    # resource's own errors removed, so that what is left comes from the override).
+    for file, kind, key, spec, path in overrides:
+        if (kind, key) in repaired:
+            errors, _ = _schema_errors(kind, merge(repaired[(kind, key)], spec), path)
+        else:
+            errors, _ = _schema_errors(kind, spec, path)  # a resource only this target defines
+        for error in errors:
+            report.add("BND002", file, *error)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_structure(report: _Report, raw: RawBundle) -> None:
+    main_file, main_doc = raw.documents[0]
+    bundle = main_doc.get("bundle")
+    if not isinstance(bundle, dict) or not bundle.get("name"):
+        report.add(
+            "BND011",
+            main_file,
+            "bundle.name",
+            "the bundle has no name",
+            "add bundle: {name: <project>}",
+        )
+    for pattern in raw.unmatched_includes:
+        report.add(
+            "BND011",
+            main_file,
+            "include",
+            f"include pattern {pattern!r} matches no file",
+            "fix the pattern or remove it",
+        )
+    targets = raw.config.get("targets")
+    if not isinstance(targets, dict) or not targets:
+        report.add(
+            "BND011",
+            main_file,
+            "targets",
+            "no targets defined",
+            "add targets dev (mode: development, default: true) and prod",
+        )
+    else:
+        defaults = [t for t, v in targets.items() if isinstance(v, dict) and v.get("default")]
+        if len(defaults) > 1:
+            report.add(
+                "BND011",
+                main_file,
+                "targets",
+                f"more than one default target: {', '.join(defaults)}",
+                "keep default: true on one target only",
+            )
+    for (kind, key), files in raw.resource_files.items():
+        if len(files) > 1:
+            names = ", ".join(report.rel(f) for f in files)
+            report.add(
+                "BND011",
+                files[1],
+                f"resources.{kind}.{key}",
+                f"{kind[:-1] if kind.endswith('s') else kind} {key!r} is defined in several "
+                f"files ({names})",
+                "define each resource in one file",
+            )
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        for key in doc:
+            if key not in _TOP_LEVEL_KEYS:
+                close = difflib.get_close_matches(str(key), sorted(_TOP_LEVEL_KEYS), n=1)
+                report.add(
+                    "BND002",
+                    file,
+                    str(key),
+                    f"unknown top-level key {key!r}",
+                    f"rename it to {close[0]!r}" if close else "remove it",
+                )
+
+
+def _resource_docs(raw: RawBundle) -> Iterable[tuple[Path, str, str, Any, str]]:
+    """(file, kind, key, spec, yaml path) for every resource mapping as written."""
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        resources = doc.get("resources")
+        if isinstance(resources, dict):
+            for kind, entries in resources.items():
+                if isinstance(entries, dict):
+                    for key, spec in entries.items():
+                        yield file, kind, key, spec, f"resources.{kind}.{key}"
+        targets = doc.get("targets")
+        if isinstance(targets, dict):
+            for tname, tdoc in targets.items():
+                resources = (tdoc or {}).get("resources") if isinstance(tdoc, dict) else None
+                if isinstance(resources, dict):
+                    for kind, entries in resources.items():
+                        if isinstance(entries, dict):
+                            for key, spec in entries.items():
+                                yield (
+                                    file,
+                                    kind,
+                                    key,
+                                    spec,
+                                    (f"targets.{tname}.resources.{kind}.{key}"),
+                                )
+
+
+def _check_references(report: _Report, raw: RawBundle) -> None:
+    declared = raw.config.get("variables") or {}
+    resources: dict[str, set[str]] = {}
+    for _file, kind, key, _spec, _path in _resource_docs(raw):
+        resources.setdefault(kind, set()).add(key)
+    for file, doc in raw.documents:
+        for path, ref in iter_references(doc):
+            parts = re.findall(r"[^.\[\]]+", ref)
+            root = parts[0]
+            if root not in _REFERENCE_ROOTS:
+                close = difflib.get_close_matches(root, sorted(_REFERENCE_ROOTS), n=1)
+                report.add(
+                    "BND004",
+                    file,
+                    path,
+                    f"{_ref(ref)}: unknown reference root {root!r}",
+                    f"did you mean {_ref(close[0] + '.…')}?"
+                    if close
+                    else "use ${var.…}, ${bundle.…}, ${workspace.…} or ${resources.…}",
+                )
+                continue
+            if root in ("var", "variables"):
+                name = parts[1] if len(parts) > 1 else ""
+                if name not in declared:
+                    close = difflib.get_close_matches(name, list(declared), n=1)
+                    report.add(
+                        "BND005",
+                        file,
+                        path,
+                        f"{_ref(ref)}: variable {name!r} is not declared",
+                        f"use {_ref('var.' + close[0])}"
+                        if close
+                        else f"declare it under variables: in {BUNDLE_FILE}",
+                    )
+            elif root == "resources":
+                if len(parts) < 3:
+                    report.add(
+                        "BND004",
+                        file,
+                        path,
+                        f"{_ref(ref)}: incomplete resource reference",
+                        "use ${resources.<kind>.<key>.<field>}, e.g. "
+                        "${resources.pipelines.validation.id}",
+                    )
+                    continue
+                kind, key = parts[1], parts[2]
+                known = resources.get(kind)
+                if known is None:
+                    close = difflib.get_close_matches(kind, sorted(resources), n=1)
+                    report.add(
+                        "BND004",
+                        file,
+                        path,
+                        f"{_ref(ref)}: no resources of kind {kind!r}",
+                        f"did you mean resources.{close[0]}?"
+                        if close
+                        else "define the resource or fix the reference",
+                    )
+                elif key not in known:
+                    close = difflib.get_close_matches(key, sorted(known), n=1)
+                    suggestion = ".".join(["resources", kind, close[0], *(parts[3:] or ["id"])])
+                    hint = (
+                        f"use {_ref(suggestion)}"
+                        if close
+                        else f"known {kind}: {', '.join(sorted(known))}"
+                    )
+                    report.add(
+                        "BND004",
+                        file,
+                        path,
+                        f"{_ref(ref)}: there is no {kind[:-1] if kind.endswith('s') else kind} "
+                        f"{key!r}",
+                        hint,
+                    )
+
+
+def _check_variables(report: _Report, raw: RawBundle) -> None:
+    main_file = raw.documents[0][0]
+    declared = raw.config.get("variables") or {}
+    targets = raw.config.get("targets") or {}
+    if not isinstance(targets, dict):
+        return
+    for tname, tdoc in targets.items():
+        tvalues = (tdoc or {}).get("variables") if isinstance(tdoc, dict) else None
+        tvalues = tvalues if isinstance(tvalues, dict) else {}
+        for name in tvalues:
+            if name not in declared:
+                report.add(
+                    "BND005",
+                    main_file,
+                    f"targets.{tname}.variables.{name}",
+                    f"variable {name!r} is set but not declared",
+                    f"declare it under variables: in {BUNDLE_FILE}",
+                )
+        for name, decl in declared.items():
+            has_default = isinstance(decl, dict) and ("default" in decl or "lookup" in decl)
+            if not isinstance(decl, dict):
+                has_default = True
+            if not has_default and name not in tvalues:
+                report.add(
+                    "BND005",
+                    main_file,
+                    f"targets.{tname}.variables",
+                    f"variable {name!r} has no value in target {tname!r} and no default",
+                    f"add {name}: <value> under targets.{tname}.variables",
+                )
+
+
+def _check_libraries(report: _Report, raw: RawBundle) -> None:
+    for file, kind, _key, spec, path in _resource_docs(raw):
+        if kind != "pipelines" or not isinstance(spec, dict):
+            continue
+        base = file.parent
+        libs = spec.get("libraries")
+        if isinstance(libs, list):
+            for i, lib in enumerate(libs):
+                entries = library_entries({"libraries": [lib]})
+                for lkind, pattern in entries:
+                    if pattern.startswith("/") or REFERENCE.search(pattern):
+                        continue  # a workspace path: only checkable on Databricks
+                    if not expand_library(base, lkind, pattern):
+                        field = {
+                            "glob": "glob.include",
+                            "file": "file.path",
+                            "notebook": "notebook.path",
+                        }[lkind]
+                        what = (
+                            "matches no .py or .sql file" if lkind == "glob" else "does not exist"
+                        )
+                        report.add(
+                            "BND006",
+                            file,
+                            f"{path}.libraries[{i}].{field}",
+                            f"{pattern!r} {what} (paths are relative to {report.rel(file)})",
+                            "point it at the pipeline's source folder, e.g. "
+                            "../src/pipelines/<pipeline>/<layer>/**",
+                        )
+        root_path = spec.get("root_path")
+        if (
+            isinstance(root_path, str)
+            and not root_path.startswith("/")
+            and not REFERENCE.search(root_path)
+            and not (base / root_path).is_dir()
+        ):
+            report.add(
+                "BND006",
+                file,
+                f"{path}.root_path",
+                f"root_path {root_path!r} is not a folder "
+                f"(paths are relative to {report.rel(file)})",
+                "point it at the pipeline's source folder",
+            )
+
+
+def _is_gate(task: dict[str, Any]) -> bool:
+    texts = [str(task.get("task_key", ""))]
+    for kind, field in (
+        ("python_wheel_task", "entry_point"),
+        ("spark_python_task", "python_file"),
+        ("notebook_task", "notebook_path"),
+    ):
+        sub = task.get(kind)
+        if isinstance(sub, dict):
+            texts.append(str(sub.get(field, "")))
+    return any("gate" in t.lower() for t in texts)
+
+
+def _ancestors(key: str, deps: dict[str, list[str]]) -> set[str]:
+    seen: set[str] = set()
+    stack = list(deps.get(key, []))
+    while stack:
+        dep = stack.pop()
+        if dep in seen:
+            continue
+        seen.add(dep)
+        stack.extend(deps.get(dep, []))
+    return seen
+
+
+def _find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in deps.get(node, []):
+            if dep not in deps:
+                continue
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep) :], dep]
+            if dep not in state:
+                found = visit(dep)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in deps:
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def _check_job(
+    report: _Report,
+    file: Path,
+    key: str,
+    spec: dict[str, Any],
+    validation_key: str,
+    publish_key: str,
+) -> None:
+    base = f"resources.jobs.{key}"
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list):
+        return
+    index: dict[str, int] = {}
+    deps: dict[str, list[str]] = {}
+    for i, raw_task in enumerate(tasks):
+        if not isinstance(raw_task, dict) or not raw_task.get("task_key"):
+            continue
+        tkey = str(raw_task["task_key"])
+        if tkey in index:
+            report.add(
+                "BND007",
+                file,
+                f"{base}.tasks[{i}].task_key",
+                f"task key {tkey!r} is used twice (also tasks[{index[tkey]}])",
+                "give every task its own task_key",
+            )
+            continue
+        index[tkey] = i
+        deps[tkey] = build_task(raw_task).depends_on
+    for tkey, i in index.items():
+        for j, dep in enumerate(deps[tkey]):
+            if dep not in index:
+                close = difflib.get_close_matches(dep, list(index), n=1)
+                report.add(
+                    "BND007",
+                    file,
+                    f"{base}.tasks[{i}].depends_on[{j}]",
+                    f"{tkey} depends on unknown task {dep!r}",
+                    f"use task_key: {close[0]}" if close else f"use one of: {', '.join(index)}",
+                )
+    cycle = _find_cycle(deps)
+    if cycle:
+        first = cycle[0]
+        report.add(
+            "BND008",
+            file,
+            f"{base}.tasks[{index[first]}].depends_on",
+            f"tasks depend on each other in a cycle: {' -> '.join(cycle)}",
+            "remove one of these depends_on entries",
+        )
+
+    built = {tkey: build_task(tasks[i]) for tkey, i in index.items()}
+    publish = [t for t in built.values() if t.pipeline_key == publish_key]
+    if not publish:
+        return
+    gates = [t for t in built.values() if _is_gate(t.spec)]
+    validates = {t.key for t in built.values() if t.pipeline_key == validation_key}
+    gate_names = ", ".join(g.key for g in gates) or GATE_TASK
+    if not gates:
+        for task in publish:
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{index[task.key]}]",
+                f"{task.key} refreshes the {publish_key} pipeline but no quality gate task "
+                "runs before it",
+                f"add a {GATE_TASK} task (depends on the {validation_key} pipeline task) "
+                f"and make {task.key} depend on it",
+            )
+        return
+    for gate in gates:
+        gi = index[gate.key]
+        if not (_ancestors(gate.key, deps) & validates):
+            target = next(iter(sorted(validates)), "<validation task>")
+            if validates:
+                report.add(
+                    "BND003",
+                    file,
+                    f"{base}.tasks[{gi}]",
+                    f"{gate.key} does not depend on {target} (the {validation_key} pipeline task)",
+                    f"add depends_on: {_dep(target)}",
+                )
+            else:
+                report.add(
+                    "BND003",
+                    file,
+                    f"{base}.tasks",
+                    f"the job never runs the {validation_key} pipeline before {gate.key}",
+                    "add a pipeline_task on "
+                    f"{_ref('resources.pipelines.' + validation_key + '.id')} "
+                    f"and make {gate.key} depend on it",
+                )
+        if gate.run_if != "ALL_SUCCESS":
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{gi}].run_if",
+                f"{gate.key} has run_if: {gate.run_if}, so it runs (and may pass on old "
+                "metrics) even when the validation pipeline failed",
+                "remove run_if or set run_if: ALL_SUCCESS",
+            )
+        params = (
+            (gate.spec.get("python_wheel_task") or {}).get("parameters")
+            if isinstance(gate.spec.get("python_wheel_task"), dict)
+            else None
+        )
+        wanted = _ref(f"resources.pipelines.{validation_key}.id")
+        if isinstance(params, list) and not any(wanted in str(p) for p in params):
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{gi}].python_wheel_task.parameters",
+                f"{gate.key} is not given the {validation_key} pipeline id",
+                f"add parameters: [--pipeline-id, {wanted}]",
+            )
+    gate_keys = {g.key for g in gates}
+    for task in publish:
+        pi = index[task.key]
+        ancestors = _ancestors(task.key, deps)
+        if not ancestors & gate_keys:
+            first_gate = gates[0].key
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{pi}]",
+                f"{task.key} does not depend on {gate_names}",
+                f"add depends_on: {_dep(first_gate)}",
+            )
+            continue
+        # Every task between the gate and publish (and publish) must need its upstream to succeed.
+        chain = [task.key] + [
+            a
+            for a in ancestors
+            if a in built and a not in gate_keys and _ancestors(a, deps) & gate_keys
+        ]
+        for tkey in chain:
+            if built[tkey].run_if != "ALL_SUCCESS":
+                report.add(
+                    "BND003",
+                    file,
+                    f"{base}.tasks[{index[tkey]}].run_if",
+                    f"{tkey} has run_if: {built[tkey].run_if}, so {task.key} runs even "
+                    f"when {gate_names} fails",
+                    "remove run_if or set run_if: ALL_SUCCESS",
+                )
+
+
+def _check_jobs(report: _Report, raw: RawBundle, validation_key: str, publish_key: str) -> None:
+    targets = raw.config.get("targets") or {}
+    names = list(targets) if isinstance(targets, dict) and targets else [None]
+    for tname in names:
+        config = apply_target(raw.config, tname) if tname else raw.config
+        for key, spec in ((config.get("resources") or {}).get("jobs") or {}).items():
+            if not isinstance(spec, dict):
+                continue
+            files = raw.resource_files.get(("jobs", key)) or [raw.documents[0][0]]
+            _check_job(report, files[0], key, spec, validation_key, publish_key)
+
+
+def _check_catalog_schema(report: _Report, raw: RawBundle) -> None:
+    targets = raw.config.get("targets") or {}
+    if not isinstance(targets, dict):
+        return
+    for tname in targets:
+        config = resolve(apply_target(raw.config, tname), variable_values(raw.config, tname))
+        for key, spec in ((config.get("resources") or {}).get("pipelines") or {}).items():
+            if not isinstance(spec, dict):
+                continue
+            file = (raw.resource_files.get(("pipelines", key)) or [raw.documents[0][0]])[0]
+            for fld in ("catalog", "schema"):
+                value = spec.get(fld)
+                if fld == "schema" and value is None:
+                    value = spec.get("target")
+                path = f"resources.pipelines.{key}.{fld}"
+                if value is None or (isinstance(value, str) and not value.strip()):
+                    report.add(
+                        "BND009",
+                        file,
+                        path,
+                        f"pipeline {key!r} has no {fld} in target {tname!r}",
+                        f"set {fld}: {_ref('var.' + fld)} and give {fld} a value in every target",
+                    )
+                    continue
+                pending = [
+                    m.group(1)
+                    for m in REFERENCE.finditer(str(value))
+                    if not m.group(1).startswith("workspace.current_user")
+                ]
+                if pending:
+                    report.add(
+                        "BND009",
+                        file,
+                        path,
+                        f"{fld} of pipeline {key!r} does not resolve in target {tname!r} "
+                        f"(left: {_ref(pending[0])})",
+                        f"give the variable a value under targets.{tname}.variables",
+                    )
+
+
+def _check_secrets(report: _Report, raw: RawBundle) -> None:
+    for file, doc in raw.documents:
+        for path, text in iter_strings(doc):
+            value = text.strip()
+            if not value or value.startswith(_SECRET_REF_PREFIX):
+                continue
+            last = re.split(r'[.\]\["]+', path.rstrip('"]'))[-1] if path else ""
+            literal = REFERENCE.sub("", value).strip()
+            masked = (value[:4] + "…") if len(value) > 4 else "…"
+            if _SECRET_VALUE.search(value):
+                report.add(
+                    "BND010",
+                    file,
+                    path,
+                    f"value {masked!r} looks like a credential; it would be committed and "
+                    "deployed in clear text",
+                    "store it in a Databricks secret scope and reference it "
+                    "(e.g. a secrets/<scope>/<key> reference), or pass it at deploy time",
+                )
+            elif _SECRET_KEY.search(last) and literal:
+                report.add(
+                    "BND010",
+                    file,
+                    path,
+                    f"{last!r} holds a literal value ({masked!r}); secrets do not belong "
+                    "in bundle YAML",
+                    "use a secret scope reference or a variable set from the environment "
+                    "(BUNDLE_VAR_<name>)",
+                )
+
+
+def _declared_entry_points(root: Path, report: _Report) -> dict[str, set[str]]:
+    """Entry points by wheel package name: the project's own (pyproject.toml) and this
+    package's (the gate task runs ``medallion_dq``'s ``quality_gate``)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    declared: dict[str, set[str]] = {}
+    try:
+        ours = distribution("medallion-dq").entry_points
+        declared["medallion_dq"] = {e.name for e in ours if e.group == "console_scripts"}
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        declared["medallion_dq"] = {"medallion-dq", "quality_gate"}
+    try:
+        project = load_config_file(root / "pyproject.toml").get("project") or {}
+    except ValueError as exc:
+        report.add("BND001", root / "pyproject.toml", "", str(exc))
+        return declared
+    names = set((project.get("scripts") or {}).keys())
+    for group in (project.get("entry-points") or {}).values():
+        if isinstance(group, dict):
+            names |= set(group)
+    package = str(project.get("name", "")).replace("-", "_")
+    declared[package] = declared.get(package, set()) | names
+    return declared
+
+
+def _check_entry_points(report: _Report, raw: RawBundle) -> None:
+    declared = _declared_entry_points(raw.root, report)
+    for file, kind, _key, spec, path in _resource_docs(raw):
+        if kind != "jobs" or not isinstance(spec, dict):
+            continue
+        for i, task in enumerate(spec.get("tasks") or []):
+            wheel = task.get("python_wheel_task") if isinstance(task, dict) else None
+            if not isinstance(wheel, dict):
+                continue
+            entry, package = wheel.get("entry_point"), wheel.get("package_name")
+            if not isinstance(entry, str) or REFERENCE.search(entry):
+                continue
+            if not isinstance(package, str) or REFERENCE.search(package):
+                continue
+            where = f"{path}.tasks[{i}].python_wheel_task"
+            if package not in declared:
+                report.add(
+                    "BND012",
+                    file,
+                    f"{where}.package_name",
+                    f"package {package!r} is neither this project's nor medallion_dq",
+                    "write package_name: medallion_dq (the quality gate) or the project's "
+                    "package",
+                )
+            elif entry not in declared[package]:
+                known = ", ".join(sorted(declared[package])) or "none"
+                report.add(
+                    "BND012",
+                    file,
+                    f"{where}.entry_point",
+                    f"entry point {entry!r} is not declared by {package} (it has: {known})",
+                    "use one of those, or declare it under [project.scripts] in pyproject.toml",
+                )
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def validate_bundle(
+    root: Path | str,
+    *,
+    validation_key: str = "validation",
+    publish_key: str = "publish",
+) -> list[Problem]:
+    """Check the bundle at ``root``; an empty list means it is clean. Never raises."""
+    root = Path(root).resolve()
+    report = _Report(root)
+    try:
+        try:
+            raw = load_raw(root)
+        except BundleError as exc:
+            text = str(exc)
+            file, _, message = text.partition(": ")
+            report.add(
+                "BND001",
+                file if message else root / BUNDLE_FILE,
+                "",
+                message or text,
+                "fix the YAML syntax" if "invalid YAML" in text else "",
+            )
+            return report.problems
+        _check_structure(report, raw)
+        _check_schemas(report, raw)
+        _check_references(report, raw)
+        _check_variables(report, raw)
+        _check_libraries(report, raw)
+        _check_jobs(report, raw, validation_key, publish_key)
+        _check_catalog_schema(report, raw)
+        _check_secrets(report, raw)
+        _check_entry_points(report, raw)
+    except Exception as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = f" at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}" if tb else ""
+        report.add(
+            "BND000",
+            root / BUNDLE_FILE,
+            "",
+            f"the validator failed: {type(exc).__name__}: {exc}{where}",
+            "please report this; the other checks may be incomplete",
+        )
+    return report.problems

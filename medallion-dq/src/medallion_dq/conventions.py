@@ -1,0 +1,681 @@
+"""The layered data-quality conventions, checked statically (no Spark, nothing imported).
+
+`check(project_root)` reads the rule files (`[tool.medallion] rules`, default `src/*/rules`) and the pipeline files
+(`src/pipelines/**/<layer>/*.py|*.sql`, Python scanned with `ast`, SQL CONSTRAINT clauses parsed)
+and returns every problem, the rule files' own DQ0xx problems included:
+
+    DQC000 error    the checker could not read a file or its configuration
+    DQC001 error    an expectation in bronze
+    DQC002 warning  a `fail` rule in silver (error when the sample data already violates it)
+    DQC003 error    a `warn` or `drop` rule in gold
+    DQC004 warning  a silver dataset drops rows but has no `<dataset>_quarantine`
+    DQC005 warning  a rule without a description or an owner
+    DQC006 error    an expect_all* decorator given another action's rules (`expect_all(R.drop)`)
+    DQC010 warning  withColumn / drop / columns / schema / count() in a pipeline query function
+
+Per project, in pyproject.toml::
+
+    [tool.medallion.conventions]
+    severity = {DQC002 = "error", DQC005 = "off"}   # error | warning | off
+    layers = ["bronze", "silver", "gold"]           # folder names of the three layers, in order
+    quarantine_suffix = "_quarantine"
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from medallion_dq import rules
+from medallion_dq.config import load_config, rules_dirs
+from medallion_dq.problems import DataQualityError, Problem
+
+__all__ = ["CODES", "check", "sample_failures_from_metrics"]
+
+#: Convention codes: default severity and what they mean.
+CODES: dict[str, tuple[str, str]] = {
+    "DQC000": ("error", "the checker could not read a file or its configuration"),
+    "DQC001": ("error", "expectation in bronze"),
+    "DQC002": ("warning", "fail rule in silver"),
+    "DQC003": ("error", "warn or drop rule in gold"),
+    "DQC004": ("warning", "silver dataset drops rows without a quarantine"),
+    "DQC005": ("warning", "rule without description or owner"),
+    "DQC006": ("error", "decorator action does not match the rules it is given"),
+    "DQC010": ("warning", "DataFrame analysis or eager column call in a pipeline query function"),
+}
+SEVERITIES = ("error", "warning", "off")
+CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
+PIPELINES_DIR = Path("src") / "pipelines"
+
+DATASET_DECORATORS = {"table", "materialized_view", "temporary_view", "view", "append_flow"}
+EXPECT_DECORATORS = {
+    "expect": "warn",
+    "expect_or_drop": "drop",
+    "expect_or_fail": "fail",
+    "expect_all": "warn",
+    "expect_all_or_drop": "drop",
+    "expect_all_or_fail": "fail",
+}
+EAGER_CALLS = {"withColumn", "withColumns", "drop"}
+ANALYSIS_ATTRS = {"columns", "schema", "dtypes"}
+ANALYSIS_CALLS = {"count", "collect", "toPandas", "show", "printSchema", "isEmpty"}
+GROUPING_CALLS = {"groupBy", "groupby", "rollup", "cube", "pivot", "groupingSets"}
+
+_WHY_EAGER = (
+    "in pyspark 4.2 the open-source pipeline engine resolves withColumn/withColumns/drop eagerly "
+    "against the catalog when the upstream table already exists, so the flow silently stops "
+    "waiting for its upstream and may read it before it is written (seen here: a quarantine flow "
+    "read bronze before bronze was written and lost 7 rows)"
+)
+_FIX_EAGER = (
+    'add columns with select("*", <expr>.alias("<name>")) and leave columns out by listing the '
+    "ones you keep in select(...)"
+)
+_WHY_ANALYSIS = (
+    "analysing a DataFrame inside a pipeline query function is refused by the open-source engine "
+    "(ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION)"
+)
+_FIX_ANALYSIS = (
+    "name the columns explicitly; compute counts in an aggregate dataset (with an expectation) "
+    "instead of in Python"
+)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@dataclasses.dataclass
+class _Settings:
+    severity: dict[str, str]
+    layer_of_folder: dict[str, str]  # folder name -> bronze | silver | gold
+    quarantine_suffix: str
+    problems: list[Problem]
+
+
+def _settings(config: Mapping[str, Any]) -> _Settings:
+    where = "pyproject.toml [tool.medallion.conventions]"
+    problems: list[Problem] = []
+
+    def bad(message: str, fix: str) -> None:
+        problems.append(Problem("DQC000", where, message, fix))
+
+    for key in sorted(set(config) - CONFIG_KEYS, key=str):
+        bad(f"unknown key {key!r}", f"use only {', '.join(sorted(CONFIG_KEYS))}")
+
+    severity: dict[str, str] = {}
+    raw = config.get("severity", {})
+    if not isinstance(raw, Mapping):
+        bad("'severity' must be a table", 'write severity = {DQC005 = "off"}')
+        raw = {}
+    for code, value in raw.items():
+        value = "warning" if value == "warn" else value
+        if code not in CODES or code == "DQC000":
+            bad(f"severity: unknown code {code!r}", f"use one of {', '.join(list(CODES)[1:])}")
+        elif value not in SEVERITIES:
+            bad(
+                f"severity of {code}: {value!r} is not one of {', '.join(SEVERITIES)}",
+                f'write {code} = "error", "warning" or "off"',
+            )
+        else:
+            severity[code] = value
+
+    layer_of_folder = {layer: layer for layer in rules.LAYERS}
+    raw_layers = config.get("layers")
+    if raw_layers is not None:
+        if isinstance(raw_layers, list) and len(raw_layers) == len(rules.LAYERS):
+            raw_layers = dict(zip(rules.LAYERS, raw_layers, strict=True))
+        if isinstance(raw_layers, Mapping) and set(raw_layers) <= set(rules.LAYERS):
+            layer_of_folder = {}
+            for layer, folders in raw_layers.items():
+                folders = [folders] if isinstance(folders, str) else folders
+                if not isinstance(folders, list) or not all(
+                    isinstance(f, str) and f for f in folders
+                ):
+                    bad(
+                        f"layers: {layer} must be a folder name or a list of them",
+                        f'write {layer} = "{layer}"',
+                    )
+                    continue
+                layer_of_folder.update({folder: layer for folder in folders})
+            for layer in set(rules.LAYERS) - set(raw_layers):
+                layer_of_folder.setdefault(layer, layer)
+        else:
+            bad(
+                "'layers' must list the folder names of bronze, silver and gold, in that order",
+                'write layers = ["bronze", "silver", "gold"] or layers = {silver = "clean"}',
+            )
+
+    suffix = config.get("quarantine_suffix", "_quarantine")
+    if not isinstance(suffix, str) or not suffix:
+        bad(
+            "'quarantine_suffix' must be a non-empty string",
+            'write quarantine_suffix = "_quarantine"',
+        )
+        suffix = "_quarantine"
+    return _Settings(severity, layer_of_folder, suffix, problems)
+
+
+def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """`{"dataset.rule": failed fraction}` from `gate.expectation_metrics(...)` of a sample run."""
+    totals: dict[str, list[int]] = {}
+    for item in metrics:
+        dataset = _short(str(item.get("dataset") or ""))
+        name = str(item.get("name") or item.get("rule") or "")
+        counts = totals.setdefault(f"{dataset}.{name}", [0, 0])
+        counts[0] += int(item.get("passed", item.get("passed_records")) or 0)
+        counts[1] += int(item.get("failed", item.get("failed_records")) or 0)
+    return {
+        key: failed / (passed + failed)
+        for key, (passed, failed) in totals.items()
+        if passed + failed
+    }
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _short(name: str) -> str:
+    return name.replace("`", "").split(".")[-1]
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.3g} %"
+
+
+@dataclasses.dataclass
+class _Expectation:
+    """One rule (or one unresolved rule expression) attached to a dataset."""
+
+    dataset: str
+    layer: str | None
+    action: str
+    name: str | None  # None: the rules are an expression we cannot see into
+    where: str  # file (and line) for the problem
+    origin: str  # "rule file" | "decorator" | "sql"
+    expression: str = ""
+
+
+class _Collector:
+    def __init__(self, root: Path, settings: _Settings, sample_failures: Mapping[str, float]):
+        self.root = root
+        self.settings = settings
+        self.samples = {
+            key
+            if "." not in key
+            else f"{_short(key.rsplit('.', 1)[0])}.{key.rsplit('.', 1)[1]}": float(rate)
+            for key, rate in sample_failures.items()
+        }
+        self.problems: list[Problem] = []
+        self.expectations: list[_Expectation] = []
+        self.datasets: dict[str, set[str]] = {}  # layer -> dataset names defined in pipelines
+
+    def add(
+        self,
+        code: str,
+        where: str,
+        message: str,
+        fix: str,
+        rule: str | None = None,
+        severity: str | None = None,
+    ) -> None:
+        severity = severity or CODES[code][0]
+        self.problems.append(Problem(code, where, message, fix, rule, severity))
+
+    # ------------------------------------------------------------------ rule files
+    def rule_files(self, settings: Mapping[str, Any]) -> Iterator[Path]:
+        try:
+            folders = rules_dirs(self.root, settings)
+        except ValueError as error:
+            self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
+            return
+        for folder in folders:
+            if folder.is_dir():
+                yield from rules.rule_files(folder)
+
+    def read_rule_file(self, path: Path) -> None:
+        where = _rel(path, self.root)
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            raw = None  # rules.load reports it
+        native = isinstance(raw, dict) and "rules" in raw
+        # A Lakehouse Plumber file names no dataset (the pipeline passes it): use the file name.
+        lhp_dataset = path.stem if isinstance(raw, dict) and not native else None
+        try:
+            ruleset = rules.load(path, dataset=lhp_dataset)
+        except DataQualityError as error:
+            self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
+            return
+        layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
+        file_description = ""
+        if native and isinstance(raw.get("description"), str):
+            file_description = raw["description"].strip()
+        for rule in ruleset.rules:
+            self.expectations.append(
+                _Expectation(ruleset.dataset, layer, rule.action, rule.name, where, "rule file")
+            )
+            missing = [
+                label
+                for label, value in (
+                    ("description", rule.description.strip() or file_description),
+                    ("owner", rule.owner.strip()),
+                )
+                if not value
+            ]
+            if missing:
+                self.add(
+                    "DQC005",
+                    where,
+                    f"rule has no {' and no '.join(missing)}",
+                    "say why the rule exists (description:) and who fixes the data when it "
+                    "fails (owner:, on the rule or once for the file)",
+                    rule.name,
+                )
+
+    # ------------------------------------------------------------------ pipeline files
+    def layer_of(self, path: Path) -> str | None:
+        try:
+            parts = path.relative_to(self.root / PIPELINES_DIR).parts[:-1]
+        except ValueError:
+            parts = path.parts[:-1]
+        for part in reversed(parts):
+            if part in self.settings.layer_of_folder:
+                return self.settings.layer_of_folder[part]
+        return None
+
+    def pipeline_files(self) -> list[Path]:
+        base = self.root / PIPELINES_DIR
+        if not base.is_dir():
+            return []
+        return sorted(
+            p
+            for p in base.rglob("*")
+            if p.suffix in (".py", ".sql") and p.is_file() and "__pycache__" not in p.parts
+        )
+
+    def read_sql_file(self, path: Path, layer: str | None) -> None:
+        from medallion_dq.local import sql_files
+
+        rel = _rel(path, self.root)
+        try:
+            text = path.read_text(encoding="utf-8")
+            statements = sql_files._split(text, ";")
+        except (OSError, UnicodeDecodeError) as error:
+            self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
+            return
+        for statement in statements:
+            try:
+                parsed = sql_files.parse(statement, rel)
+            except (ValueError, StopIteration) as error:
+                self.add(
+                    "DQC000",
+                    rel,
+                    f"cannot read a CREATE statement: {error}",
+                    "write CONSTRAINT name EXPECT (condition) [ON VIOLATION ...]",
+                )
+                continue
+            if not parsed:
+                continue
+            self.datasets.setdefault(layer or "", set()).add(_short(parsed["name"]))
+            offset = max(text.find(statement), 0)
+            for e in parsed["constraints"]:
+                found = re.search(
+                    rf"CONSTRAINT\s+`?{re.escape(e.name)}\b", statement, re.IGNORECASE
+                )
+                line = text[: offset + (found.start() if found else 0)].count("\n") + 1
+                self.expectations.append(
+                    _Expectation(
+                        _short(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
+                    )
+                )
+
+    def read_python_file(self, path: Path, layer: str | None) -> None:
+        rel = _rel(path, self.root)
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except (OSError, UnicodeDecodeError, SyntaxError) as error:
+            self.add("DQC000", rel, f"cannot parse the file: {error}", "fix the syntax error")
+            return
+        module = _Module(tree)
+        for func in module.query_functions():
+            dataset_names = []
+            for deco in func.decorator_list:
+                kind, call = module.decorator(deco)
+                if kind in DATASET_DECORATORS:
+                    key = "target" if kind == "append_flow" else "name"
+                    dataset_names.append(_kwarg_str(call, key) or func.name)
+            dataset = _short(dataset_names[0]) if dataset_names else func.name
+            for deco in func.decorator_list:
+                kind, call = module.decorator(deco)
+                if kind not in EXPECT_DECORATORS or call is None:
+                    continue
+                action = EXPECT_DECORATORS[kind]
+                where = f"{rel}:{deco.lineno}"
+                for name, expression, from_rule_file in module.rule_names(kind, call):
+                    if from_rule_file and from_rule_file != action:
+                        self.add(
+                            "DQC006",
+                            where,
+                            f"@{kind}({expression}) applies the file's '{from_rule_file}' rules "
+                            f"with action '{action}'",
+                            f"pass {expression.rsplit('.', 1)[0]}.{action} to @{kind}, or use the "
+                            f"decorator for '{from_rule_file}'",
+                        )
+                    if from_rule_file and layer != "bronze":
+                        continue  # the rule file's own layer checks cover these rules
+                    self.expectations.append(
+                        _Expectation(dataset, layer, action, name, where, "decorator", expression)
+                    )
+            for line, call_name, why in module.eager_calls(func):
+                self.add(
+                    "DQC010",
+                    f"{rel}:{line}",
+                    f"{call_name} in query function {func.name}(): "
+                    f"{_WHY_EAGER if why == 'eager' else _WHY_ANALYSIS}",
+                    _FIX_EAGER if why == "eager" else _FIX_ANALYSIS,
+                )
+        self.datasets.setdefault(layer or "", set()).update(module.defined_names())
+
+    # ------------------------------------------------------------------ layer rules
+    def judge(self) -> None:
+        for e in self.expectations:
+            label = e.name
+            what = f"expectation {e.expression}" if e.name is None else "rule"
+            if e.layer == "bronze":
+                self.add(
+                    "DQC001",
+                    e.where,
+                    f"{what} on bronze dataset {e.dataset!r} ({e.action}): bronze keeps every "
+                    "record as it landed, so that silver can judge it and nothing is lost",
+                    "move the rule to the silver dataset that reads this one",
+                    label,
+                )
+            elif e.layer == "silver" and e.action == "fail":
+                rate = self.samples.get(f"{e.dataset}.{e.name}") if e.name else None
+                message = (
+                    f"fail in silver stops the whole pipeline over a single record of {e.dataset!r}"
+                )
+                if rate:
+                    message += f"; the sample data already violates it in {_percent(rate)} of rows"
+                self.add(
+                    "DQC002",
+                    e.where,
+                    message,
+                    "use drop (the row goes to the quarantine) or warn (the row is kept and "
+                    "counted); keep fail for gold",
+                    label,
+                    severity="error" if rate else None,
+                )
+            elif e.layer == "gold" and e.action in ("warn", "drop"):
+                effect = (
+                    "a warned row is still counted"
+                    if e.action == "warn"
+                    else "a dropped row silently changes the totals"
+                )
+                self.add(
+                    "DQC003",
+                    e.where,
+                    f"{e.action} in gold on {e.dataset!r}: gold fails on anything that would make "
+                    f"a number wrong ({effect})",
+                    "use fail, or move the rule to silver",
+                    label,
+                )
+
+        suffix = self.settings.quarantine_suffix
+        silver_defined = self.datasets.get("silver", set())
+        dropping: dict[str, str] = {}
+        for e in self.expectations:
+            if e.layer == "silver" and e.action == "drop":
+                dropping.setdefault(e.dataset, e.where)
+        for dataset, where in sorted(dropping.items()):
+            if f"{dataset}{suffix}" not in silver_defined:
+                self.add(
+                    "DQC004",
+                    where,
+                    f"silver dataset {dataset!r} drops rows but no {dataset + suffix!r} is "
+                    "defined in a silver pipeline file: dropped rows are lost without a trace",
+                    f"define {dataset + suffix!r} from the same input and rules "
+                    "(dq.quarantine.quarantined(df, RULES.drop))",
+                )
+
+    def finish(self) -> list[Problem]:
+        out = []
+        for problem in self.problems:
+            severity = self.settings.severity.get(problem.code)
+            if severity == "off":
+                continue
+            if severity and problem.code.startswith("DQC"):
+                problem = dataclasses.replace(problem, severity=severity)
+            out.append(problem)
+        return [*self.settings.problems, *out]
+
+
+# --------------------------------------------------------------------------- ast scanning
+
+
+def _kwarg_str(call: ast.Call | None, key: str) -> str | None:
+    if call is None:
+        return None
+    for kw in call.keywords:
+        if kw.arg == key and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    return None
+
+
+class _Module:
+    """What a pipeline module binds: its pipelines-module aliases, dicts and loaded rule sets."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.aliases: set[str] = set()  # names bound to pyspark.pipelines / dlt
+        self.direct: dict[str, str] = {}  # local name -> decorator name (from ... import expect)
+        self.dicts: dict[str, ast.Dict] = {}  # module-level NAME = {...}
+        self.rulesets: set[str] = set()  # module-level NAME = rules.load(...)
+        self.functions: dict[str, ast.FunctionDef] = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                self.functions[node.name] = node
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("pyspark", None):
+                for a in node.names:
+                    if a.name == "pipelines":
+                        self.aliases.add(a.asname or a.name)
+            elif isinstance(node, ast.ImportFrom) and node.module in ("pyspark.pipelines", "dlt"):
+                for a in node.names:
+                    self.direct[a.asname or a.name] = a.name
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "dlt":
+                        self.aliases.add(a.asname or "dlt")
+                    elif a.name == "pyspark.pipelines" and a.asname:
+                        self.aliases.add(a.asname)
+        if not self.aliases:
+            self.aliases = {"dp", "dlt", "sdp"}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if not isinstance(target, ast.Name):
+                    continue
+                if isinstance(node.value, ast.Dict):
+                    self.dicts[target.id] = node.value
+                elif isinstance(node.value, ast.Call) and _call_name(node.value) == "load":
+                    self.rulesets.add(target.id)
+
+    def decorator(self, node: ast.expr) -> tuple[str | None, ast.Call | None]:
+        """(decorator name, its call or None) for @dp.x / @dp.x(...) / @x(...)."""
+        call = node if isinstance(node, ast.Call) else None
+        func = node.func if call else node
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in self.aliases:
+                return func.attr, call
+        elif isinstance(func, ast.Name) and func.id in self.direct:
+            return self.direct[func.id], call
+        return None, call
+
+    def query_functions(self) -> Iterator[ast.FunctionDef]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                self.decorator(d)[0] in DATASET_DECORATORS | set(EXPECT_DECORATORS)
+                for d in node.decorator_list
+            ):
+                yield node
+
+    def defined_names(self) -> set[str]:
+        """Dataset names: `name=` of dataset decorators and calls, and query function names."""
+        names = {f.name for f in self.query_functions()}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                kind, _ = self.decorator(node)
+                if kind in DATASET_DECORATORS or kind == "create_streaming_table":
+                    for key in ("name", "target"):
+                        if (value := _kwarg_str(node, key)) is not None:
+                            names.add(_short(value))
+        return names
+
+    def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:
+        """(rule name or None, source expression, action of the rule-file attribute or None)."""
+        args = list(call.args) + [kw.value for kw in call.keywords]
+        if not args:
+            return
+        if not kind.startswith("expect_all"):
+            first = args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield first.value, ast.unparse(first), None
+            else:
+                yield None, ast.unparse(first), None
+            return
+        arg = args[0]
+        source = ast.unparse(arg)
+        if isinstance(arg, ast.Name) and arg.id in self.dicts:
+            arg = self.dicts[arg.id]
+        if isinstance(arg, ast.Dict) and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in arg.keys
+        ):
+            for key in arg.keys:
+                yield key.value, source, None
+            return
+        if (
+            isinstance(arg, ast.Attribute)
+            and isinstance(arg.value, ast.Name)
+            and arg.value.id in self.rulesets
+            and arg.attr in ("warn", "drop", "fail")
+        ):
+            yield None, source, arg.attr
+            return
+        yield None, source, None
+
+    def eager_calls(self, func: ast.FunctionDef) -> Iterator[tuple[int, str, str]]:
+        """(line, what, 'eager' | 'analysis') in `func` and the module functions it calls."""
+        seen: set[str] = set()
+        todo: list[ast.FunctionDef] = [func]
+        found: list[tuple[int, str, str]] = []
+        while todo:
+            current = todo.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            called_from = "" if current is func else f" (via {current.name}())"
+            calls = {id(n.func) for n in ast.walk(current) if isinstance(n, ast.Call)}
+            for node in ast.walk(current):
+                if isinstance(node, ast.Call):
+                    name = _call_name(node)
+                    if isinstance(node.func, ast.Name) and name in self.functions:
+                        todo.append(self.functions[name])
+                    if not isinstance(node.func, ast.Attribute):
+                        continue
+                    receiver = node.func.value
+                    if name in EAGER_CALLS:
+                        if (
+                            name == "drop"
+                            and isinstance(receiver, ast.Attribute)
+                            and receiver.attr == "na"
+                        ):
+                            continue
+                        found.append((node.lineno, f".{name}(...){called_from}", "eager"))
+                    elif name in ANALYSIS_CALLS and not node.args and not node.keywords:
+                        if (
+                            name == "count"
+                            and isinstance(receiver, ast.Call)
+                            and _call_name(receiver) in GROUPING_CALLS
+                        ):
+                            continue  # groupBy(...).count() is an aggregation, not an action
+                        found.append((node.lineno, f".{name}(){called_from}", "analysis"))
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in ANALYSIS_ATTRS
+                    and id(node) not in calls  # reader.schema("...") is a call, not analysis
+                    and isinstance(node.ctx, ast.Load)
+                ):
+                    found.append((node.lineno, f".{node.attr}{called_from}", "analysis"))
+        yield from sorted(set(found))
+
+
+def _call_name(node: ast.Call) -> str | None:
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return None
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def check(
+    project_root: Path,
+    config: Mapping[str, Any] | None = None,
+    *,
+    sample_failures: Mapping[str, float] | None = None,
+) -> list[Problem]:
+    """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project.
+
+    `config`: the `[tool.medallion.conventions]` table (default: read from pyproject.toml).
+    `sample_failures`: `{"dataset.rule": failed fraction}` from a run on the sample data (see
+    `sample_failures_from_metrics`): a silver `fail` rule the sample violates is an error.
+    """
+    root = Path(project_root)
+    read_problems: list[Problem] = []
+    try:
+        settings = load_config(root)
+    except ValueError as error:
+        read_problems.append(
+            Problem("DQC000", "pyproject.toml", str(error), "fix [tool.medallion.conventions]")
+        )
+        settings = {}
+    if config is None:
+        config = settings.get("conventions", {})
+        if not isinstance(config, Mapping):
+            read_problems.append(
+                Problem(
+                    "DQC000",
+                    "pyproject.toml",
+                    "[tool.medallion.conventions] must be a table",
+                    "write [tool.medallion.conventions] as a table header",
+                )
+            )
+            config = {}
+    collector = _Collector(root, _settings(config), sample_failures or {})
+    collector.problems.extend(read_problems)
+    for path in collector.rule_files(settings):
+        collector.read_rule_file(path)
+    for path in collector.pipeline_files():
+        layer = collector.layer_of(path)
+        if path.suffix == ".py":
+            collector.read_python_file(path, layer)
+        else:
+            collector.read_sql_file(path, layer)
+    collector.judge()
+    return collector.finish()

@@ -1,0 +1,445 @@
+"""The quality gate between the validation pipeline and the publish pipeline.
+
+Expectations enforce data quality inside a pipeline, not orchestration: a `warn` rule that fails
+on 40 % of the rows does not stop anything downstream. The medallion job therefore runs this gate
+after the validation pipeline: it reads the expectation metrics of the pipeline's latest update
+from its event log, compares each rule's failed fraction with the rule's threshold, and exits 1
+when one is over, so the publish task does not run.
+
+The same code runs on Databricks (python_wheel_task of the ``medallion-dq`` wheel, entry point
+``quality_gate``, reading ``event_log('<pipeline id>')`` and the project's rule files, package
+data of the project wheel: ``--rules-package <package>``) and locally (the local runner writes an
+event log table of the same shape and calls ``expectation_metrics`` / ``evaluate``, or ``main`` with ``--event-log-table``).
+
+Event log rows: ``id, timestamp, event_type ('flow_progress'), level, message,
+origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, details`` where
+``details`` is a JSON string holding ``flow_progress.data_quality.expectations``, an array of
+``{name, dataset, passed_records, failed_records}``.
+
+Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They come from the
+rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
+up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "EXPECTATIONS_SCHEMA",
+    "GateResult",
+    "GateRow",
+    "package_rule_files",
+    "evaluate",
+    "expectation_metrics",
+    "expectation_metrics_frame",
+    "latest_update_id",
+    "main",
+    "read_event_log",
+    "run_gate",
+    "thresholds_from_rule_files",
+]
+
+#: Without a threshold in the rule files, any failed row fails the gate.
+DEFAULT_THRESHOLD = 0.0
+
+#: Spark DDL type of ``details.flow_progress.data_quality.expectations``.
+EXPECTATIONS_SCHEMA = (
+    "array<struct<name:string,dataset:string,passed_records:bigint,failed_records:bigint>>"
+)
+
+_EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
+_PIPELINE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9_`-]+(\.[A-Za-z0-9_`-]+){0,2}$")
+
+
+# --------------------------------------------------------------------------- thresholds
+
+
+def _fraction(value: Any, where: str) -> float:
+    """0.05, "0.05" or "5%" -> 0.05; anything outside [0, 1] is an error."""
+    try:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            number = float(value.strip()[:-1]) / 100
+        elif isinstance(value, bool):
+            raise ValueError
+        else:
+            number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: threshold {value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{where}: threshold {value!r} must be a fraction between 0 and 1")
+    return number
+
+
+def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
+    out: list[Path] = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yml", ".yaml")))
+        else:
+            out.append(path)
+    return out
+
+
+def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
+    """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files.
+
+    ``paths`` may hold files or folders (searched for *.yml / *.yaml). The files are read by the
+    rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
+    its DataQualityError (a ValueError) with the DQ codes.
+    """
+    from medallion_dq import rules
+
+    thresholds: dict[str, float] = {}
+    for path in _rule_file_paths(paths):
+        thresholds.update(rules.load(path).thresholds())
+    return thresholds
+
+
+def package_rule_files(package: str) -> list[Path]:
+    """The rule files a project ships as package data (``<package>/rules/**/*.yml``)."""
+    from importlib import resources
+
+    rules = Path(str(resources.files(package).joinpath("rules")))
+    if not rules.is_dir():
+        raise ValueError(f"package {package!r} has no rules/ folder ({rules})")
+    return _rule_file_paths([rules])
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class GateRow:
+    dataset: str
+    rule: str
+    passed: int
+    failed: int
+    threshold: float
+    #: Where the threshold came from: "rule", "dataset" or "default".
+    threshold_source: str = "default"
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def failed_fraction(self) -> float:
+        return self.failed / self.total if self.total else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failed_fraction <= self.threshold
+
+    @property
+    def status(self) -> str:
+        return "PASS" if self.ok else "FAIL"
+
+
+@dataclass
+class GateResult:
+    rows: list[GateRow] = field(default_factory=list)
+    update_id: str | None = None
+    note: str = ""
+    #: False when there was nothing to judge (no pipeline update found): the gate fails.
+    evaluated: bool = True
+
+    @property
+    def passed(self) -> bool:
+        return self.evaluated and all(row.ok for row in self.rows)
+
+    @property
+    def failures(self) -> list[GateRow]:
+        return [row for row in self.rows if not row.ok]
+
+    def table(self) -> str:
+        """Plain-text table: rule, passed, failed, failed %, threshold, status."""
+        header = ("rule", "passed", "failed", "failed %", "threshold", "status")
+        body = [
+            (
+                f"{row.dataset}.{row.rule}",
+                f"{row.passed:,}",
+                f"{row.failed:,}",
+                f"{row.failed_fraction:.2%}",
+                f"{row.threshold:.2%}",
+                row.status,
+            )
+            for row in self.rows
+        ]
+        if not body:
+            body = [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+
+        def line(cells: Sequence[str]) -> str:
+            first = cells[0].ljust(widths[0])
+            rest = [c.rjust(w) for c, w in zip(cells[1:-1], widths[1:-1], strict=True)]
+            return "  ".join([first, *rest, cells[-1].ljust(widths[-1])]).rstrip()
+
+        rule = "  ".join("-" * w for w in widths)
+        return "\n".join([line(header), rule, *(line(r) for r in body)])
+
+    def summary(self) -> str:
+        update = f" (update {self.update_id})" if self.update_id else ""
+        if not self.evaluated:
+            text = "quality gate FAILED: nothing to evaluate"
+        elif self.passed:
+            text = f"quality gate PASSED{update}: {len(self.rows)} rule(s) within threshold"
+        else:
+            names = ", ".join(f"{r.dataset}.{r.rule}" for r in self.failures)
+            text = (
+                f"quality gate FAILED{update}: {len(self.failures)} of {len(self.rows)} "
+                f"rule(s) over threshold: {names}"
+            )
+        return f"{text}\n{self.note}" if self.note else text
+
+    def __str__(self) -> str:
+        return f"{self.table()}\n{self.summary()}"
+
+
+def _short(dataset: str) -> str:
+    return dataset.replace("`", "").split(".")[-1]
+
+
+def _threshold(
+    dataset: str, rule: str, thresholds: Mapping[str, float], default: float
+) -> tuple[float, str]:
+    names = [dataset] if _short(dataset) == dataset else [dataset, _short(dataset)]
+    for name in names:
+        if f"{name}.{rule}" in thresholds:
+            return float(thresholds[f"{name}.{rule}"]), "rule"
+    for name in names:
+        if name in thresholds:
+            return float(thresholds[name]), "dataset"
+    return float(default), "default"
+
+
+def evaluate(
+    metrics: Iterable[Mapping[str, Any]],
+    thresholds: Mapping[str, float],
+    default_threshold: float = DEFAULT_THRESHOLD,
+) -> GateResult:
+    """Judge each rule: failed / (passed + failed) must not exceed its threshold.
+
+    ``metrics``: dicts with ``dataset``, ``name`` and ``passed`` / ``failed`` (the event-log
+    spelling ``passed_records`` / ``failed_records`` works too). Several entries for the same
+    dataset and rule (micro-batches, several flows) are added up.
+    """
+    _fraction(default_threshold, "default_threshold")
+    totals: dict[tuple[str, str], list[int]] = {}
+    for item in metrics:
+        dataset = str(item.get("dataset") or "")
+        name = str(item.get("name") or item.get("rule") or "")
+        passed = item.get("passed", item.get("passed_records")) or 0
+        failed = item.get("failed", item.get("failed_records")) or 0
+        counts = totals.setdefault((dataset, name), [0, 0])
+        counts[0] += int(passed)
+        counts[1] += int(failed)
+    rows = []
+    for (dataset, name), (passed, failed) in sorted(totals.items()):
+        threshold, source = _threshold(dataset, name, thresholds, default_threshold)
+        rows.append(GateRow(dataset, name, passed, failed, threshold, source))
+    return GateResult(rows=rows)
+
+
+# --------------------------------------------------------------------------- Spark side
+
+
+def _details_json(events_df: DataFrame) -> Any:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    details_type = events_df.schema["details"].dataType
+    column = F.col("details")
+    return column if isinstance(details_type, StringType) else F.to_json(column)
+
+
+def latest_update_id(events_df: DataFrame) -> str | None:
+    """The update of the most recent ``flow_progress`` event (None if there is none)."""
+    from pyspark.sql import functions as F
+
+    rows = (
+        events_df.filter(F.col("event_type") == "flow_progress")
+        .filter(F.col("origin.update_id").isNotNull())
+        .orderBy(F.col("timestamp").desc())
+        .select(F.col("origin.update_id").alias("update_id"))
+        .limit(1)
+        .collect()
+    )
+    return rows[0]["update_id"] if rows else None
+
+
+def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame:
+    """DataFrame (dataset, name, passed, failed) summed over one update's flow_progress events."""
+    from pyspark.sql import functions as F
+
+    expectations = F.from_json(
+        F.get_json_object(_details_json(events_df), _EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
+    )
+    return (
+        events_df.filter(F.col("event_type") == "flow_progress")
+        .filter(F.col("origin.update_id") == F.lit(update_id))
+        .select(
+            F.col("origin.dataset_name").alias("origin_dataset"),
+            F.explode(expectations).alias("e"),
+        )
+        .select(
+            F.coalesce(F.col("e.dataset"), F.col("origin_dataset")).alias("dataset"),
+            F.col("e.name").alias("name"),
+            F.coalesce(F.col("e.passed_records"), F.lit(0)).alias("passed_records"),
+            F.coalesce(F.col("e.failed_records"), F.lit(0)).alias("failed_records"),
+        )
+        .groupBy("dataset", "name")
+        .agg(
+            F.sum("passed_records").cast("bigint").alias("passed"),
+            F.sum("failed_records").cast("bigint").alias("failed"),
+        )
+        .orderBy("dataset", "name")
+    )
+
+
+def expectation_metrics(events_df: DataFrame, update_id: str | None = None) -> list[dict[str, Any]]:
+    """Expectation metrics of one update (default: the latest) as
+    ``[{"dataset", "name", "passed", "failed"}, ...]``, ready for ``evaluate``."""
+    update_id = update_id or latest_update_id(events_df)
+    if update_id is None:
+        return []
+    return [
+        {
+            "dataset": row["dataset"],
+            "name": row["name"],
+            "passed": int(row["passed"] or 0),
+            "failed": int(row["failed"] or 0),
+        }
+        for row in expectation_metrics_frame(events_df, update_id).collect()
+    ]
+
+
+def read_event_log(
+    spark: SparkSession,
+    *,
+    pipeline_id: str | None = None,
+    table: str | None = None,
+    catalog: str | None = None,
+    schema: str | None = None,
+) -> DataFrame:
+    """The event log as a DataFrame: a table (local runner, or a pipeline that publishes its
+    event log) or, on Databricks, ``event_log('<pipeline id>')``."""
+    if table:
+        if "." not in table and catalog and schema:
+            table = f"{catalog}.{schema}.{table}"
+        if not _TABLE_NAME.match(table):
+            raise ValueError(f"not a table name: {table!r}")
+        return spark.read.table(table)
+    if not pipeline_id or not _PIPELINE_ID.match(pipeline_id):
+        raise ValueError(f"not a pipeline id: {pipeline_id!r}")
+    return spark.sql(f"SELECT * FROM event_log('{pipeline_id}')")
+
+
+def run_gate(
+    events_df: DataFrame,
+    *,
+    update_id: str | None = None,
+    rule_files: Iterable[Path | str] = (),
+    default_threshold: float = DEFAULT_THRESHOLD,
+) -> GateResult:
+    """Metrics of one update (default: latest) judged against the rule files' thresholds."""
+    update_id = update_id or latest_update_id(events_df)
+    thresholds = thresholds_from_rule_files(rule_files)
+    if update_id is None:
+        return GateResult(
+            note="no flow_progress events: has the validation pipeline run?", evaluated=False
+        )
+    result = evaluate(expectation_metrics(events_df, update_id), thresholds, default_threshold)
+    result.update_id = update_id
+    if not result.rows:
+        result.note = (
+            "no expectation metrics in this update (no new rows, or only `fail` rules, "
+            "which record no metrics)"
+        )
+    return result
+
+
+def _get_spark() -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    """Job task entry point. Returns 0 when the gate passes; exits 1 (``SystemExit``) when it
+    fails or cannot be evaluated, which fails the task and skips the publish task."""
+    parser = argparse.ArgumentParser(
+        prog="quality_gate",
+        description="Fail when an expectation's failed fraction exceeds its threshold.",
+    )
+    parser.add_argument("--pipeline-id", help="id of the validation pipeline")
+    parser.add_argument("--catalog", help="catalog of the pipeline tables")
+    parser.add_argument("--schema", help="schema of the pipeline tables")
+    parser.add_argument("--update-id", help="pipeline update to judge (default: the latest)")
+    parser.add_argument(
+        "--event-log-table",
+        help="read this event log table instead of event_log(<pipeline id>)",
+    )
+    parser.add_argument(
+        "--rules", nargs="*", default=[], help="rule files or folders with thresholds"
+    )
+    parser.add_argument(
+        "--rules-package",
+        help="a project package whose rules/ folder (package data) holds the rule files",
+    )
+    parser.add_argument(
+        "--default-threshold",
+        type=float,
+        default=DEFAULT_THRESHOLD,
+        help="failed fraction allowed when the rule files set none (default: %(default)s)",
+    )
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if not args.pipeline_id and not args.event_log_table:
+        parser.error("give --pipeline-id (or --event-log-table)")
+
+    try:
+        session = spark or _get_spark()
+        events = read_event_log(
+            session,
+            pipeline_id=args.pipeline_id,
+            table=args.event_log_table,
+            catalog=args.catalog,
+            schema=args.schema,
+        )
+        rule_files = [*args.rules]
+        if args.rules_package:
+            rule_files += package_rule_files(args.rules_package)
+        result = run_gate(
+            events,
+            update_id=args.update_id,
+            rule_files=rule_files,
+            default_threshold=args.default_threshold,
+        )
+    except Exception as exc:
+        print(f"ERROR: quality gate could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+    source = args.event_log_table or f"pipeline {args.pipeline_id}"
+    target = f" -> {args.catalog}.{args.schema}" if args.catalog and args.schema else ""
+    print(f"Quality gate for {source}{target}")
+    print(result.table())
+    print(result.summary())
+    if not result.passed:
+        raise SystemExit(1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

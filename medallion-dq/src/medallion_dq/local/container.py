@@ -1,0 +1,379 @@
+"""Container backend: a Spark Connect server in Docker, from an image this project builds.
+
+    image = build_image("dq-spark-connect", jars=[delta_spark], plugins=[listener_java])
+    with start_server(confs={...}, mounts=[tmp_path], image=image) as server:
+        spark = SparkSession.builder.remote(server.url).getOrCreate()
+
+Folders in ``mounts`` appear at the same path inside the container, so paths in settings
+(warehouse, metrics file, pipeline storage) mean the same on both sides. That needs a daemon
+on this machine (or one sharing its filesystem).
+
+Environment: DQ_BASE_IMAGE (base image of the build), DQ_CA_DIR (extra *.crt to trust in the
+image; default /usr/local/share/ca-certificates), DQ_DOCKER_DIR (a folder with a Dockerfile of
+your own, instead of the one in this package), DOCKER_HOST (the daemon).
+testcontainers' reaper (Ryuk) stays on, as testcontainers sets it: it removes a container
+whose test process died. It is an image from a registry; where none is reachable set
+TESTCONTAINERS_RYUK_DISABLED=true (containers are still stopped by stop() and at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+PORT = 15002
+READY_LINE = "Spark Connect server started"
+DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
+DEFAULT_IMAGE = "medallion-dq-spark-connect"
+DOCKER_DIR = Path(__file__).parent / "docker"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
+BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
+
+
+class ContainerBackendUnavailable(RuntimeError):
+    """Docker (or its Python client) is missing or unreachable; the message says the fix."""
+
+
+class ContainerBackendError(RuntimeError):
+    """The image did not build or the server did not come up; the message holds the log tail."""
+
+
+def _tail(text: str, n: int = 30) -> str:
+    # Java stack frames would push the "Caused by:" lines out of view: drop them.
+    lines = [ln for ln in text.rstrip().splitlines() if not _FRAME.match(ln)]
+    return "\n".join(lines[-n:])
+
+
+def _docker_host() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def _explain(exc: Exception) -> str:
+    host, text = _docker_host(), str(exc)
+    if "Permission denied" in text or "PermissionError" in text:
+        return (
+            f"Docker refused access to {host} (permission denied). Fix: add your user to the "
+            "'docker' group and log in again, run as root, or set DOCKER_HOST."
+        )
+    socket = Path(host[len("unix://") :]) if host.startswith("unix://") else None
+    if socket and not socket.exists():
+        if not (shutil.which("dockerd") or shutil.which("docker")):
+            return (
+                f"Docker is not installed (no docker/dockerd on PATH, no socket at {host}). Fix: install Docker "
+                "(Debian/Ubuntu: apt-get install docker.io) and start it, or set DOCKER_HOST to a running daemon."
+            )
+        return (
+            f"The Docker daemon is not running (no socket at {host}). Fix: start it (systemctl start docker, "
+            "or run `dockerd` as root in the background), or set DOCKER_HOST to a running daemon."
+        )
+    return (
+        f"The Docker daemon is not reachable at {host} ({text.splitlines()[0][:300]}). Fix: start it "
+        "(systemctl start docker, or `dockerd` as root), or set DOCKER_HOST to a running daemon."
+    )
+
+
+def _client(timeout: float = 10) -> Any:
+    """A pinged docker client, resolved the way testcontainers resolves it."""
+    try:
+        from testcontainers.core.docker_client import DockerClient
+    except ImportError as exc:
+        raise ContainerBackendUnavailable(
+            "The container backend needs testcontainers (and docker): pip install 'testcontainers'."
+        ) from exc
+    try:
+        client = DockerClient(timeout=timeout).client
+        client.ping()
+    except Exception as exc:  # docker.errors.DockerException, requests' connection errors
+        raise ContainerBackendUnavailable(_explain(exc)) from exc
+    return client
+
+
+def _has_image(client: Any, name: str) -> bool:
+    from docker.errors import NotFound
+
+    try:
+        client.images.get(name)
+        return True
+    except NotFound:
+        return False
+
+
+def docker_available() -> tuple[bool, str]:
+    """(True, daemon version) or (False, why not): for pytest skips."""
+    try:
+        client = _client()
+        return True, f"Docker {client.version().get('Version', '?')} at {_docker_host()}"
+    except ContainerBackendUnavailable as exc:
+        return False, str(exc)
+
+
+def docker_dir() -> Path:
+    """The image's build folder: this package's, or $DQ_DOCKER_DIR."""
+    return Path(os.environ.get("DQ_DOCKER_DIR") or DOCKER_DIR)
+
+
+def _image_tag(tag: str, digest: str) -> str:
+    # "name" -> "name:<digest>", "name:v1" -> "name:v1-<digest>" (a ':' after the last '/').
+    repo, sep, version = tag.rpartition(":")
+    if sep and "/" not in version:
+        return f"{repo}:{version}-{digest}"
+    return f"{tag}:{digest}"
+
+
+def build_image(
+    tag: str | None = None,
+    *,
+    jars: list[Path],
+    plugins: list[Path] = (),
+    build_args: dict[str, str] | None = None,
+    base_image: str | None = None,
+    ca_dir: Path | None = None,
+    quiet: bool = True,
+) -> str:
+    """Build the Dockerfile (``docker_dir()``) with ``jars``, Java ``plugins`` sources to compile in the image
+    (and extra CA certs) and return the full tag.
+
+    ``tag`` is the image name (default: ``medallion-dq-spark-connect``); the tag ends in a hash of
+    every input (docker/ folder, jars, plugins, certs, build arguments, base image), so a change
+    rebuilds and an unchanged image is reused without calling the builder.
+    """
+    folder = docker_dir()
+    if not (folder / "Dockerfile").is_file():
+        raise FileNotFoundError(
+            f"{folder}/Dockerfile not found: DQ_DOCKER_DIR must name a folder with a Dockerfile"
+        )
+    jars = [Path(j) for j in jars]
+    for jar in jars:
+        if not jar.is_file():
+            raise FileNotFoundError(f"jar not found: {jar}")
+    if len({j.name for j in jars}) != len(jars):
+        raise ValueError(f"jar file names must be unique: {[j.name for j in jars]}")
+    base_image = base_image or os.environ.get("DQ_BASE_IMAGE") or None  # None: Dockerfile default
+    ca_dir = Path(ca_dir or os.environ.get("DQ_CA_DIR") or DEFAULT_CA_DIR)
+    certs = sorted(ca_dir.glob("*.crt")) if ca_dir.is_dir() else []
+
+    client = _client(timeout=BUILD_TIMEOUT_S)
+    # Context = the docker/ folder + jars/ + certs/; every file is hashed into the tag.
+    inputs = [
+        (p.relative_to(folder).as_posix(), p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    ]
+    inputs += [(f"jars/{j.name}", j) for j in jars] + [(f"certs/{c.name}", c) for c in certs]
+    inputs += [(f"plugins/{Path(p).name}", Path(p)) for p in plugins]
+    build_args = dict(build_args or {})
+    if base_image:
+        build_args["BASE_IMAGE"] = base_image
+    digest = hashlib.sha256()
+    for name, path in inputs:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(repr(sorted(build_args.items())).encode())
+    # The base image's id counts too: a re-imported base of the same name must rebuild.
+    base_id = (
+        client.images.get(base_image).id if base_image and _has_image(client, base_image) else ""
+    )
+    digest.update(f"{base_image}|{base_id}".encode())
+    hint = (
+        ""
+        if base_id
+        else "\nThe base image is not local and is pulled from a registry; without one, build a "
+        "local base image (debootstrap + docker import) and set DQ_BASE_IMAGE to it."
+    )
+    full_tag = _image_tag(tag or DEFAULT_IMAGE, digest.hexdigest()[:12])
+
+    if _has_image(client, full_tag):
+        return full_tag
+
+    log: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:
+        for name, path in inputs:
+            (Path(ctx) / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, Path(ctx) / name)
+        (Path(ctx) / "certs").mkdir(exist_ok=True)  # COPY certs/ needs the folder, even empty
+        (Path(ctx) / "jars").mkdir(exist_ok=True)
+        (Path(ctx) / "plugins").mkdir(exist_ok=True)
+        stream = client.api.build(
+            path=ctx,
+            tag=full_tag,
+            buildargs=build_args or None,
+            rm=True,
+            forcerm=True,
+            decode=True,
+        )
+        try:
+            for chunk in stream:
+                line = _ANSI.sub(
+                    "", chunk.get("stream") or chunk.get("status") or ""
+                )  # stderr comes colored
+                if line.strip():
+                    log.append(line.rstrip("\n"))
+                    if not quiet:
+                        print(line, end="" if line.endswith("\n") else "\n", flush=True)
+                if "error" in chunk:
+                    log.append(chunk["error"])
+                    raise ContainerBackendError(
+                        f"docker build of {full_tag} failed: {chunk['error'].strip()}\n"
+                        f"Last lines of the build log:\n{_tail(chr(10).join(log))}{hint}"
+                    )
+        except ContainerBackendError:
+            raise
+        except Exception as exc:  # daemon gone or read timeout mid-build
+            raise ContainerBackendError(
+                f"docker build of {full_tag} was interrupted: {exc}\n"
+                f"Last lines of the build log:\n{_tail(chr(10).join(log))}"
+            ) from exc
+    return full_tag
+
+
+class ContainerServer:
+    """A running Spark Connect container: ``.url``, ``.logs()``, ``.stop()``, context manager."""
+
+    def __init__(self, container: Any) -> None:
+        self._container = container
+        self._stopped = False
+        self.url = ""
+
+    def logs(self) -> str:
+        try:
+            raw = self._container.get_wrapped_container().logs(stdout=True, stderr=True)
+            return raw.decode(errors="replace")
+        except Exception as exc:
+            return f"<container logs unavailable: {exc}>"
+
+    def state(self) -> str:
+        """What became of the container, for error messages: status, exit code, last log lines."""
+        try:
+            wrapped = self._container.get_wrapped_container()
+            wrapped.reload()
+        except Exception as exc:  # removed, or the daemon itself is gone
+            return f"the container is gone ({str(exc).splitlines()[0][:200]})"
+        state = wrapped.attrs.get("State", {})
+        if wrapped.status == "running":
+            return "the container is still running but the server does not answer"
+        how = " (out of memory)" if state.get("OOMKilled") else ""
+        how = how or (" (killed)" if state.get("ExitCode") == 137 else "")
+        return (
+            f"the container {wrapped.status} with code {state.get('ExitCode')}{how}. "
+            f"Last log lines:\n{_tail(self.logs(), 10)}"
+        )
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            logs = self.logs()
+            if READY_LINE in logs:
+                return
+            wrapped = self._container.get_wrapped_container()
+            wrapped.reload()
+            if wrapped.status in ("exited", "dead"):
+                code = wrapped.attrs.get("State", {}).get("ExitCode")
+                raise ContainerBackendError(
+                    f"Spark Connect container exited (code {code}) before '{READY_LINE}'. "
+                    f"Last log lines:\n{_tail(logs)}"
+                )
+            if wrapped.status == "running" and self._grpc_ready():
+                return
+            if time.monotonic() > deadline:
+                raise ContainerBackendError(
+                    f"Spark Connect server not up within {timeout:.0f} s (no '{READY_LINE}'). "
+                    f"Last log lines:\n{_tail(logs)}"
+                )
+            time.sleep(0.25)
+
+    def _grpc_ready(self) -> bool:
+        # A caller's log4j settings may silence READY_LINE; an HTTP/2 handshake with the server
+        # is the same signal. (A bare TCP connect is not: docker's port proxy always accepts.)
+        try:
+            import grpc
+
+            host = self._container.get_container_host_ip()
+            port = self._container.get_exposed_port(PORT)
+            with grpc.insecure_channel(f"{host}:{port}") as channel:
+                grpc.channel_ready_future(channel).result(timeout=1)
+            return True
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        _LIVE.discard(self)
+        with contextlib.suppress(Exception):  # already gone (daemon restarted, removed by hand)
+            self._container.stop()  # force-removes the container
+
+    def __enter__(self) -> ContainerServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_LIVE: set[ContainerServer] = set()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_LIVE):
+        server.stop()
+
+
+def start_server(
+    *,
+    confs: dict[str, str],
+    mounts: list[Path],
+    image: str,
+    startup_timeout: float = 120,
+    user: str | None = None,
+) -> ContainerServer:
+    """Start ``image`` with ``--conf k=v`` for each of ``confs``; wait for the server.
+
+    ``user`` defaults to the caller's uid:gid so files the server writes into ``mounts`` belong
+    to the caller (a root-owned warehouse could not be deleted by a normal user).
+    """
+    client = _client()
+    if not _has_image(client, image):  # testcontainers would try a registry pull instead
+        raise ContainerBackendError(
+            f"image {image} not found locally: build it with build_image()."
+        )
+
+    from testcontainers.core.container import DockerContainer
+
+    command: list[str] = []
+    for key, value in confs.items():
+        command += ["--conf", f"{key}={value}"]
+    container = (
+        DockerContainer(image)
+        .with_exposed_ports(PORT)
+        .with_command(command)
+        .with_kwargs(
+            user=user or f"{os.getuid()}:{os.getgid()}",
+            labels={"dq.backend": "container", "dq.mounts": ",".join(map(str, mounts))},
+        )
+    )
+    for mount in mounts:
+        path = Path(mount).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        container.with_volume_mapping(str(path), str(path), mode="rw")
+
+    server = ContainerServer(container)
+    _LIVE.add(server)
+    try:
+        container.start()
+        server._wait_ready(startup_timeout)
+        host = container.get_container_host_ip()
+        host = f"[{host}]" if ":" in host else host
+        server.url = f"sc://{host}:{container.get_exposed_port(PORT)}"
+    except BaseException:
+        server.stop()
+        raise
+    return server

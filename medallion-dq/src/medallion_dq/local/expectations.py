@@ -1,0 +1,259 @@
+"""Databricks' expectation decorators for open-source Spark's pipeline engine.
+
+`pyspark.pipelines` (4.1-4.3) has no `expect*` functions. `install()` adds them, with Databricks'
+signatures, to the `pyspark.pipelines` module where they are missing, so the same pipeline file
+runs unchanged on Databricks (native functions, nothing patched) and on this machine.
+
+How a dataset's expectations run, in one pass over its input rows:
+
+    input --select--> (_dq_row struct, one boolean flag per rule = coalesce(rule, false))
+          --observe("dq:<update>:<dataset>", input count, failures per rule, dropped count)
+          --filter(CASE WHEN a fail rule is false THEN raise_error(EXPECTATION_VIOLATION ...)
+                        ELSE all drop rules true END)
+          --select(_dq_row.*)
+
+Every rule is evaluated once per row and all rules see the same input rows, whatever the decorator
+order. NULL counts as a violation. The observed counts reach a JVM listener (see
+local/ObservedMetricsListener.java) without a second scan; a failing update records none.
+Nothing here analyses a DataFrame: the engine refuses that inside a query function.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from medallion_dq.constraints import constraint_errors
+from medallion_dq.problems import DataQualityError, Problem
+
+ACTIONS = ("warn", "drop", "fail")
+ROW = "_dq_row"
+VIOLATION = "EXPECTATION_VIOLATION"
+_ATTR = "__dq_expectations__"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    name: str
+    constraint: str
+    action: str  # warn | drop | fail
+
+
+# The update being registered: observation names carry its id so that metrics are per update.
+_update = {"id": "adhoc", "datasets": {}}
+
+
+@contextmanager
+def registering(update_id: str):
+    """Name observations after `update_id` and record which expectations each dataset has."""
+    previous = dict(_update)
+    _update.update(id=update_id, datasets={})
+    try:
+        yield _update["datasets"]
+    finally:
+        _update.clear()
+        _update.update(previous)
+
+
+def observation_name(update_id: str, dataset: str) -> str:
+    return f"dq:{update_id}:{dataset}"
+
+
+def check_expectation(name: object, constraint: object, where: str) -> None:
+    """Raise DataQualityError (DQ005, constraint codes) for a bad name or constraint at `where`."""
+    problems = []
+    if not isinstance(name, str) or not name.strip():
+        problems.append(
+            Problem(
+                "DQ005",
+                where,
+                f"expectation name must be a non-empty string, got {name!r}",
+                "name it, e.g. 'valid_amount'",
+            )
+        )
+    for code, message, fix in constraint_errors(constraint):
+        problems.append(Problem(code, where, message, fix, name if isinstance(name, str) else None))
+    if problems:
+        raise DataQualityError(problems)
+
+
+def attach_expectations(expectations: list[Expectation]) -> Callable:
+    """A decorator adding `expectations` to a query function (refusing duplicate names)."""
+
+    def attach(func):
+        if not callable(func):
+            raise TypeError(
+                "DQ015 expectation decorators must sit below @dp.table / @dp.materialized_view / "
+                "@dp.temporary_view, directly on the query function"
+            )
+        existing = list(getattr(func, _ATTR, ()))
+        names = {e.name for e in existing}
+        for e in expectations:
+            if e.name in names:
+                raise DataQualityError(
+                    [
+                        Problem(
+                            "DQ001",
+                            func.__name__,
+                            "duplicate name",
+                            "expectation names must be unique per dataset: rename one",
+                            e.name,
+                        )
+                    ]
+                )
+            names.add(e.name)
+        setattr(func, _ATTR, existing + expectations)
+        return func
+
+    return attach
+
+
+def _single(action: str) -> Callable:
+    def decorator(
+        description: str, constraint: str | None = None, *extra
+    ):  # None: a dict given alone
+        if extra or isinstance(description, Mapping):
+            raise TypeError(
+                f"DQ015 {decorator.__name__} takes two strings (name, constraint); for a dict of rules use expect_all{'' if action == 'warn' else '_or_' + action}"
+            )
+        check_expectation(description, constraint, f"@dp.{decorator.__name__}")
+        return attach_expectations([Expectation(description, constraint, action)])
+
+    decorator.__name__ = "expect" if action == "warn" else f"expect_or_{action}"
+    return decorator
+
+
+def _grouped(action: str) -> Callable:
+    def decorator(expectations: Mapping[str, str], *extra):
+        name = decorator.__name__
+        if extra or not isinstance(expectations, Mapping):
+            single = "expect" if action == "warn" else f"expect_or_{action}"
+            raise TypeError(
+                f"DQ015 {name} takes one dict {{name: constraint}}; for one rule given as two strings use {single}(name, constraint)"
+            )
+        if not expectations:
+            raise DataQualityError(
+                [
+                    Problem(
+                        "DQ003",
+                        f"@dp.{name}",
+                        "empty dict of expectations",
+                        "pass at least one {name: constraint}",
+                    )
+                ]
+            )
+        for rule, constraint in expectations.items():
+            check_expectation(rule, constraint, f"@dp.{name}")
+        return attach_expectations([Expectation(r, c, action) for r, c in expectations.items()])
+
+    decorator.__name__ = "expect_all" if action == "warn" else f"expect_all_or_{action}"
+    return decorator
+
+
+expect, expect_or_drop, expect_or_fail = (_single(a) for a in ACTIONS)
+expect_all, expect_all_or_drop, expect_all_or_fail = (_grouped(a) for a in ACTIONS)
+
+
+def apply(df, dataset: str, expectations: list[Expectation], update_id: str | None = None):
+    """Return `df` with the expectations enforced and their counts observed (see module doc)."""
+    from pyspark.sql import functions as F
+
+    flags = [F.coalesce(F.expr(e.constraint), F.lit(False)) for e in expectations]
+    df = df.select(
+        F.struct("*").alias(ROW), *(flag.alias(f"_dq_{i}") for i, flag in enumerate(flags))
+    )
+    ok = {i: F.col(f"_dq_{i}") for i in range(len(expectations))}
+
+    drop_ok = F.lit(True)
+    for i, e in enumerate(expectations):
+        if e.action == "drop":
+            drop_ok = drop_ok & ok[i]
+    metrics = [F.count(F.lit(1)).alias("input")]
+    metrics += [F.count_if(~ok[i]).alias(f"failed_{i}") for i in ok]
+    metrics.append(F.count_if(~drop_ok).alias("dropped"))
+    df = df.observe(observation_name(update_id or _update["id"], dataset), *metrics)
+
+    keep = drop_ok
+    for i, e in reversed(list(enumerate(expectations))):
+        if e.action == "fail":
+            head = json.dumps(
+                {"dataset": dataset, "expectation": e.name, "constraint": e.constraint}
+            )[:-1]
+            message = F.concat(
+                F.lit(f'{VIOLATION} {head}, "record": '), F.to_json(F.col(ROW)), F.lit("}")
+            )
+            keep = F.when(~ok[i], F.raise_error(message).cast("boolean")).otherwise(keep)
+    return df.filter(keep).select(f"{ROW}.*")
+
+
+def _with_expectations(func: Callable, dataset: str) -> Callable:
+    expectations = getattr(func, _ATTR, None)
+    if not expectations:
+        return func
+    _update["datasets"][dataset] = expectations
+
+    @functools.wraps(func)
+    def query_function():
+        return apply(func(), dataset, expectations)
+
+    return query_function
+
+
+def _wrap_dataset_decorator(original: Callable) -> Callable:
+    """Wrap dp.table & co. so the query function is returned with its expectations applied."""
+
+    @functools.wraps(original)
+    def decorator(query_function=None, **kwargs):
+        def outer(func):
+            return original(**kwargs)(_with_expectations(func, kwargs.get("name") or func.__name__))
+
+        return outer(query_function) if query_function is not None else outer
+
+    decorator.__dq_local__ = True
+    return decorator
+
+
+def install() -> bool:
+    """Provide dp.expect* locally; return False (and change nothing) where they are native."""
+    import pyspark.pipelines as dp
+
+    native = getattr(dp, "expect", None)
+    if native is not None and not getattr(native, "__dq_local__", False):
+        return False
+    for func in (
+        expect,
+        expect_or_drop,
+        expect_or_fail,
+        expect_all,
+        expect_all_or_drop,
+        expect_all_or_fail,
+    ):
+        func.__dq_local__ = True
+        setattr(dp, func.__name__, func)
+    for name in ("table", "materialized_view", "temporary_view"):
+        current = getattr(dp, name)
+        if not getattr(current, "__dq_local__", False):
+            setattr(dp, name, _wrap_dataset_decorator(current))
+    return True
+
+
+def parse_violation(text: str) -> dict | None:
+    """Find the EXPECTATION_VIOLATION payload in an engine error message.
+
+    A streaming failure also prints the query plan, where the message is only a template: the
+    first occurrence that is whole JSON is the one raised.
+    """
+    decoder, marker = json.JSONDecoder(), f"{VIOLATION} {{"
+    start = text.find(marker)
+    while start >= 0:
+        try:
+            payload, _ = decoder.raw_decode(text, start + len(VIOLATION) + 1)
+            if isinstance(payload, dict) and "record" in payload:
+                return payload
+        except json.JSONDecodeError:
+            pass
+        start = text.find(marker, start + 1)
+    return None

@@ -1,0 +1,169 @@
+"""The bundle, run on this machine: its pipelines and its job, read from databricks.yml.
+
+Pipelines get their files and configuration from resources/*.pipeline.yml, so tests and
+`medallion-dq run` execute exactly what the bundle deploys; only the landing path and
+the bronze reader (Auto Loader on Databricks, the file source here) are set locally.
+The job runs its tasks in dependency order: pipeline tasks as local updates, the quality gate
+over the local event log, and a task whose upstream failed is skipped, as on Databricks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from medallion_dq.bundle import load_bundle
+from medallion_dq import gate
+from medallion_dq.config import load_config, rules_dirs
+from medallion_dq.local.runner import PipelineSpec, Runner, UpdateResult
+from medallion_dq.local.spark import LocalSpark, alias_catalogs
+
+LAYERS = ("bronze", "silver", "gold")
+
+
+@dataclass
+class TaskResult:
+    key: str
+    kind: str | None
+    status: str  # SUCCESS | FAILED | SKIPPED
+    update: UpdateResult | None = None
+    gate: gate.GateResult | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict:
+        out = {"status": self.status, "kind": self.kind}
+        if self.update:
+            out["update"] = self.update.to_dict()
+        if self.gate:
+            out["gate"] = {"passed": self.gate.passed, "table": self.gate.table()}
+        if self.message:
+            out["message"] = self.message
+        return out
+
+
+@dataclass
+class JobResult:
+    job: str
+    tasks: list[TaskResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(t.status == "SUCCESS" for t in self.tasks)
+
+    def to_dict(self) -> dict:
+        return {
+            "job": self.job,
+            "status": "SUCCESS" if self.ok else "FAILED",
+            "seconds": round(self.seconds, 2),
+            "tasks": {t.key: t.to_dict() for t in self.tasks},
+        }
+
+
+class LocalProject:
+    def __init__(
+        self,
+        root: Path,
+        local: LocalSpark,
+        *,
+        target: str = "dev",
+        variables: dict | None = None,
+        landing: Path | None = None,
+        log: Callable[[str], None] | None = None,
+    ):
+        self.root = Path(root).resolve()
+        self.bundle = load_bundle(self.root, target=target, variables=variables)
+        self.local = local
+        self.runner = Runner(local, log=log)
+        self.log = self.runner.log
+        self.landing = Path(landing) if landing else local.work_dir / "landing"
+        # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
+        alias_catalogs(local.spark, load_config(self.root, "local").get("catalogs", []))
+
+    def spec(
+        self,
+        key: str,
+        *,
+        layers: list[str] | None = None,
+        database: str | None = None,
+        name: str | None = None,
+    ) -> PipelineSpec:
+        """The engine's view of bundle pipeline `key`, optionally only some layers' files."""
+        if key not in self.bundle.pipelines:
+            raise KeyError(
+                f"no pipeline {key!r} in the bundle: choose one of {', '.join(self.bundle.pipelines)}"
+            )
+        pipeline = self.bundle.pipelines[key]
+        files = [f for f in pipeline.library_files if not layers or set(layers) & set(f.parts)]
+        configuration = dict(pipeline.configuration)
+        configuration["medallion.source.format"] = configuration.get(
+            "medallion.source.file_format", "json"
+        )
+        configuration["medallion.source.path"] = str(self.landing)
+        return PipelineSpec(
+            name or pipeline.name,
+            files,
+            self.root,
+            configuration,
+            None,
+            database or pipeline.schema,
+        )
+
+    def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
+        return self.runner.run(self.spec(key, **spec_options), full_refresh=full_refresh)
+
+    def run_job(self, key: str, *, full_refresh: bool = False) -> JobResult:
+        if key not in self.bundle.jobs:
+            raise KeyError(
+                f"no job {key!r} in the bundle: choose one of {', '.join(self.bundle.jobs)}"
+            )
+        job = self.bundle.jobs[key]
+        result, started = JobResult(key), time.perf_counter()
+        done: dict[str, TaskResult] = {}
+        for task in job.topological_order():
+            upstream = [done[d] for d in task.depends_on]
+            if task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream):
+                outcome = TaskResult(
+                    task.key, task.kind, "SKIPPED", message="upstream task did not succeed"
+                )
+            elif task.pipeline_key:
+                update = self.run_pipeline(task.pipeline_key, full_refresh=full_refresh)
+                outcome = TaskResult(
+                    task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
+                )
+            elif task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate":
+                outcome = self._gate(task, upstream)
+            else:
+                outcome = TaskResult(
+                    task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
+                )
+            self.log(
+                f"[job {key}] {task.key}: {outcome.status}"
+                + (f" ({outcome.message})" if outcome.message else "")
+            )
+            done[task.key] = outcome
+            result.tasks.append(outcome)
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def _gate(self, task, upstream: list[TaskResult]) -> TaskResult:
+        """The gate task, locally: the same code as on Databricks, over the local event log."""
+        update = next((u.update for u in reversed(upstream) if u.update), None)
+        events = self.runner.event_log.read()
+        if update is not None:
+            events = events.where(events.origin.update_id == update.update_id)
+        verdict = gate.run_gate(
+            events,
+            update_id=update.update_id if update else None,
+            rule_files=rules_dirs(self.root),
+        )
+        self.log(str(verdict))
+        return TaskResult(
+            task.key,
+            task.kind,
+            "SUCCESS" if verdict.passed else "FAILED",
+            gate=verdict,
+            message="" if verdict.passed else "failure rate over threshold",
+        )

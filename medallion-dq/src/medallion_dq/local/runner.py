@@ -1,0 +1,422 @@
+"""Run a pipeline on this machine, on open-source Spark's own pipeline engine.
+
+One update = a fresh dataflow graph, the pipeline's files registered in-process (as
+`spark-pipelines run` does), one engine run, then what the open-source engine leaves out:
+
+- expectations (dq.expectations, installed into `pyspark.pipelines` where missing);
+- atomic failure: the engine empties materialized views at the start of a run, even those whose
+  flow is then skipped, so the Delta version of each one is noted before the run and restored
+  when the update fails; streaming tables keep what their checkpoints say was committed;
+- metrics: observed counts from the listener's file, written as `flow_progress` events to a
+  local event log in the shape of Databricks' one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from medallion_dq.local import expectations
+from medallion_dq.constraints import referenced_columns
+from medallion_dq.local import eventlog, sql_files
+from medallion_dq.local.spark import LocalSpark, ServerLost
+
+_FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
+
+
+@dataclass
+class PipelineSpec:
+    """What the engine needs of a pipeline: its files and settings (from the bundle, or a test)."""
+
+    name: str
+    libraries: list[Path]
+    root: Path
+    configuration: dict[str, str] = field(default_factory=dict)
+    catalog: str | None = None
+    database: str | None = None
+
+
+@dataclass
+class RunError:
+    kind: str  # EXPECTATION_VIOLATION | UNKNOWN_COLUMN | ENGINE
+    message: str
+    dataset: str | None = None
+    expectation: str | None = None
+    record: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class DatasetMetrics:
+    dataset: str
+    input_records: int
+    dropped_records: int
+    expectations: list[dict]  # [{name, dataset, passed_records, failed_records}]
+
+
+@dataclass
+class UpdateResult:
+    pipeline: str
+    update_id: str
+    status: str  # COMPLETED | FAILED
+    flows: dict[str, str]
+    metrics: dict[str, DatasetMetrics]
+    output_rows: dict[str, int]
+    restored: list[str]
+    error: RunError | None
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "COMPLETED"
+
+    def expectation(self, dataset: str, name: str) -> dict:
+        for e in self.metrics[dataset].expectations:
+            if e["name"] == name:
+                return e
+        raise KeyError(f"no metrics for expectation {name!r} of {dataset!r}")
+
+    def to_dict(self) -> dict:
+        return {
+            "pipeline": self.pipeline,
+            "update_id": self.update_id,
+            "status": self.status,
+            "seconds": round(self.seconds, 2),
+            "flows": self.flows,
+            "datasets": {
+                name: {
+                    "output_rows": self.output_rows.get(name),
+                    **(
+                        {
+                            "input_records": m.input_records,
+                            "dropped_records": m.dropped_records,
+                            "expectations": m.expectations,
+                        }
+                        if (m := self.metrics.get(name))
+                        else {}
+                    ),
+                }
+                for name in sorted(set(self.flows) | set(self.metrics))
+            },
+            "restored": self.restored,
+            "error": self.error.to_dict() if self.error else None,
+        }
+
+
+class _RecordingRegistry:
+    """The engine's registry, noting which datasets each update defines and of which kind."""
+
+    def __init__(self, spark, graph_id: str):
+        from pyspark.pipelines.spark_connect_graph_element_registry import (
+            SparkConnectGraphElementRegistry,
+        )
+
+        self._inner = SparkConnectGraphElementRegistry(spark, graph_id)
+        self.outputs: dict[str, str] = {}
+
+    def register_output(self, output) -> None:
+        self.outputs[output.name] = type(output).__name__
+        self._inner.register_output(output)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _short(name: str) -> str:
+    return name.replace("`", "").split(".")[-1]
+
+
+class Runner:
+    """Runs pipeline updates against one LocalSpark session and records them in its event log."""
+
+    def __init__(self, local: LocalSpark, log: Callable[[str], None] | None = None):
+        self.local = local
+        self.spark = local.spark
+        self.log = log or (lambda line: print(line, flush=True))
+        self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
+        self.timeout = float(os.environ.get("DQ_RUN_TIMEOUT", "900"))
+        expectations.install()
+
+    # -- registration ---------------------------------------------------------------------------
+    def _register(self, spec: PipelineSpec, registry, graph_id: str) -> None:
+        from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
+        from pyspark.pipelines.block_session_mutations import block_session_mutations
+        from pyspark.pipelines.graph_element_registry import graph_element_registration_context
+
+        with graph_element_registration_context(registry):
+            for file in spec.libraries:
+                rel = file.relative_to(spec.root) if file.is_relative_to(spec.root) else file
+                if file.suffix == ".py":
+                    module_spec = importlib.util.spec_from_file_location(
+                        f"_pipeline_{file.stem}", file
+                    )
+                    module = importlib.util.module_from_spec(module_spec)
+                    module.__dict__["spark"] = self.spark
+                    with ExitStack() as stack:
+                        stack.enter_context(
+                            add_pipeline_analysis_context(
+                                spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
+                            )
+                        )
+                        stack.enter_context(block_session_mutations())
+                        module_spec.loader.exec_module(module)
+                elif file.suffix == ".sql":
+                    sql_files.register(file.read_text(encoding="utf-8"), rel, registry, self.spark)
+                else:
+                    raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
+
+    # -- Delta bookkeeping ----------------------------------------------------------------------
+    def _qualified(self, spec: PipelineSpec, name: str) -> str:
+        if "." in name:
+            return name
+        return f"{spec.database}.{name}" if spec.database else name
+
+    def _history(self, table: str, limit: int | None = None) -> list | None:
+        """The table's Delta history, newest first; None when it does not exist (yet)."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            query = f"DESCRIBE HISTORY {table}" + (f" LIMIT {limit}" if limit else "")
+            return self.spark.sql(query).collect()
+        except AnalysisException:
+            return None
+
+    def _version(self, table: str) -> int | None:
+        history = self._history(table, limit=1)
+        return history[0]["version"] if history else None
+
+    def _rows_written(self, table: str, since: int | None) -> int | None:
+        history = self._history(table)
+        if history is None:
+            return None
+        return sum(
+            int((h["operationMetrics"] or {}).get("numOutputRows", 0))
+            for h in history
+            if (since is None or h["version"] > since)
+            and h["operation"] not in ("TRUNCATE", "RESTORE")
+        )
+
+    # -- one update -----------------------------------------------------------------------------
+    def run(
+        self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None
+    ) -> UpdateResult:
+        """One update; raises ServerLost (not a result) when the server dies during it."""
+        try:
+            return self._run(spec, full_refresh=full_refresh, refresh=refresh)
+        except Exception as error:
+            lost = error if isinstance(error, ServerLost) else self.local.lost(error)
+            if lost is None:
+                raise
+            self.log(f"[{spec.name}] {str(lost).splitlines()[0]}")
+            raise lost from None
+
+    def _run(
+        self, spec: PipelineSpec, *, full_refresh: bool, refresh: list[str] | None
+    ) -> UpdateResult:
+        from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
+
+        started = time.perf_counter()
+        update_id = uuid.uuid4().hex[:12]
+        self.log(
+            f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
+        )
+        if spec.database:
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {spec.database}")
+        # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
+        for key, value in spec.configuration.items():
+            self.spark.conf.set(key, value)
+        graph_id = create_dataflow_graph(
+            self.spark,
+            default_catalog=spec.catalog,
+            default_database=spec.database,
+            sql_conf=spec.configuration,
+        )
+        registry = _RecordingRegistry(self.spark, graph_id)
+        with expectations.registering(update_id) as declared:
+            self._register(spec, registry, graph_id)
+        outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
+        tables = {
+            name: self._qualified(spec, name)
+            for name, kind in outputs.items()
+            if kind != "TemporaryView"
+        }
+        before = {name: self._version(table) for name, table in tables.items()}
+        metrics_offset = (
+            self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
+        )
+
+        flows: dict[str, str] = {}
+        failures: list[str] = []  # the engine's messages about failed flows carry the cause
+        error_text = None
+        # Never hang: past the timeout every operation of the session is interrupted.
+        watchdog = threading.Timer(self.timeout, self.spark.interruptAll)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            events = start_run(
+                self.spark,
+                graph_id,
+                full_refresh=None,
+                full_refresh_all=full_refresh,
+                refresh=refresh,
+                dry=False,
+                storage=(self.local.work_dir / "storage" / spec.name).as_uri(),
+            )
+            for result in events:
+                if "pipeline_event_result" not in result:
+                    continue
+                message = result["pipeline_event_result"].event.message
+                match = _FLOW_EVENT.search(message)
+                if not match or "\n" in message:  # resolution errors come as extra events
+                    failures.append(message)
+                if match:
+                    flow, state = _short(match["flow"]), match["state"]
+                    flows[flow] = state
+                    if state in ("COMPLETED", "FAILED", "SKIPPED"):
+                        self.log(f"[{spec.name}] {flow}: {state}")
+                    if state == "FAILED":
+                        failures.append(message)
+        except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
+            if lost := self.local.lost(error):  # nothing to restore or record through it
+                raise lost from None
+            error_text = "\n".join([*failures, str(error)])
+            if not watchdog.is_alive():
+                error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
+        finally:
+            watchdog.cancel()
+        failed = error_text is not None or any(s in ("FAILED", "SKIPPED") for s in flows.values())
+
+        restored = []
+        if failed:
+            for name, table in tables.items():
+                if (
+                    outputs[name] == "MaterializedView"
+                    and before[name] is not None
+                    and self._version(table) != before[name]
+                ):
+                    self.spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before[name]}")
+                    restored.append(name)
+            if restored:
+                self.log(
+                    f"[{spec.name}] failed update: restored {', '.join(restored)} to their previous versions"
+                )
+
+        metrics = self._metrics(update_id, declared, flows, metrics_offset)
+        output_rows = {
+            name: self._rows_written(table, before[name])
+            for name, table in tables.items()
+            if flows.get(name) == "COMPLETED"
+        }
+        error = self._error(error_text, declared, flows) if failed else None
+        status = "FAILED" if failed else "COMPLETED"
+        result = UpdateResult(
+            spec.name,
+            update_id,
+            status,
+            flows,
+            metrics,
+            output_rows,
+            restored,
+            error,
+            time.perf_counter() - started,
+        )
+        self.event_log.append(spec.name, result)
+        self.log(
+            f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s"
+            + (f": {error.message}" if error else "")
+        )
+        return result
+
+    def _metrics(
+        self, update_id: str, declared: dict, flows: dict[str, str], offset: int = 0
+    ) -> dict[str, DatasetMetrics]:
+        """Sum the listener's observations of this update (one per MV refresh or micro-batch)."""
+        totals: dict[str, dict[str, int]] = {}
+        prefix = expectations.observation_name(update_id, "")
+        seen = set()
+        if self.local.metrics_file.exists():
+            with self.local.metrics_file.open() as lines:
+                lines.seek(offset)  # only what this update's flows wrote
+                text = lines.read()
+            for line in text.splitlines():
+                record = json.loads(line)
+                key = (
+                    record["observation"],
+                    record.get("root_execution_id", record["execution_id"]),
+                )
+                if record["observation"].startswith(prefix) and key not in seen:
+                    seen.add(key)
+                    dataset = record["observation"][len(prefix) :]
+                    bucket = totals.setdefault(dataset, {})
+                    for key, value in record["metrics"].items():
+                        bucket[key] = bucket.get(key, 0) + int(value or 0)
+        out = {}
+        for dataset, declared_expectations in declared.items():
+            # A failed flow records no metrics; a view's metrics count wherever it was read.
+            if flows.get(_short(dataset)) not in (None, "COMPLETED") or dataset not in totals:
+                continue
+            counts = totals[dataset]
+            out[_short(dataset)] = DatasetMetrics(
+                dataset=_short(dataset),
+                input_records=counts.get("input", 0),
+                dropped_records=counts.get("dropped", 0),
+                expectations=[
+                    {
+                        "name": e.name,
+                        "dataset": _short(dataset),
+                        "passed_records": counts.get("input", 0) - counts.get(f"failed_{i}", 0),
+                        "failed_records": counts.get(f"failed_{i}", 0),
+                    }
+                    for i, e in enumerate(declared_expectations)
+                ],
+            )
+        return out
+
+    def _error(self, text: str | None, declared: dict, flows: dict[str, str]) -> RunError:
+        failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
+        text = text or f"flow {failed_flow} failed"
+        violation = expectations.parse_violation(text)
+        if violation:
+            message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
+            return RunError(
+                "EXPECTATION_VIOLATION",
+                message,
+                _short(violation["dataset"]),
+                violation["expectation"],
+                violation["record"],
+            )
+        column = re.search(
+            r"UNRESOLVED_COLUMN\.\w+\] A column, variable, or function parameter with name `?([^`\s]+)`? cannot be resolved",
+            text,
+        )
+        if column:
+            name = column[1].split(".")[-1].strip("`").lower()
+            known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
+            hint = f"the dataset has {known[1]}" if known else "use a column of the dataset"
+            for dataset, items in declared.items():
+                for e in items:
+                    if name in referenced_columns(e.constraint):
+                        message = f"DQ011 {dataset}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
+                        return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
+        return RunError("ENGINE", _first_line(text), failed_flow)
+
+
+def _first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
+    return line[:500]
+
+
+def log_to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,76 @@
+"""The pytest plugin (entry point ``pytest11``): fixtures to test a project's layers on Spark.
+
+- `medallion_project` (session): the project folder, the one holding databricks.yml at or
+  above pytest's root folder; override it in a conftest.py to test another project.
+- `local_spark` (session): one Spark Connect server per test session, backend from
+  $DQ_BACKEND (embedded | container | remote), its own warehouse folder.
+- `spark`: its session.
+- `lake`: a fresh, isolated slice of the lake per test (own schema, landing folder and
+  checkpoints) to seed tables, drop landing files, and run layers of the bundle's pipelines.
+- `bare_machine`: no Java, Maven or cache on this process's PATH and home (infrastructure tests).
+
+Assertions (`assert_update_ok`, `assert_expectations`, ...) are in `medallion_dq.testing`.
+Fixtures start nothing until a test asks for them: the plugin costs a project without
+Spark tests nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.register_assert_rewrite("medallion_dq.testing")
+
+
+@pytest.fixture(scope="session")
+def medallion_project(pytestconfig) -> Path:
+    from medallion_dq import config
+
+    try:
+        return config.find_root(pytestconfig.rootpath)
+    except config.ProjectNotFound as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def local_spark(tmp_path_factory):
+    from medallion_dq.local import spark as spark_backend
+
+    backend = os.environ.get("DQ_BACKEND", "embedded")
+    try:
+        local = spark_backend.start(backend, work_dir=tmp_path_factory.mktemp("spark"))
+    except spark_backend.BackendUnavailable as error:
+        if backend == "container":
+            pytest.skip(f"container backend unavailable: {error}")
+        pytest.fail(f"Spark backend {backend!r} cannot start: {error}", pytrace=False)
+    print(f"\nSpark {backend} backend ready in {local.started_in:.1f} s ({local.work_dir})")
+    yield local
+    local.stop()
+
+
+@pytest.fixture(scope="session")
+def spark(local_spark):
+    return local_spark.spark
+
+
+@pytest.fixture
+def lake(local_spark, medallion_project):
+    from medallion_dq.testing import Lake
+
+    return Lake(local_spark, medallion_project)
+
+
+@pytest.fixture
+def bare_machine(tmp_path, monkeypatch):
+    """A machine with nothing installed: PATH with only `tmp_path/bin` on it (returned, for fake
+    tools), no JAVA_HOME, an empty home (no ~/.m2) and an empty jar cache."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "home").mkdir()
+    return bin_dir

@@ -1,0 +1,212 @@
+"""Testing a project's layers on real local Spark, with assertions that speak data quality.
+
+`Lake` is one test's slice of the lake (the `lake` fixture of the pytest plugin); the
+`assert_*` helpers check what a user cares about: an update's status, exact per-rule failure
+counts, which rows went to quarantine with which rules, and that no row was lost. A run
+returns an `UpdateResult`: status, flows, per-dataset expectation metrics, the error.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from medallion_dq.local.project import LocalProject
+from medallion_dq.local.runner import UpdateResult
+
+class Lake:
+    """One test's slice of the lake: a schema, a landing folder, and the bundle's pipelines."""
+
+    def __init__(self, local, root: Path):
+        self.id = uuid.uuid4().hex[:8]
+        self.schema = f"test_{self.id}"
+        self.landing = local.work_dir / "landing" / self.id
+        self.landing.mkdir(parents=True)
+        self.root = Path(root)
+        self.project = LocalProject(root, local, landing=self.landing)
+        self.spark = local.spark
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.schema}")
+        configuration = self.project.bundle.pipelines["validation"].configuration
+        self.file_format = configuration.get("medallion.source.file_format", "json")
+
+    # -- inputs ---------------------------------------------------------------------------------
+    def land(self, folder: str, name: str, rows: Iterable[Mapping[str, object]] | str) -> Path:
+        """Write one landing file (rows as dicts, or raw text) in the project's source format."""
+        path = self.landing / folder / f"{name}.{self.file_format}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(rows, str):
+            path.write_text(rows)
+        elif self.file_format == "csv":
+            rows = list(rows)
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=sorted({k for r in rows for k in r}))
+            writer.writeheader()
+            writer.writerows([{k: ("" if v is None else v) for k, v in r.items()} for r in rows])
+            path.write_text(out.getvalue())
+        else:
+            path.write_text(
+                "".join(
+                    json.dumps({k: v for k, v in r.items() if v is not None}) + "\n" for r in rows
+                )
+            )
+        return path
+
+    def land_fixtures(self, folder: str = "orders", source: Path | None = None) -> list[Path]:
+        """Copy the project's sample landing files (fixtures/landing/<folder>)."""
+        source = source or self.root / "fixtures" / "landing" / folder
+        out = []
+        for file in sorted(source.glob(f"*.{self.file_format}")):
+            out.append(self.land(folder, file.stem, file.read_text()))
+        return out
+
+    def seed(
+        self, table: str, rows: list[Mapping[str, object]] | list[tuple], schema: str | None = None
+    ) -> None:
+        """Create `table` in this test's schema from rows, as an upstream layer would have."""
+        df = (
+            self.spark.createDataFrame(rows, schema) if schema else self.spark.createDataFrame(rows)
+        )
+        df.write.format("delta").mode("overwrite").saveAsTable(f"{self.schema}.{table}")
+
+    # -- runs -----------------------------------------------------------------------------------
+    def run(
+        self, pipeline: str, layers: list[str] | None = None, *, full_refresh: bool = False
+    ) -> UpdateResult:
+        """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema."""
+        spec = self.project.spec(
+            pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
+        )
+        return self.project.runner.run(spec, full_refresh=full_refresh)
+
+    def table(self, name: str):
+        return self.spark.read.table(f"{self.schema}.{name}")
+
+    def rows(self, name: str, key: str) -> dict:
+        """Rows of a table by key, as dicts: easy to assert on."""
+        return {r[key]: r.asDict() for r in self.table(name).collect()}
+
+    def version(self, name: str) -> int:
+        return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
+            "version"
+        ]
+
+
+# -- assertions ---------------------------------------------------------------------------------
+def assert_update_ok(result: UpdateResult) -> None:
+    assert result.ok, (
+        f"update of {result.pipeline} failed: {result.error.message if result.error else result.flows}"
+    )
+
+
+def assert_expectations(
+    result: UpdateResult,
+    dataset: str,
+    failed: Mapping[str, int],
+    *,
+    input_records: int | None = None,
+) -> None:
+    """Failed record counts per expectation of `dataset` in this update, exactly."""
+    assert dataset in result.metrics, (
+        f"no expectation metrics for {dataset} in update {result.update_id} (flows: {result.flows})"
+    )
+    metrics = result.metrics[dataset]
+    actual = {e["name"]: e["failed_records"] for e in metrics.expectations}
+    wrong = {
+        name: (count, actual.get(name))
+        for name, count in failed.items()
+        if actual.get(name) != count
+    }
+    assert not wrong, f"{dataset}: expectation failures (expected, actual): {wrong}; all: {actual}"
+    if input_records is not None:
+        assert metrics.input_records == input_records, (
+            f"{dataset}: {metrics.input_records} input records, expected {input_records}"
+        )
+
+
+def assert_quarantined(
+    quarantine_df, key: str, expected: Mapping[object, set[str] | list[str]]
+) -> None:
+    """Exactly these keys are quarantined, each with exactly these broken rules."""
+    actual = {
+        r[key]: set(r["_dq_failed_rules"])
+        for r in quarantine_df.select(key, "_dq_failed_rules").collect()
+    }
+    expected = {k: set(v) for k, v in expected.items()}
+    assert actual == expected, f"quarantine by {key}: expected {expected}, got {actual}"
+
+
+def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
+    """Every input row is in exactly one of target and quarantine: none lost, none in both."""
+    inputs = [r[0] for r in input_df.select(key).collect()]
+    kept = [r[0] for r in target_df.select(key).collect()]
+    quarantined = [r[0] for r in quarantine_df.select(key).collect()]
+    assert len(kept) + len(quarantined) == len(inputs), (
+        f"{len(inputs)} input rows, {len(kept)} kept + {len(quarantined)} quarantined"
+    )
+    both = set(kept) & set(quarantined) - {None}
+    assert not both, f"rows both kept and quarantined: {sorted(both)[:10]}"
+    assert sorted(map(str, kept + quarantined)) == sorted(map(str, inputs)), (
+        "kept + quarantined rows differ from the input rows"
+    )
+
+
+# -- fault injection ------------------------------------------------------------------------------
+def run_cli_and_kill_server(
+    root: Path,
+    args: list[str],
+    kill: Callable[[subprocess.Popen], None],
+    *,
+    env: dict | None = None,
+) -> tuple[int, str, float]:
+    """Run `medallion-dq <args>` in the project `root`, call `kill(process)` 3 s into its first
+    update, and return the exit code, the output and the seconds from the kill to the exit."""
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "medallion_dq", *args],
+        cwd=root,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.extend(cli.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600
+        while not any(re.search(r"\] update \w+: \d+ files", line) for line in output):
+            assert cli.poll() is None, f"the run ended before its update:\n{''.join(output)}"
+            assert time.monotonic() < deadline, "the update did not start within 10 minutes"
+            time.sleep(0.2)
+        time.sleep(3)  # into the update: files registered, the engine running
+        kill(cli)
+        killed = time.monotonic()
+        code = cli.wait(timeout=300)
+        ended_in = time.monotonic() - killed
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    reader.join(timeout=10)
+    return code, "".join(output), ended_in
+
+
+def child_processes(pid: int, name: str) -> list[int]:
+    """Process ids of `pid`'s children called `name` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            command, rest = stat.read_text().rsplit(")", 1)
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(rest.split()[1]) == pid and command.split("(", 1)[1] == name:
+            found.append(int(stat.parent.name))
+    return found

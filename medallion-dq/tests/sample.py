@@ -1,0 +1,38 @@
+"""The sample project these tests run against: the template beside this package, baked with its
+default answers once per test process, so the framework is tested on exactly what teams get."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+from functools import cache
+from pathlib import Path
+
+TEMPLATE = Path(__file__).resolve().parents[2]  # the template repository holding this package
+
+
+@cache
+def sample_project() -> Path:
+    """Bake the default project (once) and make its package importable, here and in the
+    subprocesses the tests start: its pipelines import it for their rule files."""
+    from cookiecutter.main import cookiecutter
+
+    out = Path(tempfile.mkdtemp(prefix="medallion-sample-"))
+    atexit.register(shutil.rmtree, out, ignore_errors=True)
+    config = out / "cookiecutter.yaml"
+    config.write_text(
+        f"cookiecutters_dir: {json.dumps(str(out / 'cookiecutters'))}\n"
+        f"replay_dir: {json.dumps(str(out / 'replay'))}\n",
+        encoding="utf-8",
+    )
+    project = Path(
+        cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out / "baked"), config_file=str(config))
+    )
+    src = str(project / "src")
+    sys.path.insert(0, src)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    return project

@@ -1,0 +1,143 @@
+"""Expectation semantics on the real open-source pipeline engine, on small data with NULLs."""
+
+import textwrap
+import uuid
+
+import pytest
+
+from medallion_dq.problems import DataQualityError
+from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.testing import assert_expectations, assert_update_ok
+
+pytestmark = pytest.mark.spark
+
+ROWS = "SELECT * FROM VALUES (1, 10), (2, -5), (3, NULL), (4, 7), (NULL, 3) AS t(id, amount)"
+
+
+def run(lake, tmp_path, files: dict[str, str]):
+    folder = tmp_path / uuid.uuid4().hex[:6]
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+    spec = PipelineSpec(
+        f"adhoc-{folder.name}", sorted(folder.iterdir()), folder, {}, None, lake.schema
+    )
+    return lake.project.runner.run(spec)
+
+
+def ids(lake, table):
+    return sorted((r["id"] for r in lake.table(table).collect()), key=lambda v: (v is None, v))
+
+
+def run_view(lake, tmp_path, name, *decorators, query=ROWS):
+    """Run a pipeline of one materialized view `name` over `query`, with these decorators."""
+    source = "\n".join(
+        ["from pyspark import pipelines as dp", "", "", "@dp.materialized_view", *decorators]
+        + [f"def {name}():", f'    return spark.sql("{query}")', ""]
+    )
+    return run(lake, tmp_path, {"p.py": source})
+
+
+@pytest.mark.parametrize("order", ["drop_then_warn", "warn_then_drop"])
+def test_stacking_order_does_not_matter(lake, tmp_path, order):
+    drop = '@dp.expect_or_drop("has_amount", "amount IS NOT NULL")'
+    warn = '@dp.expect("positive", "amount > 0")'
+    first, second = (drop, warn) if order == "drop_then_warn" else (warn, drop)
+    result = run_view(lake, tmp_path, "checked", first, second)
+    assert_update_ok(result)
+    # Both rules judge the same 5 input rows; NULL amount fails both; warn keeps -5.
+    assert_expectations(result, "checked", {"has_amount": 1, "positive": 2}, input_records=5)
+    assert result.metrics["checked"].dropped_records == 1
+    assert ids(lake, "checked") == [1, 2, 4, None]
+
+
+def test_grouped_rules_fail_and_sql_constraints(lake, tmp_path):
+    result = run(
+        lake,
+        tmp_path,
+        {
+            "a.py": f"""
+            from pyspark import pipelines as dp
+
+            @dp.materialized_view
+            @dp.expect_all(dict(has_id="id IS NOT NULL", small="amount < 100"))
+            @dp.expect_all_or_drop(dict(has_amount="amount IS NOT NULL"))
+            def src():
+                return spark.sql("{ROWS}")
+        """,
+            "b.sql": """
+            CREATE MATERIALIZED VIEW positives (
+              CONSTRAINT positive EXPECT (amount > 0) ON VIOLATION DROP ROW,
+              CONSTRAINT has_id EXPECT (id IS NOT NULL)
+            ) AS SELECT * FROM src;
+        """,
+        },
+    )
+    assert_update_ok(result)
+    assert_expectations(result, "src", {"has_id": 1, "small": 1, "has_amount": 1}, input_records=5)
+    assert_expectations(result, "positives", {"positive": 1, "has_id": 1}, input_records=4)
+    assert ids(lake, "positives") == [1, 4, None]
+
+
+def test_fail_names_the_rule_and_shows_the_record(lake, tmp_path):
+    result = run_view(lake, tmp_path, "strict", '@dp.expect_or_fail("non_negative", "amount >= 0")')
+    assert result.status == "FAILED"
+    assert (result.error.kind, result.error.dataset, result.error.expectation) == (
+        "EXPECTATION_VIOLATION",
+        "strict",
+        "non_negative",
+    )
+    assert result.error.record in ({"id": 2, "amount": -5}, {"id": 3})  # -5, or the NULL amount
+    assert "strict" not in result.metrics
+
+
+def test_temporary_view_expectations_are_enforced(lake, tmp_path):
+    result = run(
+        lake,
+        tmp_path,
+        {
+            "p.py": f"""
+        from pyspark import pipelines as dp
+
+        @dp.temporary_view
+        @dp.expect_or_drop("has_id", "id IS NOT NULL")
+        def cleaned():
+            return spark.sql("{ROWS}")
+
+        @dp.materialized_view
+        def downstream():
+            return spark.read.table("cleaned")
+    """
+        },
+    )
+    assert_update_ok(result)
+    assert ids(lake, "downstream") == [1, 2, 3, 4]
+    assert_expectations(result, "cleaned", {"has_id": 1}, input_records=5)
+
+
+def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
+    result = run_view(lake, tmp_path, "typo", '@dp.expect_or_drop("valid_amount", "amout >= 0")')
+    assert result.status == "FAILED"
+    assert result.error.kind == "UNKNOWN_COLUMN"
+    assert (
+        "DQ011" in result.error.message
+        and "valid_amount" in result.error.message
+        and "amout" in result.error.message
+    )
+    assert (
+        not lake.spark.catalog.tableExists(f"{lake.schema}.typo") or lake.table("typo").count() == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("decorator", "code"),
+    [
+        ('@dp.expect("cheap", "amount > (SELECT max(amount) FROM other)")', "DQ009"),
+        ('@dp.expect_or_drop("udf", "my_udf(amount) > 0")', "DQ010"),
+        ('@dp.expect_or_fail("sneaky", "amount > 0; DROP TABLE t")', "DQ008"),
+        ('@dp.expect("a", "id > 0")\n@dp.expect("a", "id > 1")', "DQ001"),
+    ],
+)
+def test_bad_rules_are_refused_before_the_run(lake, tmp_path, decorator, code):
+    with pytest.raises(DataQualityError, match=code):
+        run_view(lake, tmp_path, "refused", decorator, query="SELECT 1 AS id, 1 AS amount")

@@ -1,0 +1,331 @@
+"""Broken machines: no Java, an old Java, no Maven or no network, no javac, no Docker, a wrong
+backend, a taken port. Each gives one clear message with the fix, and none of them hangs.
+No Spark server is started here: the checks run before one would be.
+"""
+
+from __future__ import annotations
+
+import socket
+import stat
+import time
+
+import pytest
+
+from medallion_dq.local import spark
+from medallion_dq.local.spark import BackendUnavailable
+
+
+def fake_tool(folder, name: str, script: str):
+    """An executable shell script `folder/name`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + script + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
+# -- Java ----------------------------------------------------------------------------------------
+
+
+def test_no_java(bare_machine):
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.check_java()
+    message = str(caught.value)
+    assert "no Java found" in message
+    assert "Java 17" in message
+    assert "--backend container" in message and "Docker" in message
+
+
+def test_java_home_points_nowhere(bare_machine, tmp_path, monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
+    with pytest.raises(BackendUnavailable, match="JAVA_HOME"):
+        spark.check_java()
+
+
+@pytest.mark.parametrize(
+    "banner",
+    ['openjdk version "11.0.2" 2019-01-15', 'java version "1.8.0_292"'],
+    ids=["java-11", "java-8"],
+)
+def test_java_too_old(bare_machine, banner):
+    fake_tool(bare_machine, "java", f"echo '{banner}' >&2")
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.check_java()
+    message = str(caught.value)
+    assert banner in message
+    assert "Java 17 or newer is needed" in message
+    assert "--backend container" in message
+
+
+def test_java_too_old_through_java_home(bare_machine, tmp_path, monkeypatch):
+    fake_tool(
+        tmp_path / "jdk11" / "bin", "java", """echo 'openjdk version "11.0.2" 2019-01-15' >&2"""
+    )
+    fake_tool(bare_machine, "java", """echo 'openjdk version "17.0.9" 2023-10-17' >&2""")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))  # JAVA_HOME wins over PATH
+    with pytest.raises(BackendUnavailable, match="11.0.2"):
+        spark.check_java()
+
+
+def test_java_17_is_accepted(bare_machine):
+    fake_tool(bare_machine, "java", """echo 'openjdk version "17.0.9" 2023-10-17' >&2""")
+    assert spark.check_java() == "17"
+
+
+# -- Delta jars from Maven Central ---------------------------------------------------------------
+
+
+def test_maven_central_unreachable(bare_machine, tmp_path):
+    fake_tool(
+        bare_machine,
+        "mvn",
+        "echo '[ERROR] Failed to execute goal dependency:copy: Could not transfer artifact "
+        "from/to central (https://repo.maven.apache.org/maven2): Connection refused'\nexit 1",
+    )
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.delta_jars()
+    assert time.monotonic() - started < 30
+    message = str(caught.value)
+    assert "Maven Central" in message
+    assert spark.DELTA_ARTIFACTS[0] in message
+    assert "Connection refused" in message  # Maven's own words, for the proxy case
+    assert not list((tmp_path / "cache" / "jars").iterdir())
+
+
+def test_maven_succeeds_but_writes_no_jar(bare_machine):
+    fake_tool(bare_machine, "mvn", "exit 0")
+    with pytest.raises(BackendUnavailable, match="could not fetch io.delta"):
+        spark.delta_jars()
+
+
+def test_no_maven(bare_machine, tmp_path):
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.delta_jars()
+    message = str(caught.value)
+    assert "install Maven" in message
+    assert f"copy the jar into {tmp_path / 'cache' / 'jars'}" in message
+    assert "delta-spark" in message
+
+
+def test_jars_from_local_maven_repository_need_no_network(bare_machine, tmp_path):
+    """Offline but with ~/.m2 filled (e.g. a CI cache): no mvn call at all."""
+    for coordinate in spark.DELTA_ARTIFACTS:
+        group, artifact, version = coordinate.split(":")
+        folder = (
+            tmp_path / "home" / ".m2" / "repository" / group.replace(".", "/") / artifact / version
+        )
+        folder.mkdir(parents=True)
+        (folder / f"{artifact}-{version}.jar").write_bytes(b"PK fake jar")
+    jars = spark.delta_jars()  # PATH has no mvn: a call would fail
+    assert [j.parent for j in jars] == [tmp_path / "cache" / "jars"] * len(spark.DELTA_ARTIFACTS)
+    assert all(j.read_bytes() == b"PK fake jar" for j in jars)
+
+
+# -- the metrics listener needs javac ------------------------------------------------------------
+
+
+def test_no_javac(bare_machine):
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.plugin_jar()
+    message = str(caught.value)
+    assert "javac not found" in message
+    assert "JDK 17" in message and "not only a JRE" in message
+
+
+def test_java_home_is_a_jre(bare_machine, tmp_path, monkeypatch):
+    fake_tool(tmp_path / "jre" / "bin", "java", """echo 'openjdk version "17.0.9"' >&2""")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jre"))
+    with pytest.raises(BackendUnavailable, match="javac not found"):
+        spark.plugin_jar()
+
+
+def test_javac_that_fails(bare_machine):
+    fake_tool(
+        bare_machine, "javac", "echo 'error: package org.apache.spark does not exist' >&2\nexit 2"
+    )
+    fake_tool(bare_machine, "jar", "exit 0")
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.plugin_jar()
+    assert "could not compile CatalogAlias.java, ObservedMetricsListener.java" in str(caught.value)
+    assert "package org.apache.spark does not exist" in str(caught.value)
+
+
+# -- backends ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_side_effects(monkeypatch):
+    """start() sets a few process-wide variables: restore them after the test."""
+    for name in ("PYARROW_IGNORE_TIMEZONE", "SPARK_LOCAL_REMOTE", "SPARK_CONNECT_MODE_ENABLED"):
+        monkeypatch.setenv(name, "1")
+
+
+@pytest.mark.parametrize("name", ["k8s", "Embedded", "docker"])
+def test_unknown_backend(name, tmp_path, no_side_effects):
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start(backend=name, work_dir=tmp_path)
+    message = str(caught.value)
+    assert repr(name) in message
+    assert "embedded, container, remote" in message
+
+
+def test_unknown_backend_from_environment(tmp_path, monkeypatch, no_side_effects):
+    monkeypatch.setenv("DQ_BACKEND", "databricks")
+    with pytest.raises(BackendUnavailable, match="unknown backend 'databricks'"):
+        spark.start(work_dir=tmp_path)
+
+
+@pytest.mark.parametrize("value", [None, "", "localhost:15002", "http://localhost:15002"])
+def test_remote_without_spark_remote(value, tmp_path, monkeypatch, no_side_effects):
+    if value is None:
+        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    else:
+        monkeypatch.setenv("SPARK_REMOTE", value)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start(backend="remote", work_dir=tmp_path)
+    assert time.monotonic() - started < 10
+    assert "SPARK_REMOTE=sc://host:port" in str(caught.value)
+
+
+# -- Docker --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def container(monkeypatch):
+    pytest.importorskip(
+        "docker", reason="the docker Python package is not installed (container backend not set up)"
+    )
+    module = pytest.importorskip(
+        "medallion_dq.local.container",
+        reason="this project was generated without the container backend",
+    )
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent.sock")
+    return module
+
+
+def test_docker_not_running(container):
+    started = time.monotonic()
+    available, reason = container.docker_available()
+    elapsed = time.monotonic() - started
+    assert available is False
+    assert elapsed < 5, f"docker_available() took {elapsed:.1f} s"
+    assert "unix:///nonexistent.sock" in reason
+    assert "Fix:" in reason and "DOCKER_HOST" in reason
+    assert "Traceback" not in reason
+
+
+def test_container_backend_without_docker(container, bare_machine, tmp_path, no_side_effects):
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start(backend="container", work_dir=tmp_path / "work")
+    assert time.monotonic() - started < 10
+    message = str(caught.value)
+    assert "unix:///nonexistent.sock" in message
+    assert "Docker" in message and "Fix:" in message
+
+
+# -- ports ---------------------------------------------------------------------------------------
+
+
+def hold_port(port: int = 0) -> socket.socket | None:
+    """A listening socket on 127.0.0.1:`port` (0: any free one); None when it is taken."""
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        return None
+    sock.listen()
+    return sock
+
+
+def port_is_free(port: int) -> bool:
+    sock = hold_port(port)
+    if sock is None:
+        return False
+    sock.close()
+    return True
+
+
+def test_free_port_is_never_one_in_use():
+    held = [s for s in (hold_port(), hold_port(), hold_port(15002)) if s is not None]
+    try:
+        taken = {s.getsockname()[1] for s in held}
+        for _ in range(50):
+            port = spark._free_port()
+            assert port not in taken
+            assert port_is_free(port)
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_embedded_server_avoids_the_default_port(monkeypatch, no_side_effects):
+    """With 15002 taken (another session, a CLI run), the embedded server binds another port
+    and the client connects to that one. Spark itself is faked: only the wiring is checked."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    server_confs = {}
+    monkeypatch.setattr(
+        ConnectSession, "_start_connect_server", lambda master, opts: server_confs.update(opts)
+    )
+    monkeypatch.setattr(
+        ConnectSession.Builder, "create", lambda builder: builder._options["spark.remote"]
+    )
+    held = [s for s in (hold_port(15002), hold_port()) if s is not None]
+    taken = {s.getsockname()[1] for s in held}
+    try:
+        url = spark._start_embedded({"spark.ui.enabled": "false"})
+    finally:
+        for sock in held:
+            sock.close()
+    port = int(server_confs["spark.connect.grpc.binding.port"])
+    assert url == f"sc://localhost:{port}"
+    assert port != 15002 and port not in taken
+    assert server_confs["spark.ui.enabled"] == "false"
+
+
+# -- catalog aliases (pyproject.toml [tool.medallion.local] catalogs) -----------------------------
+
+
+class RecordingConf:
+    def __init__(self):
+        self.values = {}
+
+    def set(self, key, value):
+        self.values[key] = value
+
+
+class RecordingSession:
+    def __init__(self):
+        self.conf = RecordingConf()
+
+
+def test_catalog_aliases_are_registered_as_catalogs():
+    session = RecordingSession()
+    spark.alias_catalogs(session, ["shop", "spark_catalog", "Main_2"])
+    assert session.conf.values == {
+        "spark.sql.catalog.shop": "dq.CatalogAlias",
+        "spark.sql.catalog.Main_2": "dq.CatalogAlias",
+    }
+
+
+@pytest.mark.parametrize(
+    "catalogs, says",
+    [
+        ("shop", "'shop' is not a list"),
+        (["shop-eu"], "'shop-eu' is not a catalog name"),
+        (["shop.bronze"], "'shop.bronze' is not a catalog name"),
+        ([""], "'' is not a catalog name"),
+        ([7], "7 is not a catalog name"),
+    ],
+)
+def test_bad_catalog_aliases_are_refused_before_any_is_set(catalogs, says):
+    session = RecordingSession()
+    with pytest.raises(ValueError) as caught:
+        spark.alias_catalogs(session, catalogs)
+    assert str(caught.value).startswith("pyproject.toml [tool.medallion.local] catalogs: ")
+    assert says in str(caught.value) and 'catalogs = ["shop"]' in str(caught.value)
+    assert session.conf.values == {}

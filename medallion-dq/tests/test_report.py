@@ -1,0 +1,211 @@
+"""The data-quality report: terminal table and HTML page from hand-made rows (no Spark), and
+`history` from a real event log DataFrame (marked `spark`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from html.parser import HTMLParser
+
+import pytest
+
+from medallion_dq import report
+from medallion_dq.local import eventlog
+
+T0 = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
+HOSTILE = '<script>alert("x")</script>&"\''
+
+
+def row(update: str, hours: int, rule: str, passed: int, failed: int, **extra) -> dict:
+    total = passed + failed
+    return {
+        "update_id": update,
+        "timestamp": T0 + timedelta(hours=hours),
+        "pipeline": extra.get("pipeline", "validation"),
+        "dataset": extra.get("dataset", "silver_orders"),
+        "rule": rule,
+        "passed": passed,
+        "failed": failed,
+        "failed_pct": 100 * failed / total if total else None,
+    }
+
+
+ROWS = [
+    row("u1", 0, "valid_amount", 95, 5),
+    row("u1", 0, "known_channel", 100, 0),
+    row("u2", 24, "valid_amount", 98, 2),
+    row("u2", 24, "known_channel", 90, 10),
+    row("u2", 24, HOSTILE, 0, 0),
+    row("p1", 25, "positive_revenue", 3, 0, pipeline="publish", dataset="gold_revenue"),
+]
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags(page: str) -> list[tuple[str, dict]]:
+    parser = _Tags()
+    parser.feed(page)
+    return parser.tags
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def test_text_table_shows_the_latest_update_of_each_pipeline():
+    text = report.text_table(ROWS)
+    assert "pipeline validation, update u2 at 2026-11-02 06:00:00 UTC" in text
+    assert "pipeline publish, update p1" in text
+    assert "update u1" not in text
+    line = next(x for x in text.splitlines() if x.startswith("known_channel"))
+    assert line.split() == ["known_channel", "silver_orders", "90", "10", "10.00", "%"]
+    assert re.search(r"^<script>.*silver_orders\s+0\s+0\s+–$", text, re.MULTILINE)
+
+
+def test_text_table_all_updates_and_empty():
+    text = report.text_table(ROWS, last_only=False)
+    assert text.index("update u1") < text.index("update u2") < text.index("update p1")
+    assert "no expectation metrics" in report.text_table([])
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def test_html_is_one_self_contained_page():
+    page = report.html(ROWS, "Orders DQ")
+    assert page.startswith("<!DOCTYPE html>")
+    found = tags(page)
+    assert not [t for t, _ in found if t in ("script", "link", "img", "iframe", "object")]
+    assert not [a for _, a in found if "src" in a or "href" in a]
+    assert "http" not in page and "@import" not in page and "url(" not in page
+
+
+def test_html_escapes_user_strings():
+    page = report.html(ROWS, '<i>"title"</i>')
+    assert HOSTILE not in page and "<i>" not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&quot;&#x27;" in page
+    assert "<title>&lt;i&gt;&quot;title&quot;&lt;/i&gt;</title>" in page
+
+
+def test_html_chart_has_one_line_per_rule_and_a_legend():
+    page = report.html(ROWS, "Orders DQ")
+    svg = page[
+        page.index('<svg class="chart"') : page.index("</svg>", page.index('<svg class="chart"'))
+    ]
+    # valid_amount and known_channel have two updates each: a line; the others a single point
+    assert svg.count("<polyline") == 2
+    assert svg.count("<circle") == 5  # the hostile rule saw no rows: no point
+    assert "failed %" in svg and "update (time order, UTC)" in svg
+    legend = page[page.index('<ul class="legend">') :]
+    for name in (
+        "silver_orders.valid_amount",
+        "silver_orders.known_channel",
+        "gold_revenue.positive_revenue",
+    ):
+        assert name in legend
+    assert "(no rows)" in legend
+
+
+def test_html_latest_and_all_updates_tables():
+    page = report.html(
+        ROWS, "Orders DQ", thresholds={"silver_orders.known_channel": 0.02, "silver_orders": 0.05}
+    )
+    latest = page[page.index("Latest update") : page.index("Failed rows per rule")]
+    assert "u2" in latest and "p1" in latest and ">u1<" not in latest
+    assert latest.count('class="tag fail"') == 1  # known_channel: 10 % over 2 %
+    every = page[page.index("All updates") :]
+    assert ">u1<" in every and ">u2<" in every
+
+
+def test_html_without_rows():
+    page = report.html([], "Empty")
+    assert "No expectation metrics yet." in page and '<svg class="chart"' not in page
+
+
+# --------------------------------------------------------------------------- from the event log
+
+
+def _event(
+    update: str, minutes: int, dataset: str, expectations: list | None, pipeline="validation"
+):
+    details: dict = {"flow_progress": {"status": "COMPLETED"}}
+    if expectations is not None:
+        details["flow_progress"]["data_quality"] = {
+            "dropped_records": 0,
+            "expectations": expectations,
+        }
+    origin = ("pid", pipeline, update, dataset, dataset)
+    ts = (T0 + timedelta(minutes=minutes)).replace(tzinfo=None)
+    return (
+        f"{update}-{minutes}-{dataset}",
+        ts,
+        "flow_progress",
+        "INFO",
+        "m",
+        origin,
+        json.dumps(details),
+    )
+
+
+def _exp(name: str, passed: int, failed: int, dataset: str | None = "silver_orders") -> dict:
+    return {"name": name, "dataset": dataset, "passed_records": passed, "failed_records": failed}
+
+
+@pytest.mark.spark
+def test_history_and_write_from_an_event_log(spark, tmp_path):
+    events = spark.createDataFrame(
+        [
+            # update u1: two micro-batches of silver_orders are added up
+            _event(
+                "u1",
+                0,
+                "silver_orders",
+                [_exp("valid_amount", 40, 2), _exp("known_channel", 42, 0)],
+            ),
+            _event(
+                "u1",
+                1,
+                "silver_orders",
+                [_exp("valid_amount", 50, 8), _exp("known_channel", 50, 8)],
+            ),
+            _event("u1", 0, "bronze_orders", None),  # no expectations: no rows
+            # update u2: no dataset in the expectation -> the flow's dataset; an empty batch
+            _event("u2", 60, "silver_orders", [_exp("valid_amount", 0, 0, dataset=None)]),
+            _event(
+                "p1",
+                90,
+                "gold_revenue",
+                [_exp("positive_revenue", 3, 0, "gold_revenue")],
+                pipeline="publish",
+            ),
+        ],
+        eventlog.SCHEMA,
+    )
+    rows = report.history(events)
+    assert [(r["update_id"], r["dataset"], r["rule"], r["passed"], r["failed"]) for r in rows] == [
+        ("u1", "silver_orders", "known_channel", 92, 8),
+        ("u1", "silver_orders", "valid_amount", 90, 10),
+        ("u2", "silver_orders", "valid_amount", 0, 0),
+        ("p1", "gold_revenue", "positive_revenue", 3, 0),
+    ]
+    assert rows[0]["failed_pct"] == pytest.approx(8.0)
+    assert rows[2]["failed_pct"] is None
+    assert rows[0]["timestamp"] == rows[1]["timestamp"]  # one timestamp per update
+    assert {r["pipeline"] for r in rows} == {"validation", "publish"}
+
+    path = report.write(events, tmp_path / "out", thresholds={})
+    assert path == tmp_path / "out" / "dq-report.html"
+    page = path.read_text(encoding="utf-8")
+    assert "silver_orders.valid_amount" in page and "positive_revenue" in page
+
+
+@pytest.mark.spark
+def test_history_of_an_empty_event_log(spark):
+    assert report.history(spark.createDataFrame([], eventlog.SCHEMA)) == []

@@ -1,0 +1,112 @@
+"""Gold: figures are right, and a rule failure fails the update and leaves every table as it was."""
+
+from datetime import date, datetime
+from decimal import Decimal
+
+import pytest
+from pyspark.testing import assertDataFrameEqual
+
+from medallion_dq.testing import assert_expectations, assert_update_ok
+
+pytestmark = pytest.mark.spark
+
+SILVER = "order_id STRING, customer_id STRING, order_ts TIMESTAMP, channel STRING, currency STRING, amount DECIMAL(12,2), quantity INT"
+GOLD_TABLES = ("gold_daily_revenue", "gold_order_keys", "gold_revenue_by_channel")
+
+
+def order(order_id, amount, channel="web", day=2, currency="EUR"):
+    return (order_id, "C-1", datetime(2026, 11, day, 12), channel, currency, Decimal(amount), 1)
+
+
+def snapshot(lake):
+    return {
+        name: (lake.version(name), sorted(map(tuple, lake.table(name).collect())))
+        for name in GOLD_TABLES
+    }
+
+
+def test_daily_revenue_is_correct(lake):
+    lake.seed(
+        "silver_orders",
+        [
+            order("a", "10.00"),
+            order("b", "5.50"),
+            order("c", "7.25", channel="app"),
+            order("d", "1.00", day=3),
+        ],
+        SILVER,
+    )
+    result = lake.run("publish")
+    assert_update_ok(result)
+    expected = lake.spark.createDataFrame(
+        [
+            (date(2026, 11, 2), "web", "EUR", 2, Decimal("15.50")),
+            (date(2026, 11, 2), "app", "EUR", 1, Decimal("7.25")),
+            (date(2026, 11, 3), "web", "EUR", 1, Decimal("1.00")),
+        ],
+        "order_date DATE, channel STRING, currency STRING, orders BIGINT, revenue DECIMAL(22,2)",
+    )
+    assertDataFrameEqual(lake.table("gold_daily_revenue"), expected, checkRowOrder=False)
+    assert lake.rows("gold_revenue_by_channel", "channel")["web"]["revenue"] == Decimal("16.50")
+    assert lake.table("gold_order_keys").first()["duplicate_order_ids"] == 0
+    assert_expectations(
+        result, "gold_daily_revenue", {"non_negative_revenue": 0, "has_orders": 0}, input_records=3
+    )
+
+
+def test_fail_rule_stops_the_update_and_tables_keep_previous_contents(lake):
+    lake.seed("silver_orders", [order("a", "10.00"), order("b", "5.00")], SILVER)
+    assert_update_ok(lake.run("publish"))
+    before = snapshot(lake)
+
+    # A refund leaked into sales: the day's revenue goes negative.
+    lake.seed(
+        "silver_orders", [order("a", "10.00"), order("b", "5.00"), order("r", "-40.00")], SILVER
+    )
+    failed = lake.run("publish")
+
+    assert failed.status == "FAILED"
+    assert failed.error.kind == "EXPECTATION_VIOLATION"
+    assert failed.error.dataset in ("gold_daily_revenue", "gold_revenue_by_channel")
+    assert failed.error.expectation in ("non_negative_revenue", "positive_revenue")
+    assert failed.error.record["revenue"] in (-25.0, "-25.00")
+    assert "EXPECTATION_VIOLATION" in failed.error.message and "-25" in failed.error.message
+    assert failed.error.dataset not in failed.metrics  # a failing flow records no metrics
+    # Atomic: every table of the update has its previous rows (and time travel agrees).
+    after = snapshot(lake)
+    assert {k: v[1] for k, v in after.items()} == {k: v[1] for k, v in before.items()}
+    for name, (version, rows) in before.items():
+        travelled = lake.spark.sql(
+            f"SELECT * FROM {lake.schema}.{name} VERSION AS OF {version}"
+        ).collect()
+        assert sorted(map(tuple, travelled)) == rows
+
+    # Fix the data, rerun: the update succeeds.
+    lake.seed(
+        "silver_orders", [order("a", "10.00"), order("b", "5.00"), order("c", "2.00")], SILVER
+    )
+    assert_update_ok(lake.run("publish"))
+    assert lake.table("gold_daily_revenue").first()["revenue"] == Decimal("17.00")
+
+
+def test_duplicate_order_ids_fail_the_uniqueness_check(lake):
+    lake.seed(
+        "silver_orders", [order("a", "10.00"), order("a", "10.00"), order("b", "1.00")], SILVER
+    )
+    result = lake.run("publish")
+    assert result.status == "FAILED"
+    assert (result.error.dataset, result.error.expectation) == (
+        "gold_order_keys",
+        "unique_order_id",
+    )
+    assert result.error.record == {"duplicate_order_ids": 1}
+
+
+def test_published_table_refuses_bad_rows_from_any_writer(lake):
+    lake.seed("silver_orders", [order("a", "10.00")], SILVER)
+    assert_update_ok(lake.run("publish"))
+    with pytest.raises(Exception, match="DELTA_NOT_NULL_CONSTRAINT_VIOLATED"):
+        lake.spark.sql(
+            f"INSERT INTO {lake.schema}.gold_daily_revenue VALUES (DATE'2026-11-09', 'web', 'EUR', NULL, 1.00)"
+        )
+    assert lake.table("gold_daily_revenue").count() == 1

@@ -1,0 +1,110 @@
+"""Silver: each rule keeps, drops or only counts; dropped rows land in quarantine with reasons."""
+
+import pytest
+
+from medallion_dq.testing import (
+    assert_expectations,
+    assert_nothing_lost,
+    assert_quarantined,
+    assert_update_ok,
+)
+
+pytestmark = pytest.mark.spark
+
+BRONZE = "order_id STRING, customer_id STRING, order_ts STRING, channel STRING, currency STRING, amount STRING, quantity STRING, _source_file STRING, _ingested_at TIMESTAMP"
+
+
+def order(
+    order_id,
+    amount="10.00",
+    currency="EUR",
+    channel="web",
+    order_ts="2026-11-02T10:00:00",
+    quantity="1",
+):
+    return (order_id, "C-1", order_ts, channel, currency, amount, quantity, "seed", None)
+
+
+def test_each_rule_keeps_drops_or_counts(lake):
+    lake.seed(
+        "bronze_orders",
+        [
+            order("ok-1"),
+            order("ok-2", channel="APP ", currency=" usd"),  # cleaned, kept
+            order(None),  # valid_order_id
+            order("neg", amount="-1.00"),  # valid_amount
+            order("null-amount", amount=None),  # NULL is a violation
+            order("garbled", amount="12,50"),  # does not parse -> NULL -> violation
+            order("yen", currency="JPY"),  # known_currency
+            order("old", order_ts="2019-12-31T23:59:59"),  # valid_order_ts
+            order("two", amount="-5", currency="JPY"),  # two drop rules at once
+            order("phone", channel="phone"),  # warn only: kept
+            order("no-channel", channel=None),  # warn only (NULL): kept
+            order("zero", quantity="0"),  # warn only: kept
+        ],
+        BRONZE,
+    )
+    result = lake.run("validation", ["silver"])
+    assert_update_ok(result)
+
+    kept = {r["order_id"] for r in lake.table("silver_orders").collect()}
+    assert kept == {"ok-1", "ok-2", "phone", "no-channel", "zero"}
+    assert lake.rows("silver_orders", "order_id")["ok-2"]["channel"] == "app"
+    assert_quarantined(
+        lake.table("silver_orders_quarantine"),
+        "order_id",
+        {
+            None: {"valid_order_id"},
+            "neg": {"valid_amount"},
+            "null-amount": {"valid_amount"},
+            "garbled": {"valid_amount"},
+            "yen": {"known_currency"},
+            "old": {"valid_order_ts"},
+            "two": {"valid_amount", "known_currency"},
+        },
+    )
+    assert_expectations(
+        result,
+        "silver_orders",
+        {
+            "valid_order_id": 1,
+            "valid_amount": 4,
+            "known_currency": 2,
+            "valid_order_ts": 1,
+            "known_channel": 2,
+            "positive_quantity": 1,
+        },
+        input_records=12,
+    )
+    assert result.metrics["silver_orders"].dropped_records == 7
+    assert_nothing_lost(
+        lake.table("bronze_orders"),
+        lake.table("silver_orders"),
+        lake.table("silver_orders_quarantine"),
+        "order_id",
+    )
+
+
+def test_streaming_over_two_updates_counts_each_update_once(lake):
+    lake.seed("bronze_orders", [order("a"), order("b", amount="-1")], BRONZE)
+    first = lake.run("validation", ["silver"])
+    assert_expectations(first, "silver_orders", {"valid_amount": 1}, input_records=2)
+
+    lake.spark.createDataFrame(
+        [order("c"), order("d", currency="XXX"), order("e")], BRONZE
+    ).write.format("delta").mode("append").saveAsTable(f"{lake.schema}.bronze_orders")
+    second = lake.run("validation", ["silver"])
+    assert_update_ok(second)
+    assert_expectations(
+        second, "silver_orders", {"valid_amount": 0, "known_currency": 1}, input_records=3
+    )
+    assert sorted(r["order_id"] for r in lake.table("silver_orders").collect()) == ["a", "c", "e"]
+
+    # A rerun with nothing new neither duplicates nor loses rows, in silver or quarantine.
+    third = lake.run("validation", ["silver"])
+    assert_update_ok(third)
+    assert lake.table("silver_orders").count() == 3
+    assert sorted(r["order_id"] for r in lake.table("silver_orders_quarantine").collect()) == [
+        "b",
+        "d",
+    ]
