@@ -6,24 +6,28 @@ catch the mistake it is meant for, on a copy of this project with one thing brok
 
 from __future__ import annotations
 
+import dataclasses
+import graphlib
 import shutil
 import sys
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from sample import sample_project
-
-from medallion_dq.bundle import load_bundle, validate_bundle
+from medallion_dq.bundle import BundleError, load_bundle, validate_bundle
+from medallion_dq.bundle.model import FALLBACK_TASK_KINDS, build_task, order_tasks, task_kinds
 from medallion_dq.cli import main as cli_main
 from medallion_dq.gate import evaluate, thresholds_from_rule_files
+from sample import sample_project
 
 PROJECT = sample_project()
 JOB_FILE = "resources/medallion.job.yml"
 VALIDATION_FILE = "resources/validation.pipeline.yml"
+GATE_WHEEL_TASK = "resources.jobs.medallion.tasks[1].python_wheel_task"
 
 
 def _report(problems: list) -> str:
@@ -216,9 +220,25 @@ def test_cycle(project: Path) -> None:
     )
     (problem,) = only(validate_bundle(project), "BND008")
     assert problem.path == "resources.jobs.medallion.tasks[0].depends_on"
-    assert "cycle" in problem.message
-    for key in ("validate", "quality_gate", "publish"):
-        assert key in problem.message
+    assert problem.message == (
+        "tasks depend on each other in a cycle: validate -> publish -> quality_gate -> validate"
+    )
+    with pytest.raises(BundleError, match="validate -> publish -> quality_gate -> validate"):
+        load_bundle(project).jobs["medallion"].topological_order()
+
+
+def test_task_order_keeps_the_file_order_where_it_can() -> None:
+    # b waits for a; c, ready from the start, still comes after b as in the file.
+    assert order_tasks({"a": [], "b": ["a"], "c": []}) == ["a", "b", "c"]
+    assert order_tasks({"c": ["b"], "b": [], "a": []}) == ["b", "c", "a"]
+    assert order_tasks({"x": ["unknown"], "y": ["x"]}) == ["x", "y"]
+    # The cycle reads in "depends on" order, from its first task in the file.
+    with pytest.raises(graphlib.CycleError) as cycle:
+        order_tasks({"z": [], "b": ["c"], "c": ["d"], "d": ["b"]})
+    assert cycle.value.args[1] == ["b", "c", "d", "b"]
+    with pytest.raises(graphlib.CycleError) as cycle:
+        order_tasks({"a": ["a"]})
+    assert cycle.value.args[1] == ["a", "a"]
 
 
 def test_unknown_dependency(project: Path) -> None:
@@ -256,15 +276,112 @@ def test_secret_literal_is_refused(project: Path) -> None:
     assert "s3cr3t" not in str(problem)  # the value is masked
 
 
-def test_gate_entry_point_must_be_declared(project: Path) -> None:
-    pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+def test_gate_runs_the_medallion_dq_entry_point(project: Path) -> None:
+    gate = task(yaml.safe_load((PROJECT / JOB_FILE).read_text(encoding="utf-8")), "quality_gate")
+    wheel = gate["python_wheel_task"]
+    assert (wheel["package_name"], wheel["entry_point"]) == ("medallion_dq", "quality_gate")
+    assert [p for p in validate_bundle(PROJECT) if p.code == "BND012"] == []
+    # The gate is medallion-dq's entry point: the project's own pyproject need not declare it.
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "x"\nversion = "0"\n\n[project.scripts]\nsomething_else = "x:main"\n',
-        encoding="utf-8",
+        '[project]\nname = "acme-orders"\nversion = "0"\n', encoding="utf-8"
+    )
+    assert validate_bundle(project) == [], _report(validate_bundle(project))
+
+
+def test_gate_entry_point_typo(project: Path) -> None:
+    edit(
+        project,
+        JOB_FILE,
+        lambda d: task(d, "quality_gate")["python_wheel_task"].update(entry_point="quality_gat"),
     )
     (problem,) = only(validate_bundle(project), "BND012")
-    assert problem.path == "resources.jobs.medallion.tasks[1].python_wheel_task.entry_point"
-    assert "'quality_gate' is not declared" in problem.message
+    assert problem.path == f"{GATE_WHEEL_TASK}.entry_point"
+    assert "entry point 'quality_gat' is not declared by medallion_dq" in problem.message
+    assert "quality_gate" in problem.message.partition("(it has: ")[2]
+    assert problem.fix == "use entry_point: quality_gate"
+
+
+def test_gate_unknown_wheel_package(project: Path) -> None:
+    edit(
+        project,
+        JOB_FILE,
+        lambda d: task(d, "quality_gate")["python_wheel_task"].update(package_name="medalion_dq"),
+    )
+    (problem,) = only(validate_bundle(project), "BND012")
+    assert problem.path == f"{GATE_WHEEL_TASK}.package_name"
+    assert "package 'medalion_dq' is neither this project's nor medallion_dq" in problem.message
+    assert "medallion_dq (the quality gate) or acme_orders (this project)" in problem.fix
+
+
+def test_project_entry_point_must_be_declared(project: Path) -> None:
+    """A python_wheel_task on the project's own wheel runs an entry point of its pyproject."""
+    pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    edit(
+        project,
+        JOB_FILE,
+        lambda d: job(d)["tasks"].append(
+            {
+                "task_key": "load_landing",
+                "python_wheel_task": {"package_name": "acme_orders", "entry_point": "load"},
+                "environment_key": "default",
+            }
+        ),
+    )
+    pyproject = '[project]\nname = "acme-orders"\nversion = "0"\n\n[project.scripts]\n'
+    (project / "pyproject.toml").write_text(pyproject + 'loader = "x:main"\n', encoding="utf-8")
+    (problem,) = only(validate_bundle(project), "BND012")
+    assert problem.path == "resources.jobs.medallion.tasks[3].python_wheel_task.entry_point"
+    assert "'load' is not declared by acme_orders (it has: loader)" in problem.message
+    assert problem.fix == "use entry_point: loader"
+
+    (project / "pyproject.toml").write_text(pyproject + 'load = "x:main"\n', encoding="utf-8")
+    assert validate_bundle(project) == [], _report(validate_bundle(project))
+
+
+# --------------------------------------------------------------------------- databricks-bundles
+
+
+@pytest.fixture
+def fresh_task_kinds() -> Iterator[None]:
+    """``task_kinds`` is cached: recompute it inside the test, and again after it."""
+    task_kinds.cache_clear()
+    yield
+    task_kinds.cache_clear()
+
+
+def test_task_kinds_come_from_databricks_bundles(
+    monkeypatch: pytest.MonkeyPatch, fresh_task_kinds: None
+) -> None:
+    from databricks.bundles.jobs import Task
+
+    assert set(task_kinds()) == {
+        f.name for f in dataclasses.fields(Task) if f.name.endswith("_task")
+    }
+    assert {"pipeline_task", "python_wheel_task", "for_each_task"} <= set(task_kinds())
+
+    # A task type added by a newer release is known without a change here.
+    newer = dataclasses.make_dataclass("Task", [("task_key", str), ("quantum_task", dict)])
+    monkeypatch.setitem(sys.modules, "databricks.bundles.jobs", types.SimpleNamespace(Task=newer))
+    task_kinds.cache_clear()
+    assert build_task({"task_key": "q", "quantum_task": {}}).kind == "quantum_task"
+
+
+def test_missing_databricks_bundles_fails_the_check(
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    fresh_task_kinds: None,
+) -> None:
+    for module in ("databricks.bundles.jobs", "databricks.bundles.pipelines"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails: as if not installed
+    assert task_kinds() == FALLBACK_TASK_KINDS
+    (problem,) = validate_bundle(project)  # reported once; every other check still ran, clean
+    assert problem.code == "BND002"
+    assert problem.file == "databricks.yml"
+    assert "the schema checks cannot run: databricks-bundles" in problem.message
+    assert problem.fix.startswith("pip install databricks-bundles")
+    assert cli_main(["--root", str(project), "check"]) == 1
+    assert "BND002 databricks.yml: the schema checks cannot run" in capsys.readouterr().out
 
 
 def test_invalid_yaml_is_a_problem_not_a_traceback(project: Path) -> None:

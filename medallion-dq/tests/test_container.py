@@ -4,11 +4,11 @@ import os
 import textwrap
 
 import pytest
+from sample import sample_project
 
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.runner import PipelineSpec, Runner
 from medallion_dq.testing import (
-    PROJECT_ROOT,
     assert_expectations,
     assert_update_ok,
     run_cli_and_kill_server,
@@ -63,7 +63,8 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
     saying what happened: no hang, no stack trace."""
     import docker
 
-    runs = str(PROJECT_ROOT / ".local" / "runs")
+    project = sample_project()
+    runs = str(project / ".local" / "runs")
 
     def kill_its_container(cli):
         ours = [
@@ -75,6 +76,7 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
         ours[0].kill()
 
     code, output, ended_in = run_cli_and_kill_server(
+        project,
         ["run", "--pipeline", "validation"], kill_its_container, env={"DQ_BACKEND": "container"}
     )
     assert code == 3, output

@@ -4,11 +4,11 @@ import json
 from datetime import date
 
 import pytest
+from sample import sample_project
 
 from medallion_dq.local.runner import PipelineSpec
 from medallion_dq.local.spark import alias_catalogs
 from medallion_dq.testing import (
-    PROJECT_ROOT,
     Lake,
     assert_expectations,
     assert_update_ok,
@@ -16,7 +16,7 @@ from medallion_dq.testing import (
 
 pytestmark = pytest.mark.spark
 
-SEEDS = PROJECT_ROOT / "examples" / "seeds"
+SEEDS = sample_project() / "examples" / "seeds"
 CLICKS = "timestamp STRING, current_page_id INT, current_page_title STRING, count INT"
 ORDERS = "order_id STRING, quantity INT, amount INT, order_date DATE"
 ORDERS_RAW = [
@@ -101,7 +101,7 @@ def shop(lake):
 def test_silver_orders_and_gold_revenue_in_python_and_in_sql(shop, local_spark):
     silver = {"valid_order_id": 1, "valid_amount": 2, "known_channel": 2}
     revenue = {"web": 10, "store": 25, "app": 7, "fax": 5, None: 4}
-    for lake, files in ((shop, ["orders_revenue.py"]), (Lake(local_spark), ["orders_revenue.sql"])):
+    for lake, files in ((shop, ["orders_revenue.py"]), (Lake(local_spark, sample_project()), ["orders_revenue.sql"])):
         result = run(lake, *files)
         assert_update_ok(result)
         assert_expectations(result, "silver_orders", silver, input_records=8)

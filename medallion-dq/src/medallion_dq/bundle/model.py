@@ -21,10 +21,14 @@ deploy) and job value references (double-brace job references such as job.parame
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import glob as _glob
+import graphlib
+import heapq
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,8 @@ __all__ = [
     "PipelineResource",
     "Task",
     "load_bundle",
+    "order_tasks",
+    "task_kinds",
 ]
 
 BUNDLE_FILE = "databricks.yml"
@@ -45,28 +51,50 @@ BUNDLE_FILE = "databricks.yml"
 #: File types a pipeline ``libraries`` glob contributes (as Lakeflow does).
 SOURCE_SUFFIXES = (".py", ".sql")
 
-#: Keys of the task types a job task may carry, in the order they are looked for.
-TASK_KINDS = (
-    "pipeline_task",
-    "python_wheel_task",
-    "spark_python_task",
-    "notebook_task",
+#: The pipeline ``libraries`` entries that select source files, with their path field (the other
+#: kinds, ``jar`` and ``maven``, are not sources of the pipeline).
+LIBRARY_PATH_FIELDS = {"glob": "include", "file": "path", "notebook": "path"}
+
+#: The task type keys known without databricks-bundles (its 1.22.1 ``Task`` model), used only
+#: when that package cannot be imported; see ``task_kinds``.
+FALLBACK_TASK_KINDS = (
+    "ai_runtime_task",
+    "alert_task",
+    "clean_rooms_notebook_task",
     "condition_task",
-    "run_job_task",
-    "sql_task",
+    "dashboard_task",
+    "dbt_platform_task",
     "dbt_task",
     "for_each_task",
-    "spark_jar_task",
-    "spark_submit_task",
-    "dashboard_task",
-    "power_bi_task",
-    "clean_rooms_notebook_task",
     "gen_ai_compute_task",
-    "alert_task",
-    "dbt_platform_task",
+    "notebook_task",
+    "pipeline_task",
+    "power_bi_task",
     "python_operator_task",
-    "ai_runtime_task",
+    "python_wheel_task",
+    "run_job_task",
+    "spark_jar_task",
+    "spark_python_task",
+    "spark_submit_task",
+    "sql_task",
 )
+
+
+@functools.cache
+def task_kinds() -> tuple[str, ...]:
+    """Keys of the task types a job task may carry (``pipeline_task``, ``python_wheel_task``...).
+
+    Read from databricks-bundles' own ``Task`` model (its fields named ``*_task``), so that a task
+    type added by a newer release is known here unchanged; ``FALLBACK_TASK_KINDS`` if the package
+    cannot be imported. Imported on first use: it takes a few hundred milliseconds.
+    """
+    try:
+        from databricks.bundles.jobs import Task as TaskModel
+    except ImportError:
+        return FALLBACK_TASK_KINDS
+    kinds = tuple(f.name for f in dataclasses.fields(TaskModel) if f.name.endswith("_task"))
+    return kinds or FALLBACK_TASK_KINDS
+
 
 # Same shape as the Databricks CLI's reference regex (libs/dyn/dynvar/ref.go); "$${x}" escapes.
 _NAME = r"_*[^\W\d_]+(?:[-_]*[^\W_]+)*"
@@ -153,29 +181,62 @@ class JobResource:
     def topological_order(self) -> list[Task]:
         """Tasks in an order that runs every task after the ones it depends on.
 
-        Ties keep the order of the YAML file. Raises ``BundleError`` on an unknown
-        ``depends_on`` or a cycle (``validate_bundle`` reports both with their location).
+        Ties keep the order of the YAML file. Raises ``BundleError`` on a task key used twice, an
+        unknown ``depends_on`` or a cycle (``validate_bundle`` reports them with their location).
         """
         by_key = {task.key: task for task in self.tasks}
+        if len(by_key) < len(self.tasks):
+            keys = [task.key for task in self.tasks]
+            twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+            raise BundleError(f"job {self.key!r}: task key {twice!r} is used twice")
         for task in self.tasks:
             for dep in task.depends_on:
                 if dep not in by_key:
                     raise BundleError(
                         f"job {self.key!r}: task {task.key!r} depends on unknown task {dep!r}"
                     )
-        done: set[str] = set()
-        ordered: list[Task] = []
-        remaining = list(self.tasks)
-        while remaining:
-            ready = [t for t in remaining if all(d in done for d in t.depends_on)]
-            if not ready:
-                cycle = ", ".join(t.key for t in remaining)
-                raise BundleError(f"job {self.key!r}: tasks {cycle} depend on each other (cycle)")
-            first = ready[0]
-            ordered.append(first)
-            done.add(first.key)
-            remaining.remove(first)
-        return ordered
+        try:
+            order = order_tasks({task.key: task.depends_on for task in self.tasks})
+        except graphlib.CycleError as exc:
+            cycle = " -> ".join(exc.args[1])
+            raise BundleError(
+                f"job {self.key!r}: tasks depend on each other in a cycle: {cycle}"
+            ) from None
+        return [by_key[key] for key in order]
+
+
+def order_tasks(depends_on: Mapping[str, Sequence[str]]) -> list[str]:
+    """The task keys of ``depends_on`` (task key -> the keys it depends on) in an order that puts
+    every task after the ones it depends on, taking at each step the first ready task in the
+    mapping's (file) order. Keys a task depends on that are not in the mapping are ignored.
+
+    Raises ``graphlib.CycleError`` whose ``args[1]`` is the cycle in "depends on" order, starting
+    (and ending) at its task that comes first in the mapping: ``[a, c, b, a]`` when a depends
+    on c, c on b and b on a.
+    """
+    position = {key: i for i, key in enumerate(depends_on)}
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for key, deps in depends_on.items():
+        sorter.add(key, *(d for d in deps if d in position))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as exc:
+        # graphlib lists the cycle in run order (each task before the next), from any task.
+        ring = list(reversed(exc.args[1][1:]))
+        start = min(range(len(ring)), key=lambda i: position[ring[i]])
+        ring = ring[start:] + ring[:start]
+        raise graphlib.CycleError(exc.args[0], [*ring, ring[0]]) from None
+    # static_order() would release the tasks level by level; taking one ready task at a time,
+    # the first in file order, keeps the file's order wherever the dependencies allow it.
+    ordered: list[str] = []
+    ready: list[tuple[int, str]] = []
+    while sorter.is_active():
+        for key in sorter.get_ready():
+            heapq.heappush(ready, (position[key], key))
+        _, key = heapq.heappop(ready)
+        ordered.append(key)
+        sorter.done(key)
+    return ordered
 
 
 @dataclass(frozen=True)
@@ -519,12 +580,11 @@ def library_entries(spec: dict[str, Any]) -> list[tuple[str, str]]:
     for lib in spec.get("libraries") or []:
         if not isinstance(lib, dict):
             continue
-        if isinstance(lib.get("glob"), dict) and isinstance(lib["glob"].get("include"), str):
-            out.append(("glob", lib["glob"]["include"]))
-        elif isinstance(lib.get("file"), dict) and isinstance(lib["file"].get("path"), str):
-            out.append(("file", lib["file"]["path"]))
-        elif isinstance(lib.get("notebook"), dict) and isinstance(lib["notebook"].get("path"), str):
-            out.append(("notebook", lib["notebook"]["path"]))
+        for kind, field_name in LIBRARY_PATH_FIELDS.items():
+            entry = lib.get(kind)
+            if isinstance(entry, dict) and isinstance(entry.get(field_name), str):
+                out.append((kind, entry[field_name]))
+                break
     return out
 
 
@@ -569,7 +629,7 @@ def _opt_str(value: Any) -> str | None:
 
 
 def build_task(spec: dict[str, Any]) -> Task:
-    kind = next((k for k in TASK_KINDS if spec.get(k) is not None), None)
+    kind = next((k for k in task_kinds() if spec.get(k) is not None), None)
     pipeline_key = None
     if kind == "pipeline_task" and isinstance(spec.get("pipeline_task"), dict):
         match = _PIPELINE_ID.match(str(spec["pipeline_task"].get("pipeline_id", "")))

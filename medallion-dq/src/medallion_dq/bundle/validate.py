@@ -6,7 +6,8 @@ file and YAML path of the mistake:
 ======  ====================================================================================
 BND000  the validator itself failed (please report it; the message says where)
 BND001  a file cannot be read or is not valid YAML, or its top level is not a mapping
-BND002  schema: unknown field, wrong type or value (Databricks' own resource models)
+BND002  schema: unknown field, wrong type or value (Databricks' own resource models); also
+        once, when those models (the databricks-bundles package) cannot be imported
 BND003  quality gate order: publish must depend on the gate, the gate on the validation run
 BND004  a ``${resources...}`` or other reference names something that does not exist
 BND005  a ``${var.x}`` is not declared, or a variable has no value in a target
@@ -24,23 +25,24 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import graphlib
+import importlib
 import re
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 import yaml
 
-from medallion_dq.config import load_toml as load_config_file
-from medallion_dq.problems import Problem
-
 from medallion_dq.bundle.model import (
     BUNDLE_FILE,
+    LIBRARY_PATH_FIELDS,
     REFERENCE,
     BundleError,
     RawBundle,
+    Task,
     apply_target,
     build_task,
     expand_library,
@@ -50,11 +52,14 @@ from medallion_dq.bundle.model import (
     library_entries,
     load_raw,
     merge,
+    order_tasks,
     resolve,
     variable_values,
 )
+from medallion_dq.config import load_toml as load_config_file
+from medallion_dq.problems import Problem
 
-__all__ = ["Problem", "main", "validate_bundle"]
+__all__ = ["Problem", "validate_bundle"]
 
 GATE_TASK = "quality_gate"
 
@@ -162,16 +167,15 @@ def _line_map(text: str) -> dict[str, int]:
     return out
 
 
-def _resource_models() -> dict[str, Callable[[dict[str, Any]], Any]]:
-    models: dict[str, Callable[[dict[str, Any]], Any]] = {}
-    try:
-        from databricks.bundles.jobs import Job
-        from databricks.bundles.pipelines import Pipeline
+def _resource_models() -> dict[str, Any]:
+    """databricks-bundles' models of the resource kinds checked, by their ``resources`` key.
 
-        models["jobs"] = Job
-        models["pipelines"] = Pipeline
-    except ImportError:  # pragma: no cover - databricks-bundles is a dev dependency
-        return models
+    Raises ImportError when databricks-bundles (a dependency of medallion-dq) cannot be imported.
+    """
+    from databricks.bundles.jobs import Job
+    from databricks.bundles.pipelines import Pipeline
+
+    models: dict[str, Any] = {"jobs": Job, "pipelines": Pipeline}
     for kind, module, name in (
         ("schemas", "databricks.bundles.schemas", "Schema"),
         ("volumes", "databricks.bundles.volumes", "Volume"),
@@ -305,29 +309,29 @@ def _schema_message(exc: Exception) -> str:
     return text
 
 
-def _enum_fix(message: str) -> str | None:
-    """For "'X' is not a valid SomeEnum": the allowed values, closest first."""
+def _enum_fix(message: str, model: Any) -> str | None:
+    """For "'X' is not a valid SomeEnum": the allowed values, closest first. The enum is looked
+    up in the package of the resource's model (``databricks.bundles.jobs`` for a job...)."""
     match = re.match(r"'([^']*)' is not a valid (\w+)$", message)
     if not match:
         return None
-    for module in ("databricks.bundles.jobs", "databricks.bundles.pipelines"):
-        try:
-            enum = getattr(__import__(module, fromlist=[match.group(2)]), match.group(2))
-            values = [str(member.value) for member in enum]
-        except (ImportError, AttributeError, TypeError):
-            continue
-        close = difflib.get_close_matches(match.group(1), values, n=1)
-        allowed = ", ".join(values)
-        return f"use {close[0]!r} (allowed: {allowed})" if close else f"use one of: {allowed}"
-    return None
+    package = str(getattr(model, "__module__", "")).split("._", 1)[0]
+    try:
+        enum = getattr(importlib.import_module(package), match.group(2))
+        values = [str(member.value) for member in enum]
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return None
+    close = difflib.get_close_matches(match.group(1), values, n=1)
+    allowed = ", ".join(values)
+    return f"use {close[0]!r} (allowed: {allowed})" if close else f"use one of: {allowed}"
 
 
 def _schema_errors(
-    kind: str, spec: Any, path: str, limit: int = 20
+    model: Any, kind: str, spec: Any, path: str, limit: int = 20
 ) -> tuple[list[tuple[str, str, str]], Any]:
-    """Every schema error of a resource mapping as (yaml path, message, fix), and the mapping
-    with the faulty nodes removed (to check target overrides against)."""
-    model = _resource_models().get(kind)
+    """Every schema error of a resource mapping (checked with ``model``, none if ``None``) as
+    (yaml path, message, fix), and the mapping with the faulty nodes removed (to check target
+    overrides against)."""
     if model is None or spec is None:
         return [], spec
     if not isinstance(spec, dict):
@@ -356,8 +360,8 @@ def _schema_errors(
                 fix = f"rename it to {close[0]!r}" if close else "remove it"
             elif "required field" in message:
                 fix = "add it"
-            elif _enum_fix(message):
-                fix = _enum_fix(message) or fix
+            elif _enum_fix(message, model):
+                fix = _enum_fix(message, model) or fix
             errors.append((_path_of(path, segments), message, fix))
             if "required field" in message or not _remove(spec, segments):
                 break
@@ -365,23 +369,37 @@ def _schema_errors(
 
 
 def _check_schemas(report: _Report, raw: RawBundle) -> None:
+    try:
+        models = _resource_models()
+    except ImportError as exc:
+        # A broken environment: not a clean bill of health, so `medallion-dq check` fails.
+        report.add(
+            "BND002",
+            raw.documents[0][0],
+            "",
+            "the schema checks cannot run: databricks-bundles (Databricks' resource models, "
+            f"a dependency of medallion-dq) cannot be imported ({exc})",
+            "pip install databricks-bundles (or reinstall medallion-dq with its dependencies)",
+        )
+        return
     repaired: dict[tuple[str, str], Any] = {}
     overrides = []
     for file, kind, key, spec, path in _resource_docs(raw):
         if path.startswith("targets."):
             overrides.append((file, kind, key, spec, path))
             continue
-        errors, fixed = _schema_errors(kind, spec, path)
+        errors, fixed = _schema_errors(models.get(kind), kind, spec, path)
         repaired[(kind, key)] = merge(repaired.get((kind, key)), fixed)
         for error in errors:
             report.add("BND002", file, *error)
     # A target override is partial: check it merged into the resource, as a deploy would (the
     # resource's own errors removed, so that what is left comes from the override).
     for file, kind, key, spec, path in overrides:
+        model = models.get(kind)
         if (kind, key) in repaired:
-            errors, _ = _schema_errors(kind, merge(repaired[(kind, key)], spec), path)
-        else:
-            errors, _ = _schema_errors(kind, spec, path)  # a resource only this target defines
+            errors, _ = _schema_errors(model, kind, merge(repaired[(kind, key)], spec), path)
+        else:  # a resource only this target defines
+            errors, _ = _schema_errors(model, kind, spec, path)
         for error in errors:
             report.add("BND002", file, *error)
 
@@ -602,11 +620,7 @@ def _check_libraries(report: _Report, raw: RawBundle) -> None:
                     if pattern.startswith("/") or REFERENCE.search(pattern):
                         continue  # a workspace path: only checkable on Databricks
                     if not expand_library(base, lkind, pattern):
-                        field = {
-                            "glob": "glob.include",
-                            "file": "file.path",
-                            "notebook": "notebook.path",
-                        }[lkind]
+                        field = f"{lkind}.{LIBRARY_PATH_FIELDS[lkind]}"
                         what = (
                             "matches no .py or .sql file" if lkind == "glob" else "does not exist"
                         )
@@ -636,6 +650,8 @@ def _check_libraries(report: _Report, raw: RawBundle) -> None:
 
 
 def _is_gate(task: dict[str, Any]) -> bool:
+    """A task is the quality gate when "gate" is in its key or in the name of the code it runs
+    (these fields name that code; the other task types cannot run it)."""
     texts = [str(task.get("task_key", ""))]
     for kind, field in (
         ("python_wheel_task", "entry_point"),
@@ -646,46 +662,6 @@ def _is_gate(task: dict[str, Any]) -> bool:
         if isinstance(sub, dict):
             texts.append(str(sub.get(field, "")))
     return any("gate" in t.lower() for t in texts)
-
-
-def _ancestors(key: str, deps: dict[str, list[str]]) -> set[str]:
-    seen: set[str] = set()
-    stack = list(deps.get(key, []))
-    while stack:
-        dep = stack.pop()
-        if dep in seen:
-            continue
-        seen.add(dep)
-        stack.extend(deps.get(dep, []))
-    return seen
-
-
-def _find_cycle(deps: dict[str, list[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for dep in deps.get(node, []):
-            if dep not in deps:
-                continue
-            if state.get(dep) == 1:
-                return [*stack[stack.index(dep) :], dep]
-            if dep not in state:
-                found = visit(dep)
-                if found:
-                    return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in deps:
-        if node not in state:
-            found = visit(node)
-            if found:
-                return found
-    return None
 
 
 def _check_job(
@@ -701,7 +677,7 @@ def _check_job(
     if not isinstance(tasks, list):
         return
     index: dict[str, int] = {}
-    deps: dict[str, list[str]] = {}
+    built: dict[str, Task] = {}
     for i, raw_task in enumerate(tasks):
         if not isinstance(raw_task, dict) or not raw_task.get("task_key"):
             continue
@@ -716,9 +692,9 @@ def _check_job(
             )
             continue
         index[tkey] = i
-        deps[tkey] = build_task(raw_task).depends_on
+        built[tkey] = build_task(raw_task)
     for tkey, i in index.items():
-        for j, dep in enumerate(deps[tkey]):
+        for j, dep in enumerate(built[tkey].depends_on):
             if dep not in index:
                 close = difflib.get_close_matches(dep, list(index), n=1)
                 report.add(
@@ -728,18 +704,24 @@ def _check_job(
                     f"{tkey} depends on unknown task {dep!r}",
                     f"use task_key: {close[0]}" if close else f"use one of: {', '.join(index)}",
                 )
-    cycle = _find_cycle(deps)
-    if cycle:
-        first = cycle[0]
+    known = {tkey: [d for d in t.depends_on if d in index] for tkey, t in built.items()}
+    try:
+        order = order_tasks(known)
+    except graphlib.CycleError as exc:
+        cycle = exc.args[1]  # in "depends on" order, from the cycle's first task in the file
         report.add(
             "BND008",
             file,
-            f"{base}.tasks[{index[first]}].depends_on",
+            f"{base}.tasks[{index[cycle[0]]}].depends_on",
             f"tasks depend on each other in a cycle: {' -> '.join(cycle)}",
             "remove one of these depends_on entries",
         )
+        return  # no run order to check the quality gate against until the cycle is broken
+    # Every task's direct and indirect upstream tasks, built in run order.
+    upstream: dict[str, set[str]] = {}
+    for tkey in order:
+        upstream[tkey] = {a for d in known[tkey] for a in (d, *upstream[d])}
 
-    built = {tkey: build_task(tasks[i]) for tkey, i in index.items()}
     publish = [t for t in built.values() if t.pipeline_key == publish_key]
     if not publish:
         return
@@ -760,7 +742,7 @@ def _check_job(
         return
     for gate in gates:
         gi = index[gate.key]
-        if not (_ancestors(gate.key, deps) & validates):
+        if not (upstream[gate.key] & validates):
             target = next(iter(sorted(validates)), "<validation task>")
             if validates:
                 report.add(
@@ -806,7 +788,7 @@ def _check_job(
     gate_keys = {g.key for g in gates}
     for task in publish:
         pi = index[task.key]
-        ancestors = _ancestors(task.key, deps)
+        ancestors = upstream[task.key]
         if not ancestors & gate_keys:
             first_gate = gates[0].key
             report.add(
@@ -819,9 +801,7 @@ def _check_job(
             continue
         # Every task between the gate and publish (and publish) must need its upstream to succeed.
         chain = [task.key] + [
-            a
-            for a in ancestors
-            if a in built and a not in gate_keys and _ancestors(a, deps) & gate_keys
+            a for a in order if a in ancestors and a not in gate_keys and upstream[a] & gate_keys
         ]
         for tkey in chain:
             if built[tkey].run_if != "ALL_SUCCESS":
@@ -938,9 +918,14 @@ def _declared_entry_points(root: Path, report: _Report) -> dict[str, set[str]]:
     for group in (project.get("entry-points") or {}).values():
         if isinstance(group, dict):
             names |= set(group)
-    package = str(project.get("name", "")).replace("-", "_")
+    package = _dist_key(str(project.get("name", "")))
     declared[package] = declared.get(package, set()) | names
     return declared
+
+
+def _dist_key(name: str) -> str:
+    """A distribution name as pip compares them: acme-orders, Acme.Orders -> acme_orders."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _check_entry_points(report: _Report, raw: RawBundle) -> None:
@@ -958,23 +943,28 @@ def _check_entry_points(report: _Report, raw: RawBundle) -> None:
             if not isinstance(package, str) or REFERENCE.search(package):
                 continue
             where = f"{path}.tasks[{i}].python_wheel_task"
-            if package not in declared:
+            names = declared.get(_dist_key(package))
+            if names is None:
+                ours = sorted(p for p in declared if p and p != "medallion_dq")
                 report.add(
                     "BND012",
                     file,
                     f"{where}.package_name",
                     f"package {package!r} is neither this project's nor medallion_dq",
-                    "write package_name: medallion_dq (the quality gate) or the project's "
-                    "package",
+                    "write package_name: medallion_dq (the quality gate) or "
+                    + (f"{ours[0]} (this project)" if ours else "the project's package"),
                 )
-            elif entry not in declared[package]:
-                known = ", ".join(sorted(declared[package])) or "none"
+            elif entry not in names:
+                known = ", ".join(sorted(names)) or "none"
+                close = difflib.get_close_matches(entry, sorted(names), n=1)
                 report.add(
                     "BND012",
                     file,
                     f"{where}.entry_point",
                     f"entry point {entry!r} is not declared by {package} (it has: {known})",
-                    "use one of those, or declare it under [project.scripts] in pyproject.toml",
+                    f"use entry_point: {close[0]}"
+                    if close
+                    else "use one of those, or declare it under [project.scripts] in pyproject.toml",
                 )
 
 

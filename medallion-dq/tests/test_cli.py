@@ -1,0 +1,107 @@
+"""`medallion-dq`, as a team runs it in its project folder: output, JSON summary, exit codes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from sample import sample_project
+
+import medallion_dq
+from medallion_dq.testing import child_processes, run_cli_and_kill_server
+
+
+def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "medallion_dq", *args],
+        cwd=cwd or sample_project(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_version():
+    done = cli("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"medallion-dq {medallion_dq.__version__}")
+
+
+def test_check_finds_the_project_from_any_folder_below_it():
+    done = cli("check", cwd=sample_project() / "src" / "pipelines")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("check: 0 error(s), 0 warning(s)")
+
+
+def test_outside_a_project_is_exit_2_with_the_fix(tmp_path):
+    done = cli("check", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"error: no databricks.yml in {tmp_path.resolve()} or above it: "
+        "run from the project folder or pass --root"
+    )
+
+
+def test_check_exit_1_names_the_file_and_rule(tmp_path):
+    project = tmp_path / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
+    rules = project / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
+    rules.write_text(rules.read_text().replace("action: drop", "action: dorp", 1))
+    done = cli("check", cwd=project)
+    assert done.returncode == 1
+    assert (
+        "DQ006 src/acme_orders/rules/silver/orders.yml: rule 'valid_order_id': "
+        "unknown action 'dorp'; fix: use warn, drop or fail"
+    ) in done.stdout
+
+
+@pytest.mark.spark
+def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
+    project = tmp_path / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
+    summary = tmp_path / "summary.json"
+    done = cli("run", "--job", "medallion", "--json", str(summary), cwd=project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "job medallion: SUCCESS" in done.stdout
+    result = json.loads(summary.read_text())
+    assert set(result) == {"job", "status", "seconds", "tasks"}
+    assert result["status"] == "SUCCESS"
+    assert list(result["tasks"]) == ["validate", "quality_gate", "publish"]
+    validate = result["tasks"]["validate"]["update"]
+    assert validate["output_rows"] == {
+        "bronze_orders": 201,
+        "silver_orders": 188,
+        "silver_orders_quarantine": 13,
+    }
+    assert result["tasks"]["quality_gate"]["gate"]["passed"] is True
+
+    report = cli("report", cwd=project)
+    assert report.returncode == 0, report.stdout + report.stderr
+    assert "silver_orders" in report.stdout and "valid_amount" in report.stdout
+    assert (project / ".local" / "dq-report.html").is_file()
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the server's JVM through /proc")
+def test_server_killed_mid_run_ends_the_run_with_a_clear_error():
+    """Fault injection: the embedded server's JVM is killed (as the OOM killer would) during the
+    validation update. The run ends within the client's retry bound (about 15 s) with exit code 3
+    and a message saying what happened: no hang, no stack trace."""
+
+    def kill_its_jvm(cli):
+        jvms = child_processes(cli.pid, "java")
+        assert len(jvms) == 1, jvms
+        os.kill(jvms[0], signal.SIGKILL)
+
+    code, output, ended_in = run_cli_and_kill_server(
+        sample_project(),
+        ["run", "--pipeline", "validation"],
+        kill_its_jvm,
+        env={"DQ_BACKEND": "embedded"},
+    )
+    assert code == 3, output
+    assert "error: the embedded Spark Connect server stopped answering mid-run" in output
+    assert "Start a new run" in output and "Cause: details =" in output
+    assert "Traceback" not in output and "\tat org.apache" not in output, output
+    assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
