@@ -18,7 +18,6 @@ from typing import Any
 ANSWERS_MARKER = "# cookiecutter-answers: "
 
 # (answer, the value that switches the paths off, paths relative to the project root).
-# "<package_name>" in a path stands for the package_name answer.
 REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
     # Sample landing files come in both formats; keep the one the project reads.
     *(
@@ -55,9 +54,8 @@ def load_answers(path: Path) -> dict[str, Any]:
 
 def paths_to_remove(answers: dict[str, Any]) -> list[str]:
     """Return the relative paths that these answers switch off, in table order."""
-    package = str(answers.get("package_name", ""))
     return [
-        path.replace("<package_name>", package)
+        path
         for answer, off_value, paths in REMOVALS
         if answers.get(answer) == off_value and type(answers.get(answer)) is type(off_value)
         for path in paths

@@ -32,10 +32,6 @@ MANIFEST = TESTS_DIR / "expected_files.txt"
 DEFAULT_SLUG = "acme-orders"
 DEFAULT_PACKAGE = "acme_orders"
 
-# Files that only the container backend needs; "<package_name>" stands for the package.
-# Keep in step with REMOVALS in hooks/post_gen_project.py.
-CONTAINER_PATHS = ("docker", "src/<package_name>/local/container.py", "tests/test_container.py")
-
 # Never template content: caches a developer's tools may leave in the template folder.
 IGNORED_PARTS = frozenset({"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".nox"})
 
@@ -151,10 +147,6 @@ def iter_files(root: Path) -> Iterator[Path]:
 def file_set(root: Path) -> set[str]:
     """Relative POSIX paths of every generated file under ``root``."""
     return {path.relative_to(root).as_posix() for path in iter_files(root)}
-
-
-def expand(paths: Iterable[str], package: str) -> list[str]:
-    return [path.replace("<package_name>", package) for path in paths]
 
 
 def read_manifest(path: Path = MANIFEST) -> set[str]:

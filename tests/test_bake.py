@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from bakery import (
-    CONTAINER_PATHS,
     DEFAULT_PACKAGE,
     DEFAULT_SLUG,
     IGNORED_PARTS,
@@ -20,7 +19,6 @@ from bakery import (
     TEMPLATE_DIR,
     bake,
     describe_difference,
-    expand,
     file_set,
     markup_problems,
     parse_problems,
@@ -46,13 +44,11 @@ COMBINATIONS = [
 Bake = Callable[..., Path]
 
 
-def container_files(project: Path, package: str) -> set[str]:
-    """The files of ``project`` that belong to the container backend."""
-    files = file_set(project)
-    owned = set()
-    for path in expand(CONTAINER_PATHS, package):
-        owned |= {f for f in files if f == path or f.startswith(path + "/")}
-    return owned
+def container_backend(project: Path) -> tuple[bool, bool]:
+    """(the noxfile has a container session, the project depends on the container extra)."""
+    noxfile = (project / "noxfile.py").read_text(encoding="utf-8")
+    pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
+    return "def container(" in noxfile, "medallion-dq[container]" in pyproject
 
 
 def test_template_files_are_valid_jinja() -> None:
@@ -110,22 +106,37 @@ def test_combination_answers_reach_the_project(answers: dict[str, Any], bake_ses
     for name, value in answers.items():
         assert saved[name] == value
     container = saved["include_container_backend"]
-    present = container_files(project, saved["package_name"])
-    if container:
-        for path in expand(CONTAINER_PATHS, saved["package_name"]):
-            assert (project / path).exists(), f"container backend on, but {path} is missing"
-    else:
-        assert present == set(), f"container backend off, but kept: {sorted(present)}"
+    assert container_backend(project) == (container, container)
 
 
-def test_container_switch_removes_exactly_the_container_files(bake_session: Bake) -> None:
+def test_container_switch_changes_only_the_session_and_the_extra(bake_session: Bake) -> None:
     with_container = bake_session()
     without = bake_session(include_container_backend=False)
-    removed = file_set(with_container) - file_set(without)
-    added = file_set(without) - file_set(with_container)
-    assert added == set()
-    assert removed == container_files(with_container, DEFAULT_PACKAGE)
-    assert removed, "the default project has no container files to remove"
+    assert file_set(with_container) == file_set(without)
+    changed = {
+        path
+        for path in file_set(with_container)
+        if (with_container / path).read_bytes() != (without / path).read_bytes()
+    }
+    assert changed == {"noxfile.py", "pyproject.toml", ".cookiecutter.json"}
+    assert container_backend(with_container) == (True, True)
+    assert container_backend(without) == (False, False)
+
+
+def test_the_project_is_thin(default_project: Path) -> None:
+    """The team's own repo: no module of the framework, about 1,000 lines of Python and YAML
+    outside the sample data and the examples."""
+    framework = TEMPLATE_DIR / "medallion-dq" / "src" / "medallion_dq"
+    ours = {p.name for p in framework.rglob("*") if p.is_file()} - {"__init__.py"}
+    files = file_set(default_project)
+    assert sorted(p for p in files if Path(p).name in ours) == []
+    code = [
+        p
+        for p in files
+        if p.endswith((".py", ".yml", ".yaml")) and not p.startswith(("fixtures/", "examples/"))
+    ]
+    lines = sum(len(read_text(default_project / p).splitlines()) for p in code)
+    assert lines <= 1000, f"{lines} lines of Python and YAML in {len(code)} files"
 
 
 def test_source_format_only_switches_the_sample_files(bake_session: Bake) -> None:

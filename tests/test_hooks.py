@@ -410,11 +410,15 @@ def test_validators_never_crash_and_accepted_names_are_safe(value: str) -> None:
 
 
 def test_post_gen_removal_list_is_data() -> None:
-    removed = post_gen.paths_to_remove({"include_container_backend": False, "package_name": "p"})
-    assert removed == ["docker", "src/p/local/container.py", "tests/test_container.py"]
-    assert post_gen.paths_to_remove({"include_container_backend": True, "package_name": "p"}) == []
-    # only a real boolean switches files off
-    assert post_gen.paths_to_remove({"include_container_backend": 0, "package_name": "p"}) == []
+    removed = post_gen.paths_to_remove({"source_format": "json", "package_name": "p"})
+    assert removed == [
+        "fixtures/landing/orders/orders-2026-11-01.csv",
+        "fixtures/landing/orders/orders-2026-11-04.csv",
+        "fixtures/bad_day/orders/orders-2026-11-07.csv",
+    ]
+    assert post_gen.paths_to_remove({"source_format": "xml"}) == []
+    # the container backend is a session and an extra, not files: it removes nothing
+    assert post_gen.paths_to_remove({"include_container_backend": False}) == []
 
 
 def test_post_gen_never_leaves_the_project(tmp_path: Path) -> None:
