@@ -87,19 +87,22 @@ def _toml(value: object) -> str:
 def template_ruff_config() -> Path:
     """Write the generated project's own [tool.ruff] settings to build/lint/ruff.toml.
 
-    The template's pyproject.toml is Jinja (not TOML) as a whole, but its [tool.ruff*] tables
-    hold no markup: they are read alone, their paths made absolute, and written out so that
-    template files are linted by the rules the generated project will apply to them.
+    The template's pyproject.toml is Jinja as a whole; its [tool.ruff*] tables are read alone,
+    rendered with the default answers (target-version follows python_version), their paths made
+    absolute, and written out so that template files are linted by the rules the generated
+    project will apply to them.
     """
+    import jinja2  # cookiecutter's
+
     lines, keep = [], False
     for line in (PROJECT_TEMPLATE / "pyproject.toml").read_text(encoding="utf-8").splitlines():
         if line.startswith("["):
             keep = line.startswith("[tool.ruff")
         if keep:
             lines.append(line)
-    fragment = "\n".join(lines)
-    if any(marker in fragment for marker in JINJA_MARKERS):
-        raise ValueError("the template's [tool.ruff] tables must hold no Jinja markup")
+    context = json.loads((ROOT / "cookiecutter.json").read_text(encoding="utf-8"))
+    defaults = {k: v[0] if isinstance(v, list) else v for k, v in context.items()}
+    fragment = jinja2.Template("\n".join(lines)).render(cookiecutter=defaults)
     ruff = tomllib.loads(fragment)["tool"]["ruff"]
     ruff["src"] = [str(PROJECT_TEMPLATE / folder) for folder in ruff.get("src", ["src"])]
     lint = ruff.get("lint", {})

@@ -522,7 +522,9 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
     runs: dict[str, list[dict]] = {"validation": [], "publish": []}
     try:
         for _ in range(repeats):
-            lake = project.testing.Lake(local, project.root)  # a fresh schema and landing folder, as a test
+            lake = project.testing.Lake(
+                local, project.root
+            )  # a fresh schema and landing folder, as a test
             lake.project.runner.log = Quiet()
             lake.land_fixtures()
             for pipeline, done in runs.items():

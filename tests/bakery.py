@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tokenize
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from bakery import (
-    DEFAULT_PACKAGE,
     DEFAULT_SLUG,
     IGNORED_PARTS,
     MANIFEST,

@@ -1,6 +1,7 @@
 """The package's tests run against the sample project baked from the template (see sample.py)."""
 
 import pytest
+
 from sample import sample_project
 
 

@@ -30,7 +30,9 @@ def sample_project() -> Path:
         encoding="utf-8",
     )
     project = Path(
-        cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(out / "baked"), config_file=str(config))
+        cookiecutter(
+            str(TEMPLATE), no_input=True, output_dir=str(out / "baked"), config_file=str(config)
+        )
     )
     src = str(project / "src")
     sys.path.insert(0, src)

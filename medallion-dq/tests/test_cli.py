@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-from sample import sample_project
 
 import medallion_dq
 from medallion_dq.testing import child_processes, run_cli_and_kill_server
+from sample import sample_project
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -69,10 +69,27 @@ def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
     assert result["status"] == "SUCCESS"
     assert list(result["tasks"]) == ["validate", "quality_gate", "publish"]
     validate = result["tasks"]["validate"]["update"]
-    assert validate["output_rows"] == {
-        "bronze_orders": 201,
-        "silver_orders": 188,
-        "silver_orders_quarantine": 13,
+    assert set(validate) == {
+        "pipeline",
+        "update_id",
+        "status",
+        "seconds",
+        "flows",
+        "datasets",
+        "restored",
+        "error",
+    }
+    rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
+    assert rows == {"bronze_orders": 201, "silver_orders": 188, "silver_orders_quarantine": 13}
+    silver = validate["datasets"]["silver_orders"]
+    assert (silver["input_records"], silver["dropped_records"]) == (201, 13)
+    assert {e["name"]: e["failed_records"] for e in silver["expectations"]} == {
+        "known_channel": 5,
+        "positive_quantity": 3,
+        "valid_order_id": 3,
+        "valid_amount": 7,
+        "valid_order_ts": 3,
+        "known_currency": 3,
     }
     assert result["tasks"]["quality_gate"]["gate"]["passed"] is True
 

@@ -4,7 +4,6 @@ import os
 import textwrap
 
 import pytest
-from sample import sample_project
 
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.runner import PipelineSpec, Runner
@@ -13,6 +12,7 @@ from medallion_dq.testing import (
     assert_update_ok,
     run_cli_and_kill_server,
 )
+from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
@@ -77,7 +77,9 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
 
     code, output, ended_in = run_cli_and_kill_server(
         project,
-        ["run", "--pipeline", "validation"], kill_its_container, env={"DQ_BACKEND": "container"}
+        ["run", "--pipeline", "validation"],
+        kill_its_container,
+        env={"DQ_BACKEND": "container"},
     )
     assert code == 3, output
     assert "error: the container Spark Connect server stopped answering mid-run" in output

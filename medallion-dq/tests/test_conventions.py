@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sample import sample_project
-
 from medallion_dq import config, conventions
 from medallion_dq.problems import Problem
+from sample import sample_project
 
 PROJECT = sample_project()
 

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from medallion_dq.problems import DataQualityError
 from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.problems import DataQualityError
 from medallion_dq.testing import assert_expectations, assert_update_ok
 
 pytestmark = pytest.mark.spark

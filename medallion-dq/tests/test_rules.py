@@ -12,11 +12,10 @@ import json
 import pytest
 import yaml
 
-from sample import sample_project
-
 from medallion_dq import rules
 from medallion_dq.local import expectations
 from medallion_dq.problems import DataQualityError
+from sample import sample_project
 
 RULES = sample_project() / "src" / "acme_orders" / "rules"  # the sample project's rule files
 

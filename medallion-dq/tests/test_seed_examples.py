@@ -4,7 +4,6 @@ import json
 from datetime import date
 
 import pytest
-from sample import sample_project
 
 from medallion_dq.local.runner import PipelineSpec
 from medallion_dq.local.spark import alias_catalogs
@@ -13,6 +12,7 @@ from medallion_dq.testing import (
     assert_expectations,
     assert_update_ok,
 )
+from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
@@ -101,7 +101,10 @@ def shop(lake):
 def test_silver_orders_and_gold_revenue_in_python_and_in_sql(shop, local_spark):
     silver = {"valid_order_id": 1, "valid_amount": 2, "known_channel": 2}
     revenue = {"web": 10, "store": 25, "app": 7, "fax": 5, None: 4}
-    for lake, files in ((shop, ["orders_revenue.py"]), (Lake(local_spark, sample_project()), ["orders_revenue.sql"])):
+    for lake, files in (
+        (shop, ["orders_revenue.py"]),
+        (Lake(local_spark, sample_project()), ["orders_revenue.sql"]),
+    ):
         result = run(lake, *files)
         assert_update_ok(result)
         assert_expectations(result, "silver_orders", silver, input_records=8)

@@ -41,8 +41,8 @@ def _variables(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_check(args) -> int:
-    from medallion_dq.bundle import validate_bundle
     from medallion_dq import conventions
+    from medallion_dq.bundle import validate_bundle
 
     root = _root(args.root)
     problems = [*validate_bundle(root), *conventions.check(root)]
@@ -57,9 +57,9 @@ def cmd_run(args) -> int:
     import shutil
 
     from medallion_dq.bundle import BundleError
-    from medallion_dq.problems import DataQualityError
     from medallion_dq.local import spark as local_spark
     from medallion_dq.local.project import LocalProject
+    from medallion_dq.problems import DataQualityError
 
     root = _root(args.root)
     # A lost server is reported below, with what became of it; pyspark's own warning only repeats it.
@@ -138,7 +138,9 @@ def cmd_report(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("--root", help="project folder (default: the one holding databricks.yml, here or above)")
+    parser.add_argument(
+        "--root", help="project folder (default: the one holding databricks.yml, here or above)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("check", help="validate rules, layer conventions and bundle YAML (no Spark)")
     run = sub.add_parser("run", help="run a pipeline or the whole job on this machine")

@@ -24,6 +24,7 @@ from pathlib import Path
 from medallion_dq.local.project import LocalProject
 from medallion_dq.local.runner import UpdateResult
 
+
 class Lake:
     """One test's slice of the lake: a schema, a landing folder, and the bundle's pipelines."""
 

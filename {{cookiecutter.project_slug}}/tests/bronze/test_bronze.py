@@ -1,7 +1,6 @@
 """Bronze: every landed record arrives, as text, with its file name; a bad record is kept."""
 
 import pytest
-
 from medallion_dq.testing import assert_update_ok
 
 pytestmark = pytest.mark.spark

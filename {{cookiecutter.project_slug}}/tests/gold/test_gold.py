@@ -4,9 +4,8 @@ from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
-from pyspark.testing import assertDataFrameEqual
-
 from medallion_dq.testing import assert_expectations, assert_update_ok
+from pyspark.testing import assertDataFrameEqual
 
 pytestmark = pytest.mark.spark
 

@@ -1,7 +1,6 @@
 """Silver: each rule keeps, drops or only counts; dropped rows land in quarantine with reasons."""
 
 import pytest
-
 from medallion_dq.testing import (
     assert_expectations,
     assert_nothing_lost,

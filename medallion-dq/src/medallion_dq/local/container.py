@@ -164,9 +164,7 @@ def build_image(
     client = _client(timeout=BUILD_TIMEOUT_S)
     # Context = the docker/ folder + jars/ + certs/; every file is hashed into the tag.
     inputs = [
-        (p.relative_to(folder).as_posix(), p)
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        (p.relative_to(folder).as_posix(), p) for p in sorted(folder.rglob("*")) if p.is_file()
     ]
     inputs += [(f"jars/{j.name}", j) for j in jars] + [(f"certs/{c.name}", c) for c in certs]
     inputs += [(f"plugins/{Path(p).name}", Path(p)) for p in plugins]

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medallion_dq.bundle import load_bundle
 from medallion_dq import gate
+from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.runner import PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs

@@ -26,9 +26,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medallion_dq.local import expectations
 from medallion_dq.constraints import referenced_columns
-from medallion_dq.local import eventlog, sql_files
+from medallion_dq.local import eventlog, expectations, sql_files
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")

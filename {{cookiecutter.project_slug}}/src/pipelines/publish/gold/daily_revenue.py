@@ -1,10 +1,10 @@
 """Gold: business figures. Any rule failure here fails the update and the tables keep their
 previous contents: a wrong number is worse than yesterday's number."""
 
+from medallion_dq import rules
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from medallion_dq import rules
 from {{ cookiecutter.package_name }} import RULES
 
 DAILY_REVENUE = rules.load(RULES / "gold/daily_revenue.yml")

@@ -1,9 +1,8 @@
 """Bronze: land the order files as they come. No expectations here, by convention:
 bronze keeps everything, so that silver can judge it and nothing is lost."""
 
-from pyspark import pipelines as dp
-
 from medallion_dq.sources import read_landing
+from pyspark import pipelines as dp
 
 # Every field as text: typing is silver's job, and a bad value must not fail ingestion.
 ORDERS_RAW_SCHEMA = (

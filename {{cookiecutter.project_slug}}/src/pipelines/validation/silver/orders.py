@@ -5,10 +5,10 @@ silver_orders and send them to silver_orders_quarantine with the rules they brok
 only count.
 """
 
+from medallion_dq import quarantine, rules
 from pyspark import pipelines as dp
 from pyspark.sql import functions as F
 
-from medallion_dq import quarantine, rules
 from {{ cookiecutter.package_name }} import RULES
 
 ORDERS = rules.load(RULES / "silver/orders.yml")
