@@ -163,11 +163,12 @@ def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS
 
 
 def find_links(*folders: Path) -> dict[str, str]:
-    """The environment that lets uv (and pip) find wheels in ``folders``, besides any set."""
-    links = [str(folder) for folder in folders]
-    if os.environ.get("UV_FIND_LINKS"):
-        links.append(os.environ["UV_FIND_LINKS"])
-    return {"UV_FIND_LINKS": ",".join(links), "PIP_FIND_LINKS": " ".join(links)}
+    """The environment that lets uv (comma-separated) and pip (space-separated) find wheels in
+    ``folders``, besides the folders already set."""
+    ours = [str(folder) for folder in folders]
+    uv = [*ours, *filter(None, os.environ.get("UV_FIND_LINKS", "").split(","))]
+    pip = [*ours, *os.environ.get("PIP_FIND_LINKS", "").split()]
+    return {"UV_FIND_LINKS": ",".join(uv), "PIP_FIND_LINKS": " ".join(pip)}
 
 
 @nox.session
@@ -195,13 +196,16 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def package(session: nox.Session) -> None:
-    """Build medallion-dq's wheel into build/wheels/ and run its tests on it (real Spark)."""
+    """Build medallion-dq's wheel into build/wheels/ and run its tests on it (real Spark), then
+    the container backend's when Docker is up; arguments after `--` go to pytest."""
     session.install(*group("runner"))
     wheel = build_wheel(session)
     tests = nox.project.dependency_groups(nox.project.load_toml(PACKAGE / "pyproject.toml"), "test")
     session.install(f"{wheel}[container]", *tests)
     session.chdir(PACKAGE)
     session.run("pytest", *session.posargs)
+    if not session.posargs and docker_running():
+        session.run("pytest", "tests/test_container.py", env={"DQ_BACKEND": "container"})
 
 
 @nox.session

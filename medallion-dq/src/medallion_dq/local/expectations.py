@@ -14,7 +14,7 @@ How a dataset's expectations run, in one pass over its input rows:
 
 Every rule is evaluated once per row and all rules see the same input rows, whatever the decorator
 order. NULL counts as a violation. The observed counts reach a JVM listener (see
-local/ObservedMetricsListener.java) without a second scan; a failing update records none.
+local/plugins/ObservedMetricsListener.java) without a second scan; a failing update records none.
 Nothing here analyses a DataFrame: the engine refuses that inside a query function.
 """
 
