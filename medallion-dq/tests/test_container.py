@@ -64,7 +64,7 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
     import docker
 
     project = sample_project()
-    runs = str(project / ".local" / "runs")
+    runs = str(project / ".local" / "lake")
 
     def kill_its_container(cli):
         ours = [

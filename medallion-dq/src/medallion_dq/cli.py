@@ -30,16 +30,6 @@ def _root(value: str | None) -> Path:
         raise SystemExit(2) from None
 
 
-def _variables(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise SystemExit(f"error: --var {pair!r}: write --var name=value")
-        out[name] = value
-    return out
-
-
 def cmd_check(args) -> int:
     from medallion_dq import conventions
     from medallion_dq.bundle import validate_bundle
@@ -53,55 +43,148 @@ def cmd_check(args) -> int:
     return 1 if errors else 0
 
 
-def cmd_run(args) -> int:
-    import shutil
+def _lake(root: Path, target: str, fresh: bool) -> Path:
+    """The lake this run works in: the target's, which lasts, or a throwaway one (--fresh)."""
+    if fresh:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        return root / STATE_DIR / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+    return root / STATE_DIR / "lake" / target
 
+
+def _preflight(root: Path, args) -> tuple[list, str | None]:
+    """Everything that can be checked before Spark starts: the options (preflight) and the
+    project's static checks (`check`). Returns (problems, the bundle target)."""
+    from medallion_dq import conventions, preflight
+    from medallion_dq.bundle import BundleError, load_bundle, validate_bundle
+
+    problems = preflight.check_run_options(
+        root,
+        target=args.target,
+        variables=args.var,
+        pipeline=args.pipeline,
+        job=args.job,
+        landing=args.landing,
+        json_path=args.json,
+    )
+    if not preflight.has_errors(problems):
+        problems += [*validate_bundle(root), *conventions.check(root)]
+    try:
+        target = load_bundle(root, target=args.target).target
+    except BundleError:
+        target = None
+    return problems, target
+
+
+def _write_summary(path: str | None, summary: dict) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+
+
+def _terminated(signum, _frame):
+    from medallion_dq.local.runner import Interrupted
+
+    raise Interrupted(signum)
+
+
+def cmd_run(args) -> int:
+    import signal
+
+    from medallion_dq import preflight
     from medallion_dq.bundle import BundleError
+    from medallion_dq.local import lake
     from medallion_dq.local import spark as local_spark
+    from medallion_dq.local.loading import PipelineCodeError
     from medallion_dq.local.project import LocalProject
+    from medallion_dq.local.runner import Interrupted
     from medallion_dq.problems import DataQualityError
 
     root = _root(args.root)
+    what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
+    problems, target = _preflight(root, args)
+    for problem in problems:
+        print(
+            f"{'error' if problem.severity == 'error' else 'warning'}: {problem}", file=sys.stderr
+        )
+    if preflight.has_errors(problems):
+        print(f"{what}: not started (fix the errors above)", file=sys.stderr)
+        return 2
+    variables, _ = preflight.parse_variables(args.var)
     # A lost server is reported below, with what became of it; pyspark's own warning only repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    work_dir = root / STATE_DIR / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+    work_dir = _lake(root, target, args.fresh)
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
+    signal.signal(signal.SIGTERM, _terminated)  # like Ctrl-C: put the update back, then exit
+    summary: dict = {"status": "ERROR", "error": None}
+    local = None
     try:
-        local = local_spark.start(args.backend, work_dir=work_dir)
-    except local_spark.BackendUnavailable as error:
+        with lake.locked(work_dir):
+            local = local_spark.start(args.backend, work_dir=work_dir, mounts=[landing])
+            print(
+                f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
+                f"lake {work_dir.relative_to(root)}",
+                flush=True,
+            )
+            project = LocalProject(root, local, target=target, variables=variables, landing=landing)
+            project.open_lake()
+            if args.job:
+                result = project.run_job(args.job, full_refresh=args.full_refresh)
+            else:
+                result = project.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+        summary = result.to_dict()
+        print(f"{what}: {summary['status']} in {summary['seconds']} s")
+        return 0 if result.ok else 1
+    except Interrupted as stop:
+        done = stop.job or stop.result
+        summary = done.to_dict() if done else {"status": "CANCELED"}
+        summary["status"] = "CANCELED"
+        summary["error"] = f"{stop} (exit {stop.exit_code})"
+        update = stop.result
+        back = [*update.restored, *update.removed] if update else []
+        print(
+            f"{what}: CANCELED by {stop}"
+            + (f"; put back {', '.join(back)}" if back else "; no table had changed"),
+            file=sys.stderr,
+        )
+        return stop.exit_code
+    except KeyboardInterrupt:  # before or between updates: nothing to put back
+        summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
+        print(f"{what}: CANCELED by SIGINT before an update started", file=sys.stderr)
+        return 130
+    except TimeoutError as error:
+        summary["error"] = str(error)
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    except PipelineCodeError as error:
+        summary["error"] = str(error)
+        print(f"error: {error}", file=sys.stderr)
+        if args.traceback:
+            print(error.traceback, file=sys.stderr)
         return 2
-    print(
-        f"Spark ({local.backend}) ready in {local.started_in:.1f} s; state in {work_dir.relative_to(root)}",
-        flush=True,
-    )
-    try:
-        shutil.copytree(landing, work_dir / "landing")  # inside the folder a container mounts
-        project = LocalProject(root, local, target=args.target, variables=_variables(args.var))
-        if args.job:
-            result = project.run_job(args.job, full_refresh=args.full_refresh)
-        else:
-            result = project.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
-    except (DataQualityError, BundleError, KeyError, ValueError) as error:
+    except (
+        lake.LakeBusy,
+        local_spark.BackendUnavailable,
+        DataQualityError,
+        BundleError,
+        KeyError,
+        ValueError,
+    ) as error:
+        summary["error"] = str(error)
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Exception as error:
-        lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
+        lost = None
+        if local is not None:
+            lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
         if lost is None:
             raise
+        summary["error"] = str(lost)
         print(f"error: {lost}", file=sys.stderr)
         return 3
     finally:
-        local.stop()
-    summary = result.to_dict()
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(summary, indent=2, default=str))
-    print(
-        f"{'job ' + args.job if args.job else 'pipeline ' + args.pipeline}: {summary['status']} in {summary['seconds']} s"
-    )
-    return 0 if result.ok else 1
+        if local is not None:
+            local.stop()
+        _write_summary(args.json, summary)
 
 
 def cmd_report(args) -> int:
@@ -109,7 +192,12 @@ def cmd_report(args) -> int:
     from medallion_dq.local import spark as local_spark
 
     root = _root(args.root)
-    logs = sorted((root / STATE_DIR / "runs").glob("*/event_log/_delta_log"))
+    logs = sorted(
+        [
+            *(root / STATE_DIR / "lake").glob("*/event_log/_delta_log"),
+            *(root / STATE_DIR / "runs").glob("*/event_log/_delta_log"),
+        ]
+    )
     if not logs:
         print(
             f"report: no local runs yet: run `{PROG} run --job medallion` first",
@@ -148,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
     what.add_argument("--job", help="bundle job key, e.g. medallion")
     run.add_argument(
-        "--target", default="dev", help="bundle target whose variables to use (default: dev)"
+        "--target", help="bundle target whose variables to use (default: the bundle's default)"
     )
     run.add_argument(
         "--var",
@@ -166,8 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--full-refresh", action="store_true", help="recompute every dataset from scratch"
     )
+    run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run in a new, throwaway lake (default: the target's lake in .local/lake/<target>)",
+    )
     run.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
     run.add_argument("--json", help="write a JSON summary to this path")
+    run.add_argument(
+        "--traceback",
+        action="store_true",
+        help="show the full traceback of an error in pipeline code (for a bug report)",
+    )
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
     report.add_argument("--out", help="folder for dq-report.html (default: .local)")
     report.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)

@@ -40,7 +40,7 @@ class EventLog:
         now = datetime.now(timezone.utc)
         rows = []
         for flow, state in sorted(result.flows.items()):
-            if state not in ("COMPLETED", "FAILED", "SKIPPED"):
+            if state not in ("COMPLETED", "FAILED", "SKIPPED", "CANCELED"):
                 continue
             metrics = result.metrics.get(flow) if state == "COMPLETED" else None
             details = flow_progress_details(state, result.output_rows.get(flow), metrics)

@@ -9,6 +9,7 @@ over the local event log, and a task whose upstream failed is skipped, as on Dat
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,8 @@ from pathlib import Path
 from medallion_dq import gate
 from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
-from medallion_dq.local.runner import PipelineSpec, Runner, UpdateResult
+from medallion_dq.local.lake import register_tables
+from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
 
 LAYERS = ("bronze", "silver", "gold")
@@ -27,7 +29,7 @@ LAYERS = ("bronze", "silver", "gold")
 class TaskResult:
     key: str
     kind: str | None
-    status: str  # SUCCESS | FAILED | SKIPPED
+    status: str  # SUCCESS | FAILED | SKIPPED | CANCELED
     update: UpdateResult | None = None
     gate: gate.GateResult | None = None
     message: str = ""
@@ -82,6 +84,12 @@ class LocalProject:
         # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
         alias_catalogs(local.spark, load_config(self.root, "local").get("catalogs", []))
 
+    def open_lake(self) -> list[UpdateResult]:
+        """Make a lake written by earlier runs usable: register its tables with this server and
+        put back the updates a killed process left unfinished (returned)."""
+        register_tables(self.local.spark, self.local.work_dir / "warehouse")
+        return self.runner.recover()
+
     def spec(
         self,
         key: str,
@@ -112,7 +120,34 @@ class LocalProject:
         )
 
     def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
-        return self.runner.run(self.spec(key, **spec_options), full_refresh=full_refresh)
+        result = self.runner.run(self.spec(key, **spec_options), full_refresh=full_refresh)
+        if result.error and result.error.kind == "ENGINE":
+            self._name_missing_upstream(key, result)
+        return result
+
+    def _name_missing_upstream(self, key: str, result: UpdateResult) -> None:
+        """A dataset reading a table no update has written yet fails with an engine message about
+        an upstream flow; say which table is missing and which pipeline writes it."""
+        from pyspark.errors import AnalysisException
+
+        pipeline = self.bundle.pipelines[key]
+        for other_key, other in self.bundle.pipelines.items():
+            if other_key == key:
+                continue
+            for name in _datasets_defined(other.library_files):
+                table = f"{pipeline.schema}.{name}" if pipeline.schema else name
+                try:
+                    self.local.spark.sql(f"DESCRIBE TABLE {table}").collect()
+                    continue
+                except AnalysisException:
+                    pass
+                if any(_reads(file, name) for file in pipeline.library_files):
+                    result.error.message = (
+                        f"{key} reads {name}, which is not in this lake yet: it is written by "
+                        f"the {other_key} pipeline; run `medallion-dq run --pipeline {other_key}` "
+                        f"first, or the whole job (--job)"
+                    )
+                    return
 
     def run_job(self, key: str, *, full_refresh: bool = False) -> JobResult:
         if key not in self.bundle.jobs:
@@ -129,7 +164,16 @@ class LocalProject:
                     task.key, task.kind, "SKIPPED", message="upstream task did not succeed"
                 )
             elif task.pipeline_key:
-                update = self.run_pipeline(task.pipeline_key, full_refresh=full_refresh)
+                try:
+                    update = self.run_pipeline(task.pipeline_key, full_refresh=full_refresh)
+                except Interrupted as stop:
+                    if stop.result:
+                        result.tasks.append(
+                            TaskResult(task.key, task.kind, "CANCELED", stop.result)
+                        )
+                    result.seconds = time.perf_counter() - started
+                    stop.job = result
+                    raise
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
@@ -167,3 +211,26 @@ class LocalProject:
             gate=verdict,
             message="" if verdict.passed else "failure rate over threshold",
         )
+
+
+def _datasets_defined(files) -> set[str]:
+    """Dataset names a pipeline's files define, read from the text (no code is run)."""
+    names = set()
+    for file in files:
+        text = file.read_text(encoding="utf-8", errors="replace")
+        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
+        names |= set(
+            re.findall(
+                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
+                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
+                text,
+                re.IGNORECASE,
+            )
+        )
+    return names
+
+
+def _reads(file, name: str) -> bool:
+    return bool(
+        re.search(rf"\b{re.escape(name)}\b", file.read_text(encoding="utf-8", errors="replace"))
+    )

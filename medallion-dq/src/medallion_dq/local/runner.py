@@ -5,29 +5,34 @@ One update = a fresh dataflow graph, the pipeline's files registered in-process 
 
 - expectations (dq.expectations, installed into `pyspark.pipelines` where missing);
 - atomic failure: the engine empties materialized views at the start of a run, even those whose
-  flow is then skipped, so the Delta version of each one is noted before the run and restored
-  when the update fails; streaming tables keep what their checkpoints say was committed;
+  flow is then skipped, so each table's Delta version is noted in a journal before the run and,
+  when the update fails or is interrupted (SIGINT, SIGTERM, or a killed process found by the next
+  run), every materialized view is restored and every table the update created is removed
+  (see lake.py); streaming tables keep what their checkpoints say was committed;
 - metrics: observed counts from the listener's file, written as `flow_progress` events to a
   local event log in the shape of Databricks' one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from medallion_dq.constraints import referenced_columns
-from medallion_dq.local import eventlog, expectations, sql_files
+from medallion_dq.local import eventlog, expectations, loading, sql_files
+from medallion_dq.local.lake import Journal, current_version, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
@@ -69,13 +74,14 @@ class DatasetMetrics:
 class UpdateResult:
     pipeline: str
     update_id: str
-    status: str  # COMPLETED | FAILED
+    status: str  # COMPLETED | FAILED | CANCELED
     flows: dict[str, str]
     metrics: dict[str, DatasetMetrics]
     output_rows: dict[str, int]
-    restored: list[str]
+    restored: list[str]  # materialized views put back to their version before the update
     error: RunError | None
     seconds: float
+    removed: list[str] = field(default_factory=list)  # tables the update created, removed
 
     @property
     def ok(self) -> bool:
@@ -110,8 +116,46 @@ class UpdateResult:
                 for name in sorted(set(self.flows) | set(self.metrics))
             },
             "restored": self.restored,
+            "removed": self.removed,
             "error": self.error.to_dict() if self.error else None,
         }
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM ended a run. The update (if one had started) was put back and recorded
+    as CANCELED before this was raised: ``result`` says what became of it."""
+
+    def __init__(self, signum: int, result: UpdateResult | None = None):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.result = result
+        self.job = None  # the job's result so far, when a job was running
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum  # 130 for SIGINT, 143 for SIGTERM, as shells report them
+
+
+@contextlib.contextmanager
+def shielded(log: Callable[[str], None]) -> Iterator[list[int]]:
+    """While tables are put back: SIGINT and SIGTERM are noted, not obeyed (a second Ctrl-C must
+    not leave a table half restored). Yields the signals that arrived."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    arrived: list[int] = []
+
+    def note(signum, _frame):
+        if not arrived:
+            log("putting the tables back first: this takes a few seconds")
+        arrived.append(signum)
+
+    previous = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield arrived
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _RecordingRegistry:
@@ -150,31 +194,35 @@ class Runner:
 
     # -- registration ---------------------------------------------------------------------------
     def _register(self, spec: PipelineSpec, registry, graph_id: str) -> None:
-        from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
-        from pyspark.pipelines.block_session_mutations import block_session_mutations
         from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 
         with graph_element_registration_context(registry):
             for file in spec.libraries:
-                rel = file.relative_to(spec.root) if file.is_relative_to(spec.root) else file
-                if file.suffix == ".py":
-                    module_spec = importlib.util.spec_from_file_location(
-                        f"_pipeline_{file.stem}", file
+                # An error in the team's code: one block naming their file and line (exit 2).
+                with loading.reporting([file], spec.root, keep=self.local.lost):
+                    self._register_file(spec, file, registry, graph_id)
+
+    def _register_file(self, spec: PipelineSpec, file: Path, registry, graph_id: str) -> None:
+        from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
+        from pyspark.pipelines.block_session_mutations import block_session_mutations
+
+        rel = file.relative_to(spec.root) if file.is_relative_to(spec.root) else file
+        if file.suffix == ".py":
+            module_spec = importlib.util.spec_from_file_location(f"_pipeline_{file.stem}", file)
+            module = importlib.util.module_from_spec(module_spec)
+            module.__dict__["spark"] = self.spark
+            with ExitStack() as stack:
+                stack.enter_context(
+                    add_pipeline_analysis_context(
+                        spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
                     )
-                    module = importlib.util.module_from_spec(module_spec)
-                    module.__dict__["spark"] = self.spark
-                    with ExitStack() as stack:
-                        stack.enter_context(
-                            add_pipeline_analysis_context(
-                                spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
-                            )
-                        )
-                        stack.enter_context(block_session_mutations())
-                        module_spec.loader.exec_module(module)
-                elif file.suffix == ".sql":
-                    sql_files.register(file.read_text(encoding="utf-8"), rel, registry, self.spark)
-                else:
-                    raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
+                )
+                stack.enter_context(block_session_mutations())
+                module_spec.loader.exec_module(module)
+        elif file.suffix == ".sql":
+            sql_files.register(file.read_text(encoding="utf-8"), rel, registry, self.spark)
+        else:
+            raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
 
     # -- Delta bookkeeping ----------------------------------------------------------------------
     def _qualified(self, spec: PipelineSpec, name: str) -> str:
@@ -182,23 +230,12 @@ class Runner:
             return name
         return f"{spec.database}.{name}" if spec.database else name
 
-    def _history(self, table: str, limit: int | None = None) -> list | None:
-        """The table's Delta history, newest first; None when it does not exist (yet)."""
+    def _rows_written(self, table: str, since: int | None) -> int | None:
         from pyspark.errors import AnalysisException
 
         try:
-            query = f"DESCRIBE HISTORY {table}" + (f" LIMIT {limit}" if limit else "")
-            return self.spark.sql(query).collect()
+            history = self.spark.sql(f"DESCRIBE HISTORY {table}").collect()
         except AnalysisException:
-            return None
-
-    def _version(self, table: str) -> int | None:
-        history = self._history(table, limit=1)
-        return history[0]["version"] if history else None
-
-    def _rows_written(self, table: str, since: int | None) -> int | None:
-        history = self._history(table)
-        if history is None:
             return None
         return sum(
             int((h["operationMetrics"] or {}).get("numOutputRows", 0))
@@ -207,13 +244,20 @@ class Runner:
             and h["operation"] not in ("TRUNCATE", "RESTORE")
         )
 
+    def storage(self, spec: PipelineSpec) -> Path:
+        """The pipeline's storage folder: its streaming checkpoints."""
+        return self.local.work_dir / "storage" / spec.name
+
     # -- one update -----------------------------------------------------------------------------
     def run(
         self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None
     ) -> UpdateResult:
-        """One update; raises ServerLost (not a result) when the server dies during it."""
+        """One update; raises ServerLost (not a result) when the server dies during it, and
+        Interrupted after putting it back when SIGINT or SIGTERM ends it."""
         try:
             return self._run(spec, full_refresh=full_refresh, refresh=refresh)
+        except KeyboardInterrupt:
+            raise Interrupted(signal.SIGINT) from None
         except Exception as error:
             lost = error if isinstance(error, ServerLost) else self.local.lost(error)
             if lost is None:
@@ -231,8 +275,16 @@ class Runner:
         self.log(
             f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
         )
+        # Never hang: past the timeout (loading the files included) every operation of the
+        # session is interrupted.
+        timed_out = threading.Event()
+        watchdog = threading.Timer(
+            self.timeout, lambda: (timed_out.set(), self.spark.interruptAll())
+        )
+        watchdog.daemon = True
+        watchdog.start()
         if spec.database:
-            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {spec.database}")
+            self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{spec.database}`")
         # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
         for key, value in spec.configuration.items():
             self.spark.conf.set(key, value)
@@ -243,26 +295,41 @@ class Runner:
             sql_conf=spec.configuration,
         )
         registry = _RecordingRegistry(self.spark, graph_id)
-        with expectations.registering(update_id) as declared:
-            self._register(spec, registry, graph_id)
+        try:
+            with expectations.registering(update_id) as declared:
+                self._register(spec, registry, graph_id)
+        except BaseException:
+            watchdog.cancel()
+            if timed_out.is_set():
+                raise TimeoutError(
+                    f"loading the pipeline files of {spec.name} took longer than the "
+                    f"{self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)"
+                ) from None
+            raise
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
         tables = {
             name: self._qualified(spec, name)
             for name, kind in outputs.items()
             if kind != "TemporaryView"
         }
-        before = {name: self._version(table) for name, table in tables.items()}
+        before = {name: current_version(self.spark, table) for name, table in tables.items()}
         metrics_offset = (
             self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
+        )
+        journal = Journal.begin(
+            self.local.work_dir,
+            spec.name,
+            update_id,
+            tables,
+            {name: outputs[name] for name in tables},
+            before,
+            self.storage(spec),
         )
 
         flows: dict[str, str] = {}
         failures: list[str] = []  # the engine's messages about failed flows carry the cause
         error_text = None
-        # Never hang: past the timeout every operation of the session is interrupted.
-        watchdog = threading.Timer(self.timeout, self.spark.interruptAll)
-        watchdog.daemon = True
-        watchdog.start()
+        interrupted: int | None = None
         try:
             events = start_run(
                 self.spark,
@@ -271,7 +338,7 @@ class Runner:
                 full_refresh_all=full_refresh,
                 refresh=refresh,
                 dry=False,
-                storage=(self.local.work_dir / "storage" / spec.name).as_uri(),
+                storage=self.storage(spec).as_uri(),
             )
             for result in events:
                 if "pipeline_event_result" not in result:
@@ -287,56 +354,101 @@ class Runner:
                         self.log(f"[{spec.name}] {flow}: {state}")
                     if state == "FAILED":
                         failures.append(message)
+        except (KeyboardInterrupt, Interrupted) as stop:
+            interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+            with contextlib.suppress(Exception):  # stop the engine before putting tables back
+                self.spark.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
             if lost := self.local.lost(error):  # nothing to restore or record through it
-                raise lost from None
+                raise lost from None  # the journal stays: the next run puts the update back
             error_text = "\n".join([*failures, str(error)])
-            if not watchdog.is_alive():
+            if timed_out.is_set():
                 error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
         finally:
             watchdog.cancel()
-        failed = error_text is not None or any(s in ("FAILED", "SKIPPED") for s in flows.values())
-
-        restored = []
-        if failed:
-            for name, table in tables.items():
-                if (
-                    outputs[name] == "MaterializedView"
-                    and before[name] is not None
-                    and self._version(table) != before[name]
-                ):
-                    self.spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before[name]}")
-                    restored.append(name)
-            if restored:
-                self.log(
-                    f"[{spec.name}] failed update: restored {', '.join(restored)} to their previous versions"
-                )
-
-        metrics = self._metrics(update_id, declared, flows, metrics_offset)
-        output_rows = {
-            name: self._rows_written(table, before[name])
-            for name, table in tables.items()
-            if flows.get(name) == "COMPLETED"
-        }
-        error = self._error(error_text, declared, flows) if failed else None
-        status = "FAILED" if failed else "COMPLETED"
-        result = UpdateResult(
-            spec.name,
-            update_id,
-            status,
-            flows,
-            metrics,
-            output_rows,
-            restored,
-            error,
-            time.perf_counter() - started,
+        failed = (
+            interrupted is not None
+            or error_text is not None
+            or any(s in ("FAILED", "SKIPPED") for s in flows.values())
         )
-        self.event_log.append(spec.name, result)
+
+        with shielded(self.log) as arrived:
+            restored, removed = put_back(self.spark, journal) if failed else ([], [])
+            if restored or removed:
+                self.log(
+                    f"[{spec.name}] {'canceled' if interrupted else 'failed'} update put back:"
+                    + (f" restored {', '.join(restored)}" if restored else "")
+                    + (";" if restored and removed else "")
+                    + (f" removed {', '.join(removed)} (created by it)" if removed else "")
+                )
+            if interrupted is not None:
+                for name in tables:  # what had not finished when the signal came
+                    if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
+                        flows[name] = "CANCELED"
+            metrics = self._metrics(update_id, declared, flows, metrics_offset)
+            output_rows = {
+                name: self._rows_written(table, before[name])
+                for name, table in tables.items()
+                if flows.get(name) == "COMPLETED" and name not in restored + removed
+            }
+            if interrupted is not None:
+                status = "CANCELED"
+                error = RunError("CANCELED", f"{signal.Signals(interrupted).name}: update canceled")
+            else:
+                status = "FAILED" if failed else "COMPLETED"
+                error = self._error(error_text, declared, flows) if failed else None
+            result = UpdateResult(
+                spec.name,
+                update_id,
+                status,
+                flows,
+                metrics,
+                output_rows,
+                restored,
+                error,
+                time.perf_counter() - started,
+                removed,
+            )
+            self.event_log.append(spec.name, result)
+            journal.end()
         self.log(
             f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s"
             + (f": {error.message}" if error else "")
         )
+        if interrupted is not None or arrived:
+            raise Interrupted(interrupted or arrived[0], result)
         return result
+
+    def recover(self) -> list[UpdateResult]:
+        """Put back the updates whose process ended before they finished (SIGKILL, a crash, a
+        lost server), and record them as CANCELED in the event log."""
+        results = []
+        for journal in Journal.left_behind(self.local.work_dir):
+            with shielded(self.log):
+                restored, removed = put_back(self.spark, journal)
+                result = UpdateResult(
+                    journal.pipeline,
+                    journal.update_id,
+                    "CANCELED",
+                    dict.fromkeys(journal.tables, "CANCELED"),
+                    {},
+                    {},
+                    restored,
+                    RunError("CANCELED", "the process running the update ended before it"),
+                    0.0,
+                    removed,
+                )
+                self.event_log.append(journal.pipeline, result)
+                journal.end()
+            self.log(
+                f"[{journal.pipeline}] update {journal.update_id} did not finish (its process "
+                "ended): put back"
+                + (f", restored {', '.join(restored)}" if restored else "")
+                + (f", removed {', '.join(removed)}" if removed else "")
+                + ("" if restored or removed else " (nothing had changed)")
+            )
+            results.append(result)
+        return results
 
     def _metrics(
         self, update_id: str, declared: dict, flows: dict[str, str], offset: int = 0

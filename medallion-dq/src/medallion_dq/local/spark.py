@@ -290,9 +290,13 @@ def _start_embedded(confs: dict[str, str]):
 
 
 def start(
-    backend: str | None = None, work_dir: Path | None = None, remote: str | None = None
+    backend: str | None = None,
+    work_dir: Path | None = None,
+    remote: str | None = None,
+    mounts: list[Path] = (),
 ) -> LocalSpark:
-    """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or embedded."""
+    """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or
+    embedded. `mounts`: folders besides `work_dir` the server reads (the container's mounts)."""
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
@@ -333,7 +337,8 @@ def start(
                 plugins=PLUGIN_SOURCES,
                 build_args={"DELTA_JARS": " ".join(DELTA_ARTIFACTS)},
             )
-            server = container.start_server(confs=confs, mounts=[work_dir], image=image)
+            folders = [work_dir, *(Path(m).resolve() for m in mounts)]
+            server = container.start_server(confs=confs, mounts=folders, image=image)
         except container.ContainerBackendUnavailable as error:
             raise BackendUnavailable(str(error)) from error
         spark = ConnectSession.builder.remote(server.url).create()

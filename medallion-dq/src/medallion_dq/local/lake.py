@@ -1,0 +1,166 @@
+"""A local lake that lasts, and updates that are all-or-nothing whatever ends them.
+
+`medallion-dq run` keeps one lake per project and bundle target, `.local/lake/<target>/`:
+tables (the warehouse), streaming checkpoints (storage), the event log. As on Databricks'
+dev target, tables persist between updates: a second run reads only new landing files, and
+the publish pipeline reads what the validation pipeline wrote in an earlier run.
+
+Open-source Spark's catalog lives in the server's memory, so a new server knows no table:
+`register_tables` registers every Delta table found in the warehouse again, by location.
+
+An update first writes a journal (`updates/<id>/journal.json`): each table's kind and Delta
+version before the update (null when it did not exist). When the update fails, is interrupted or
+its process dies, `put_back` returns every materialized view to that version and removes every
+table the update created (with its checkpoint); the next run on the lake finds a journal left
+behind by a killed process and puts it back first. A streaming table that existed keeps the
+micro-batches its flow committed: its checkpoint says they were read, so they are neither lost
+nor read twice (rolling its data back alone would make the next update skip them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+UPDATES = "updates"
+
+
+class LakeBusy(RuntimeError):
+    """Another process is running an update on this lake."""
+
+
+@contextlib.contextmanager
+def locked(work_dir: Path) -> Iterator[None]:
+    """Hold the lake for this process: two runs on one lake would mix their updates."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    path = work_dir / ".lock"
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "?"
+            raise LakeBusy(
+                f"another run (process {holder}) is using the lake {work_dir}: wait for it to "
+                "end, or use --fresh for a throwaway lake"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def register_tables(spark, warehouse: Path) -> list[str]:
+    """Register the warehouse's Delta tables (``<schema>.db/<table>/_delta_log``) in a new
+    server's catalog; return their names. Known tables are left as they are."""
+    names = []
+    for schema_dir in sorted(Path(warehouse).glob("*.db")):
+        schema = schema_dir.name[: -len(".db")]
+        tables = [t for t in sorted(schema_dir.iterdir()) if (t / "_delta_log").is_dir()]
+        if not tables:
+            continue
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS `{schema}`")
+        known = {row.tableName for row in spark.sql(f"SHOW TABLES IN `{schema}`").collect()}
+        for table in tables:
+            if table.name not in known:
+                location = str(table).replace("'", "\\'")
+                spark.sql(
+                    f"CREATE TABLE `{schema}`.`{table.name}` USING delta LOCATION '{location}'"
+                )
+            names.append(f"{schema}.{table.name}")
+    return names
+
+
+@dataclass
+class Journal:
+    """What an update must put back if it does not complete."""
+
+    pipeline: str
+    update_id: str
+    tables: dict[str, str]  # dataset -> qualified table name
+    kinds: dict[str, str]  # dataset -> MaterializedView | StreamingTable | Sink ...
+    versions: dict[str, int | None]  # dataset -> Delta version before the update (None: absent)
+    storage: str  # the pipeline's storage folder (streaming checkpoints)
+    folder: str  # this journal's folder (updates/<id>/)
+
+    @classmethod
+    def begin(
+        cls,
+        work_dir: Path,
+        pipeline: str,
+        update_id: str,
+        tables: dict[str, str],
+        kinds: dict[str, str],
+        versions: dict[str, int | None],
+        storage: Path,
+    ) -> Journal:
+        folder = work_dir / UPDATES / update_id
+        folder.mkdir(parents=True)
+        journal = cls(pipeline, update_id, tables, kinds, versions, str(storage), str(folder))
+        partial = folder / "journal.tmp"
+        partial.write_text(json.dumps(asdict(journal), indent=2), encoding="utf-8")
+        partial.replace(folder / "journal.json")  # written whole or not at all
+        return journal
+
+    def end(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    @classmethod
+    def left_behind(cls, work_dir: Path) -> list[Journal]:
+        """Journals of updates whose process ended before they finished."""
+        out = []
+        for path in sorted((work_dir / UPDATES).glob("*/journal.json")):
+            out.append(cls(**json.loads(path.read_text(encoding="utf-8"))))
+        for partial in (work_dir / UPDATES).glob("*/journal.tmp"):  # died while writing it:
+            shutil.rmtree(partial.parent, ignore_errors=True)  # the update had not started
+        return out
+
+
+def current_version(spark, table: str) -> int | None:
+    """The table's latest Delta version; None when it does not exist."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"]
+    except AnalysisException:
+        return None
+
+
+def _location(spark, table: str) -> Path | None:
+    with contextlib.suppress(Exception):
+        location = spark.sql(f"DESCRIBE DETAIL {table}").collect()[0]["location"]
+        return Path(location.removeprefix("file:"))
+    return None
+
+
+def put_back(spark, journal: Journal) -> tuple[list[str], list[str]]:
+    """Return every materialized view of ``journal`` to its version before the update and drop
+    the tables it created, with their checkpoints; return (restored, removed) dataset names."""
+    restored, removed = [], []
+    for name, table in journal.tables.items():
+        before, now = journal.versions.get(name), current_version(spark, table)
+        if now is None or now == before:
+            continue
+        if before is None:
+            location = _location(spark, table)
+            spark.sql(f"DROP TABLE IF EXISTS {table}")
+            if location and location.is_dir():  # registered by location: drop kept the files
+                shutil.rmtree(location, ignore_errors=True)
+            schema, _, short = table.rpartition(".")
+            for checkpoint in Path(journal.storage).glob(f"_checkpoints/*/{schema}/{short}"):
+                shutil.rmtree(checkpoint, ignore_errors=True)
+            removed.append(name)
+        elif journal.kinds.get(name) == "MaterializedView":
+            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before}")
+            restored.append(name)
+    return restored, removed

@@ -1,0 +1,753 @@
+"""`medallion-dq run`'s options and pipeline code, checked before Spark starts (pure Python).
+
+A user mistake should cost one line and exit 2, not a traceback after a 10-15 s Spark start.
+``check_run_options(root, target=..., variables=..., pipeline=..., job=..., landing=...,
+json_path=...)`` returns every problem it finds as a ``Problem``, one line each, naming the
+option, the value and the fix::
+
+    RUN009 --landing fixtures/landing/orders: no orders/ folder in it (it holds data files
+    itself); the sources read <landing>/orders/; fix: did you mean --landing fixtures/landing?
+
+The caller prints them all and exits 2 when one has ``severity == "error"`` (``has_errors``);
+warnings are printed and the run goes on. For an option, ``Problem.file`` is the option and its
+value as typed (``--landing fixtures/landing/orders``); for a pipeline file it is
+``<path relative to the project>:<line>`` (``Problem.line`` holds the line too); for the bundle
+it is the YAML file (``Problem.path`` the YAML path).
+
+Codes:
+
+======  ==========================================================================================
+RUN001  ``--target`` names no target of databricks.yml (or none is given and none is the default)
+RUN002  ``--pipeline`` names no pipeline of the bundle
+RUN003  ``--job`` names no job of the bundle
+RUN004  ``--var`` is not ``NAME=VALUE``
+RUN005  ``--var`` names a variable databricks.yml does not declare
+RUN006  a pipeline's catalog or schema, variables applied, is empty or not a name (``bad-name``)
+RUN007  a pipeline's catalog or schema still holds a reference with no value (``${var.schema}``)
+RUN008  ``--landing`` (or the default fixtures/landing) does not exist or is not a folder
+RUN009  ``--landing`` lacks a source folder the pipelines read (``<landing>/orders/``)
+RUN010  warning: a source folder holds no file of the pipeline's format (the update reads nothing)
+RUN011  ``--json`` is a folder, or its folder cannot be created or written
+RUN012  a pipeline .py file does not compile (syntax error; shown with its line and a caret)
+RUN013  a pipeline .py file imports a module that is not installed
+RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
+======  ==========================================================================================
+
+Nothing here executes pipeline code: files are compiled and read with ``ast`` only. What can
+only be seen by running them (a misspelt name, a misused decorator) is reported by
+``medallion_dq.local.loading`` when the runner loads them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.machinery
+import importlib.util
+import os
+import re
+import sys
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from medallion_dq.bundle.model import (
+    REFERENCE,
+    Bundle,
+    BundleError,
+    apply_target,
+    default_target,
+    load_bundle,
+    load_raw,
+)
+from medallion_dq.local.loading import source_and_caret
+from medallion_dq.problems import Problem
+
+__all__ = [
+    "DEFAULT_LANDING",
+    "check_json_path",
+    "check_landing",
+    "check_pipeline_code",
+    "check_run_options",
+    "compile_pipeline_files",
+    "has_errors",
+    "landing_folders",
+    "parse_variables",
+]
+
+#: The landing folder `medallion-dq run` reads without --landing, relative to the project root.
+DEFAULT_LANDING = Path("fixtures") / "landing"
+#: The function of medallion_dq.sources whose calls name the landing sub-folders.
+READER = "read_landing"
+#: File types taken for data when they sit directly in the landing folder.
+DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet", ".avro", ".orc", ".txt", ".xml"}
+#: Where a source's file format is set (a pipeline's configuration), and its default.
+FORMAT_KEY, DEFAULT_FORMAT = "medallion.source.file_format", "json"
+
+_VALID_NAME = re.compile(r"[A-Za-z0-9_]+")
+_WHOLE_VAR = re.compile(r"^\$\{var\.([^.}\[]+)\}$")
+_FIX_NAME = "use letters, digits and underscores only"
+
+
+def has_errors(problems: Iterable[Problem]) -> bool:
+    """True when a problem is an error (exit 2), not only a warning."""
+    return any(p.severity == "error" for p in problems)
+
+
+def _did_you_mean(value: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _typed(path: Path, typed: str | Path | None, cwd: Path) -> str:
+    """``path`` as the user would type it: relative to ``cwd`` unless they typed an absolute one."""
+    if typed is not None and Path(typed).expanduser().is_absolute():
+        return str(path)
+    relative = os.path.relpath(path, cwd)
+    return relative if not relative.startswith(os.pardir * 3) else str(path)
+
+
+# --------------------------------------------------------------------------- --var
+
+
+def parse_variables(
+    pairs: Sequence[str] | Mapping[str, str],
+) -> tuple[dict[str, str], list[Problem]]:
+    """``--var`` values as typed (``["schema=x", ...]``) -> ({name: value}, RUN004 problems).
+
+    A mapping is taken as already parsed. A value may hold ``=`` (split at the first one).
+    """
+    if isinstance(pairs, Mapping):
+        return {str(k): str(v) for k, v in pairs.items()}, []
+    values: dict[str, str] = {}
+    problems = []
+    for pair in pairs:
+        name, sep, value = str(pair).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            problems.append(
+                Problem(
+                    "RUN004",
+                    f"--var {pair}",
+                    "not NAME=VALUE" if not sep else "no variable name before '='",
+                    f"write --var NAME=VALUE, e.g. --var {name or 'schema'}=<value>",
+                )
+            )
+            continue
+        values[name] = value
+    return values, problems
+
+
+# --------------------------------------------------------------------------- --json
+
+
+def check_json_path(json_path: str | Path | None, *, cwd: Path | None = None) -> list[Problem]:
+    """RUN011 when the JSON summary could not be written to ``json_path`` after the run."""
+    if json_path is None or str(json_path) == "":
+        return []
+    cwd = Path(cwd or Path.cwd())
+    option = f"--json {json_path}"
+    path = cwd / Path(json_path).expanduser()
+    example = f"--json {Path(json_path) / 'summary.json'}"
+    if path.is_dir() or str(json_path).endswith(("/", os.sep)):
+        return [Problem("RUN011", option, "is a folder, not a file", f"name the file: {example}")]
+    if path.exists() and not os.access(path, os.W_OK):
+        return [
+            Problem("RUN011", option, "cannot be written (no permission)", "choose another path")
+        ]
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return [
+            Problem(
+                "RUN011",
+                option,
+                f"{_typed(folder, json_path, cwd)} is a file, so no folder can be created there",
+                "choose a path whose folders are folders",
+            )
+        ]
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return [
+            Problem(
+                "RUN011",
+                option,
+                f"cannot write in {_typed(folder, json_path, cwd)} (no permission)",
+                "choose a path in a folder you can write to",
+            )
+        ]
+    return []
+
+
+# --------------------------------------------------------------------------- pipeline code
+
+
+def compile_pipeline_files(files: Iterable[Path], root: Path) -> list[Problem]:
+    """RUN012 for each .py file of ``files`` that does not compile; nothing is executed.
+
+    The message holds the error, then the source line and a caret line (3 lines in all)::
+
+        RUN012 src/pipelines/validation/silver/orders.py:23: SyntaxError: '(' was never closed
+            return typed_orders(
+                               ^
+    """
+    root = Path(root).resolve()
+    problems = []
+    for file in files:
+        file = Path(file)
+        if file.suffix != ".py":
+            continue
+        problem = _compile_problem(file, root)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _compile_problem(file: Path, root: Path) -> Problem | None:
+    rel = _rel(file, root)
+    try:
+        source = file.read_bytes()
+    except OSError as error:
+        return Problem("RUN012", rel, f"cannot be read: {error.strerror or error}", "")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning etc.: not this check's business
+            compile(source, str(file), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        line = error.lineno
+        text, caret = source_and_caret(error.text or "", error.offset, error.end_offset)
+        message = f"{type(error).__name__}: {error.msg}"
+        if text:
+            message += f"\n    {text}" + (f"\n    {caret}" if caret else "")
+        return Problem("RUN012", f"{rel}:{line}" if line else rel, message, "", line=line)
+    except ValueError as error:  # null bytes, undecodable source
+        return Problem("RUN012", rel, f"cannot be compiled: {error}", "save it as UTF-8 text")
+    return None
+
+
+def _parse(file: Path) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(file.read_bytes(), str(file))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _module_imports(tree: ast.Module) -> list[tuple[str, int, str]]:
+    """(top-level module, line, statement) of the module's own top-level absolute imports.
+
+    Imports inside ``try``, ``if`` or functions are left out: they may be optional.
+    """
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append((alias.name.split(".")[0], node.lineno, f"import {alias.name}"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "__future__":
+                continue
+            names = ", ".join(alias.name for alias in node.names)
+            found.append(
+                (node.module.split(".")[0], node.lineno, f"from {node.module} import {names}")
+            )
+    return found
+
+
+def _importable(name: str, extra_paths: list[str]) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        if importlib.util.find_spec(name) is not None:
+            return True
+    except (ImportError, ValueError):
+        return True  # found, but odd: leave it to the run
+    return (
+        bool(extra_paths)
+        and importlib.machinery.PathFinder.find_spec(name, extra_paths) is not None
+    )
+
+
+def check_pipeline_code(
+    files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
+) -> list[Problem]:
+    """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
+    .py files of ``files``.
+
+    Only top-level absolute imports are checked, against ``sys.path`` plus ``search_paths``
+    (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
+    would fail the run with ModuleNotFoundError.
+    """
+    root = Path(root).resolve()
+    files = [Path(f) for f in files if Path(f).suffix == ".py"]
+    problems = compile_pipeline_files(files, root)
+    broken = {p.file.split(":")[0] for p in problems}
+    extra = [str(p) for p in search_paths if Path(p).is_dir()]
+    for file in files:
+        rel = _rel(file, root)
+        if rel in broken:
+            continue
+        tree = _parse(file)
+        if tree is None:
+            continue
+        for name, line, statement in _module_imports(tree):
+            if _importable(name, [*extra, str(file.parent)]):
+                continue
+            if (root / "src" / name).is_dir() or (root / "src" / f"{name}.py").is_file():
+                fix = "it is this project's package: install the project: pip install -e ."
+            else:
+                fix = (
+                    f"check the name; if {name} is a dependency, add it to pyproject.toml and"
+                    " install the project with its dependencies: pip install -e ."
+                )
+            problems.append(
+                Problem(
+                    "RUN013",
+                    f"{rel}:{line}",
+                    f"{statement}: no module {name!r} is installed",
+                    fix,
+                    line=line,
+                )
+            )
+    return problems
+
+
+# --------------------------------------------------------------------------- landing
+
+
+def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
+    """The landing sub-folders the pipeline files read: ``read_landing(spark, "orders", ...)``
+    (or ``folder="orders"``, or a module-level string constant) -> [(file, line), ...].
+
+    Found with ``ast``: calls whose folder is computed at run time are not seen.
+    """
+    found: dict[str, list[tuple[Path, int]]] = {}
+    for file in files:
+        file = Path(file)
+        if file.suffix != ".py":
+            continue
+        tree = _parse(file)
+        if tree is None:
+            continue
+        constants = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                constants[target.id] = value.value
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name != READER:
+                continue
+            arg = next((k.value for k in node.keywords if k.arg == "folder"), None)
+            if arg is None and len(node.args) >= 2:
+                arg = node.args[1]
+            folder = None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                folder = arg.value
+            elif isinstance(arg, ast.Name):
+                folder = constants.get(arg.id)
+            if folder:
+                found.setdefault(folder.strip("/"), []).append((file, node.lineno))
+    return found
+
+
+def _holds_all(folder: Path, sources: Iterable[str]) -> bool:
+    return folder.is_dir() and all((folder / s).is_dir() for s in sources)
+
+
+def _landing_guesses(path: Path, sources: list[str]) -> list[Path]:
+    """Folders near ``path`` that hold every source folder: the nearest of two levels up, or
+    its sub-folders that do (one named like the default landing folder first)."""
+    if not sources:
+        return []
+    for parent in list(path.parents)[:2]:
+        if _holds_all(parent, sources):
+            return [parent]
+    if not path.is_dir():
+        return []
+    try:
+        children = [c for c in path.iterdir() if c.is_dir() and _holds_all(c, sources)]
+    except OSError:
+        return []
+    return sorted(children, key=lambda c: (c.name != DEFAULT_LANDING.name, c.name))
+
+
+def check_landing(
+    landing: str | Path | None,
+    sources: Iterable[str],
+    *,
+    root: Path,
+    formats: Mapping[str, Iterable[str]] | None = None,
+    cwd: Path | None = None,
+) -> list[Problem]:
+    """RUN008 / RUN009 / RUN010 for the landing folder the run will read.
+
+    ``landing``: ``--landing`` as typed (relative to ``cwd``, as the CLI resolves it), or None
+    for the default, ``<root>/fixtures/landing``. ``sources``: the sub-folders the pipelines read
+    (``landing_folders``); ``formats``: source -> file formats expected in it (``json``...).
+    With no sources and no ``--landing``, nothing is checked (no pipeline reads the landing).
+    """
+    cwd = Path(cwd or Path.cwd())
+    sources = sorted(set(sources))
+    if landing is None or str(landing) == "":
+        if not sources:
+            return []
+        path = Path(root) / DEFAULT_LANDING
+        option = f"--landing (not given: the default {DEFAULT_LANDING.as_posix()})"
+    else:
+        path = cwd / Path(landing).expanduser()
+        option = f"--landing {landing}"
+    path = Path(os.path.normpath(path))
+    reads = ", ".join(f"<landing>/{s}/" for s in sources)
+    guesses = [_typed(g, landing, cwd) for g in _landing_guesses(path, sources)]
+    did_you_mean = f"did you mean --landing {' or '.join(guesses[:2])}?" if guesses else ""
+    needs = f"a folder holding {', '.join(s + '/' for s in sources)}" if sources else "a folder"
+
+    if not path.exists():
+        return [
+            Problem(
+                "RUN008",
+                option,
+                "no such folder" + (f"; the sources read {reads}" if sources else ""),
+                did_you_mean or f"pass --landing with {needs}",
+            )
+        ]
+    if not path.is_dir():
+        return [
+            Problem(
+                "RUN008",
+                option,
+                "is a file, not a folder" + (f"; the sources read {reads}" if sources else ""),
+                did_you_mean or f"pass --landing with {needs}",
+            )
+        ]
+    missing = [s for s in sources if not (path / s).is_dir()]
+    if missing:
+        try:
+            data = sorted(
+                f.name for f in path.iterdir() if f.is_file() and f.suffix.lower() in DATA_SUFFIXES
+            )
+        except OSError:
+            data = []
+        folders = ", ".join(f"{s}/" for s in missing)
+        message = f"no {folders} folder in it"
+        if data:
+            message += " (it holds data files itself)"
+        message += f"; the sources read {reads}"
+        if did_you_mean:
+            fix = did_you_mean
+        elif data:
+            shown = _typed(path, landing, cwd) if landing else DEFAULT_LANDING.as_posix()
+            fix = f"move the files into {shown}/{missing[0]}/, or pass the folder that holds it"
+        else:
+            fix = f"create {folders} there with the source files, or pass --landing with {needs}"
+        return [Problem("RUN009", option, message, fix)]
+
+    problems = []
+    for source in sources:
+        wanted = sorted(set((formats or {}).get(source, ())))
+        if not wanted:
+            continue
+        folder = path / source
+        if any(next(folder.rglob(f"*.{fmt}"), None) is not None for fmt in wanted):
+            continue
+        kinds = " or ".join(f"*.{fmt}" for fmt in wanted)
+        problems.append(
+            Problem(
+                "RUN010",
+                option,
+                f"{source}/ holds no {kinds} file ({FORMAT_KEY} = {', '.join(wanted)}):"
+                " the update will read no rows from it",
+                f"put the source's {kinds} files in {source}/, or set {FORMAT_KEY} in the"
+                " pipeline's configuration",
+                severity="warning",
+            )
+        )
+    return problems
+
+
+# --------------------------------------------------------------------------- catalog / schema
+
+
+def _valid_name(value: str) -> bool:
+    return bool(_VALID_NAME.fullmatch(value)) and not value.isdigit()
+
+
+def _variable_origin(
+    name: str, raw_config: dict[str, Any], target: str, overrides: Mapping[str, str]
+) -> tuple[str, str, str]:
+    """(file, yaml path, how to set it) of the value variable ``name`` got."""
+    if name in overrides:
+        return f"--var {name}={overrides[name]}", "", f"--var {name}="
+    if f"BUNDLE_VAR_{name}" in os.environ:
+        return f"BUNDLE_VAR_{name}={os.environ[f'BUNDLE_VAR_{name}']}", "", f"BUNDLE_VAR_{name}="
+    target_values = ((raw_config.get("targets") or {}).get(target) or {}).get("variables") or {}
+    if name in target_values:
+        return "databricks.yml", f"targets.{target}.variables.{name}", f"{name}: "
+    return "databricks.yml", f"variables.{name}.default", "default: "
+
+
+def _check_names(
+    bundle: Bundle,
+    keys: list[str],
+    raw_config: dict[str, Any],
+    overrides: Mapping[str, str],
+) -> list[Problem]:
+    """RUN006 / RUN007 for the catalog and schema of the pipelines ``keys``; one problem per
+    value and where it comes from, naming every pipeline it is the catalog or schema of."""
+    target = bundle.target
+    effective = apply_target(raw_config, target)
+    raw_pipelines = (effective.get("resources") or {}).get("pipelines") or {}
+    # (code, file, yaml path, value) -> (field, fix, pipelines)
+    found: dict[tuple[str, str, str, str], tuple[str, str, list[str]]] = {}
+    for key in keys:
+        pipeline = bundle.pipelines[key]
+        raw_spec = raw_pipelines.get(key) or {}
+        for field in ("catalog", "schema"):
+            written = raw_spec.get(field)
+            if field == "schema" and written is None:
+                written = raw_spec.get("target")
+            if written is None:
+                continue
+            value = getattr(pipeline, field) or ""
+            if "${" in value:
+                variables = [
+                    m.group(1)[4:]
+                    for m in REFERENCE.finditer(value)
+                    if m.group(1).startswith("var.")
+                ]
+                if variables:
+                    fix = (
+                        f"give variable {variables[0]} a value in targets.{target}.variables of"
+                        f" databricks.yml, or pass --var {variables[0]}=<name>"
+                    )
+                else:
+                    fix = f"write the {field} itself, or a ${{var.<name>}} that has a value"
+                where = (
+                    "RUN007",
+                    _rel(pipeline.source_file, bundle.root),
+                    f"resources.pipelines.{key}.{field}",
+                    value,
+                )
+            elif not _valid_name(value):
+                var = _WHOLE_VAR.match(str(written))
+                if var:
+                    file, path, how = _variable_origin(var.group(1), raw_config, target, overrides)
+                else:
+                    file = _rel(pipeline.source_file, bundle.root)
+                    path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
+                suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", value).strip("_")
+                example = f", e.g. {how}{suggestion}" if _valid_name(suggestion) else ""
+                fix = f"{_FIX_NAME}{example}"
+                where = ("RUN006", file, path, value)
+            else:
+                continue
+            found.setdefault(where, (field, fix, []))[2].append(key)
+    problems = []
+    for (code, file, path, value), (field, fix, pipelines) in found.items():
+        names = ", ".join(dict.fromkeys(pipelines))
+        of = f"pipeline{'s' if len(set(pipelines)) > 1 else ''} {names}"
+        if code == "RUN007":
+            message = f"{field} {value} has no value in target {target} ({of})"
+        elif not value:
+            message = f"the {field} is empty ({of})"
+        else:
+            message = f"{value!r} is not a valid {field} name (the {field} of {of})"
+        problems.append(Problem(code, file, message, fix, path=path))
+    return problems
+
+
+# --------------------------------------------------------------------------- the whole check
+
+
+def check_run_options(
+    root: Path | str,
+    *,
+    target: str | None = None,
+    variables: Sequence[str] | Mapping[str, str] = (),
+    pipeline: str | None = None,
+    job: str | None = None,
+    landing: str | Path | None = None,
+    json_path: str | Path | None = None,
+    source_folders: Iterable[str] | None = None,
+    check_code: bool = True,
+    cwd: Path | None = None,
+) -> list[Problem]:
+    """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
+
+    Arguments are the options as the user typed them:
+
+    * ``root``: the project folder (holding databricks.yml);
+    * ``target``: ``--target`` (None: the bundle's default target);
+    * ``variables``: ``--var`` as typed, ``["schema=x", ...]`` (or an already parsed mapping);
+    * ``pipeline`` / ``job``: ``--pipeline`` / ``--job`` (both None: every pipeline of the
+      bundle is checked);
+    * ``landing``: ``--landing`` as typed, relative to ``cwd`` (None: the default
+      ``<root>/fixtures/landing``, checked only when a chosen pipeline reads the landing);
+    * ``json_path``: ``--json`` as typed, relative to ``cwd``;
+    * ``source_folders``: the landing sub-folders the pipelines read; None finds them in the
+      pipeline files (``landing_folders``);
+    * ``check_code``: also compile the chosen pipelines' .py files and check their imports
+      (RUN012, RUN013);
+    * ``cwd``: the folder relative paths are read from (default: the current folder).
+
+    Returns problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a
+    user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
+    is executed.
+    """
+    root = Path(root).resolve()
+    cwd = Path(cwd or Path.cwd())
+    overrides, problems = parse_variables(variables)
+    json_problems = check_json_path(json_path, cwd=cwd)
+
+    try:
+        raw = load_raw(root)
+    except BundleError as error:
+        return [
+            *problems,
+            Problem("RUN014", "databricks.yml", str(error), "fix it, then run medallion-dq check"),
+            *json_problems,
+        ]
+    targets = list(
+        (raw.config.get("targets") or {}) if isinstance(raw.config.get("targets"), dict) else []
+    )
+    if target is None:
+        try:
+            target = default_target(raw.config)
+        except BundleError as error:
+            return [
+                Problem(
+                    "RUN001",
+                    "--target (not given)",
+                    str(error),
+                    f"pass --target, one of {', '.join(targets)}"
+                    if targets
+                    else "add a target to databricks.yml",
+                ),
+                *problems,
+                *json_problems,
+            ]
+    elif target not in targets:
+        return [
+            Problem(
+                "RUN001",
+                f"--target {target}",
+                "no such target in databricks.yml",
+                (f"use one of {', '.join(targets)}" if targets else "add it under targets:")
+                + _did_you_mean(target, targets),
+            ),
+            *problems,
+            *json_problems,
+        ]
+
+    declared = raw.config.get("variables") or {}
+    declared = declared if isinstance(declared, dict) else {}
+    for name, value in overrides.items():
+        if name not in declared:
+            problems.append(
+                Problem(
+                    "RUN005",
+                    f"--var {name}={value}",
+                    f"databricks.yml declares no variable {name!r}",
+                    (
+                        f"use one of {', '.join(declared)}"
+                        if declared
+                        else "declare it under variables:"
+                    )
+                    + _did_you_mean(name, declared),
+                )
+            )
+
+    try:
+        bundle = load_bundle(root, target=target, variables=overrides)
+    except BundleError as error:
+        return [
+            *problems,
+            Problem("RUN014", "databricks.yml", str(error), "fix it, then run medallion-dq check"),
+            *json_problems,
+        ]
+
+    keys: list[str] | None
+    if pipeline is not None:
+        if pipeline in bundle.pipelines:
+            keys = [pipeline]
+        else:
+            keys = None
+            choices = list(bundle.pipelines)
+            problems.append(
+                Problem(
+                    "RUN002",
+                    f"--pipeline {pipeline}",
+                    "no such pipeline in the bundle (resources/*.pipeline.yml)",
+                    (f"use one of {', '.join(choices)}" if choices else "define one in resources/")
+                    + _did_you_mean(pipeline, choices),
+                )
+            )
+    elif job is not None:
+        if job in bundle.jobs:
+            keys = list(
+                dict.fromkeys(
+                    t.pipeline_key
+                    for t in bundle.jobs[job].tasks
+                    if t.pipeline_key in bundle.pipelines
+                )
+            )
+        else:
+            keys = None
+            choices = list(bundle.jobs)
+            problems.append(
+                Problem(
+                    "RUN003",
+                    f"--job {job}",
+                    "no such job in the bundle (resources/*.job.yml)",
+                    (f"use one of {', '.join(choices)}" if choices else "define one in resources/")
+                    + _did_you_mean(job, choices),
+                )
+            )
+    else:
+        keys = list(bundle.pipelines)
+
+    if keys is not None:
+        problems += _check_names(bundle, keys, raw.config, overrides)
+        files = [f for key in keys for f in bundle.pipelines[key].library_files]
+        files = list(dict.fromkeys(files))
+        if check_code:
+            search = [bundle.pipelines[k].root_path for k in keys if bundle.pipelines[k].root_path]
+            problems += check_pipeline_code(files, root, search_paths=search)
+        formats: dict[str, set[str]] = {}
+        if source_folders is None:
+            found: dict[str, set[str]] = {}
+            for key in keys:
+                resource = bundle.pipelines[key]
+                fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
+                for folder in landing_folders(resource.library_files):
+                    found.setdefault(folder, set()).add(fmt)
+            sources: list[str] = list(found)
+            formats = found
+        else:
+            sources = list(source_folders)
+        problems += check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
+    elif landing is not None:
+        problems += check_landing(landing, [], root=root, cwd=cwd)
+
+    return [*problems, *json_problems]
