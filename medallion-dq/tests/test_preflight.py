@@ -17,7 +17,6 @@ from unittest import mock
 
 import pytest
 
-import medallion_dq
 from medallion_dq import preflight
 from medallion_dq.local import loading
 from medallion_dq.problems import Problem
@@ -472,16 +471,6 @@ def test_first_line_drops_the_jvm_stack():
 # --------------------------------------------------------------------------- end to end
 
 
-def _wired(module: str, name: str) -> bool:
-    source = Path(medallion_dq.__file__).parent.joinpath(*module.split(".")).with_suffix(".py")
-    return name in source.read_text(encoding="utf-8")
-
-
-needs_preflight = pytest.mark.skipif(
-    not _wired("cli", "preflight"), reason="medallion_dq.cli does not run preflight yet"
-)
-
-
 def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
@@ -492,7 +481,6 @@ def cli(project: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-@needs_preflight
 def test_cli_landing_one_level_too_deep_is_exit_2_before_spark(project):
     done = cli(project, "run", "--pipeline", "validation", "--landing", "fixtures/landing/orders")
     output = done.stdout + done.stderr
@@ -501,7 +489,6 @@ def test_cli_landing_one_level_too_deep_is_exit_2_before_spark(project):
     assert "Traceback" not in output and "Spark (" not in output  # Spark never started
 
 
-@needs_preflight
 def test_cli_syntax_error_is_exit_2_before_spark(project):
     edit(project / SILVER, "def typed_orders():", "def typed_orders(:")
     done = cli(project, "run", "--pipeline", "validation")
@@ -511,14 +498,32 @@ def test_cli_syntax_error_is_exit_2_before_spark(project):
     assert "Traceback" not in output and "Spark (" not in output
 
 
-@pytest.mark.spark
-@pytest.mark.skipif(
-    not _wired("local.runner", "loading"), reason="the runner does not use loading yet"
-)
-def test_cli_misspelt_name_is_one_block_and_exit_2(project):
+def test_cli_misspelt_name_is_exit_2_before_spark(project):
     edit(project / SILVER, "    return typed_orders()", "    return typed_ordrs()")
     done = cli(project, "run", "--pipeline", "validation")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
-    assert f"{SILVER.as_posix()}:{line_of(project / SILVER, 'typed_ordrs')}: NameError" in output
-    assert "Traceback" not in output
+    line = line_of(project / SILVER, "typed_ordrs")
+    assert (
+        f"RUN015 {SILVER.as_posix()}:{line}: name 'typed_ordrs' is used but never defined or "
+        "imported; fix: did you mean 'typed_orders'?"
+    ) in output
+    assert "Traceback" not in output and "Spark (" not in output
+    check = cli(project, "check")  # check finds it too
+    assert check.returncode == 1 and "RUN015" in check.stdout
+
+
+@pytest.mark.spark
+def test_cli_misused_decorator_is_one_block_and_exit_2(project):
+    """Only loading the file shows it: the grouped decorator given two strings (DQ015)."""
+    edit(
+        project / SILVER,
+        "@dp.expect_all_or_drop(ORDERS.drop)",
+        '@dp.expect_all_or_drop("valid_amount", "amount >= 0")',
+    )
+    done = cli(project, "run", "--pipeline", "validation")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    line = line_of(project / SILVER, "@dp.expect_all_or_drop(")
+    assert f"{SILVER.as_posix()}:{line}" in output and "DQ015" in output, output
+    assert "Traceback" not in output and "at org.apache" not in output

@@ -30,12 +30,25 @@ def _root(value: str | None) -> Path:
         raise SystemExit(2) from None
 
 
+def _code_problems(root: Path) -> list:
+    """Pipeline files that would fail to load: syntax, missing modules, misspelt names."""
+    from medallion_dq import preflight
+    from medallion_dq.bundle import BundleError, load_bundle
+
+    try:
+        bundle = load_bundle(root)
+    except BundleError:
+        return []  # validate_bundle reports it
+    files = sorted({f for p in bundle.pipelines.values() for f in p.library_files})
+    return preflight.check_pipeline_code(files, root, search_paths=[root / "src"])
+
+
 def cmd_check(args) -> int:
     from medallion_dq import conventions
     from medallion_dq.bundle import validate_bundle
 
     root = _root(args.root)
-    problems = [*validate_bundle(root), *conventions.check(root)]
+    problems = [*validate_bundle(root), *conventions.check(root), *_code_problems(root)]
     for problem in problems:
         print(problem)
     errors = [p for p in problems if getattr(p, "severity", "error") == "error"]

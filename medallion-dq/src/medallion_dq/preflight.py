@@ -31,10 +31,11 @@ RUN011  ``--json`` is a folder, or its folder cannot be created or written
 RUN012  a pipeline .py file does not compile (syntax error; shown with its line and a caret)
 RUN013  a pipeline .py file imports a module that is not installed
 RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
+RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt name)
 ======  ==========================================================================================
 
-Nothing here executes pipeline code: files are compiled and read with ``ast`` only. What can
-only be seen by running them (a misspelt name, a misused decorator) is reported by
+Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``
+only. What can only be seen by running them (a misused decorator, a Spark error) is reported by
 ``medallion_dq.local.loading`` when the runner loads them.
 """
 
@@ -317,6 +318,57 @@ def check_pipeline_code(
                     line=line,
                 )
             )
+        problems += undefined_names(file, root)
+    return problems
+
+
+#: Names a pipeline file may use without defining them: the engine injects `spark`.
+INJECTED = frozenset({"spark", "__file__", "__name__"})
+
+
+def undefined_names(file: Path, root: Path) -> list[Problem]:
+    """RUN015: global names a pipeline file reads but never defines, imports or gets from
+    Python or the engine (``spark``): the NameError the run would end with, found statically."""
+    import builtins
+    import symtable
+
+    tree = _parse(file)
+    if tree is None or any(
+        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+        for node in ast.walk(tree)
+    ):
+        return []  # a star import may define anything
+    try:
+        table = symtable.symtable(file.read_text(encoding="utf-8"), str(file), "exec")
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    known = defined | set(dir(builtins)) | INJECTED
+    used: set[str] = set()
+
+    def walk(scope) -> None:
+        for symbol in scope.get_symbols():
+            if symbol.is_referenced() and (symbol.is_global() or scope is table):
+                used.add(symbol.get_name())
+        for child in scope.get_children():
+            walk(child)
+
+    walk(table)
+    problems = []
+    for name in sorted(used - known):
+        line = next(
+            (n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name), None
+        )
+        close = difflib.get_close_matches(name, sorted(known - set(dir(builtins))), n=1)
+        problems.append(
+            Problem(
+                "RUN015",
+                f"{_rel(file, root)}:{line}",
+                f"name {name!r} is used but never defined or imported",
+                f"did you mean {close[0]!r}?" if close else "define or import it",
+                line=line,
+            )
+        )
     return problems
 
 

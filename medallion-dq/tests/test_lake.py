@@ -1,0 +1,190 @@
+"""A local lake that lasts between runs, and updates that are put back whatever ends them.
+
+The CLI runs in a copy of the sample project, as a team runs it: its lake is
+`.local/lake/dev/`, read here by path (Delta time travel) from the test's own Spark session.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from medallion_dq.testing import assert_update_ok
+from sample import sample_project
+
+pytestmark = pytest.mark.spark
+
+GOLD = ("gold_daily_revenue", "gold_order_keys", "gold_revenue_by_channel")
+
+
+def cli(project, *args, timeout=900):
+    return subprocess.run(
+        [sys.executable, "-m", "medallion_dq", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """The sample project after one job run on the first day's landing file."""
+    root = tmp_path_factory.mktemp("lake") / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(root)], check=True)
+    landing = root / "deliveries" / "orders"
+    landing.mkdir(parents=True)
+    (fixtures,) = [p for p in (root / "fixtures" / "landing" / "orders").glob("*-11-01.*")]
+    (landing / fixtures.name).write_bytes(fixtures.read_bytes())
+    summary = root / "first.json"
+    done = cli(root, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root
+
+
+def table_path(project, name):
+    return str(project / ".local" / "lake" / "dev" / "warehouse" / "acme_orders.db" / name)
+
+
+def gold_rows(spark, project, version=None):
+    """Every gold table's rows, now or at a Delta version per table."""
+    out = {}
+    for name in GOLD:
+        reader = spark.read.format("delta")
+        if version:
+            reader = reader.option("versionAsOf", version[name])
+        out[name] = sorted(map(tuple, reader.load(table_path(project, name)).collect()))
+    return out
+
+
+def versions(spark, project):
+    return {
+        name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(project, name)}` LIMIT 1").first()[
+            "version"
+        ]
+        for name in GOLD
+    }
+
+
+def test_second_run_reads_only_the_new_file_and_duplicates_nothing(project):
+    (second,) = [p for p in (project / "fixtures" / "landing" / "orders").glob("*-11-04.*")]
+    (project / "deliveries" / "orders" / second.name).write_bytes(second.read_bytes())
+    summary = project / "second.json"
+    done = cli(project, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
+    # This day alone breaks valid_order_id's 2 % threshold: the gate stops publishing.
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(summary.read_text())
+    datasets = result["tasks"]["validate"]["update"]["datasets"]
+    assert {name: d["output_rows"] for name, d in datasets.items()} == {
+        "bronze_orders": 81,  # only the new file: 80 orders and a truncated record
+        "silver_orders": 74,
+        "silver_orders_quarantine": 7,
+    }
+    assert datasets["silver_orders"]["input_records"] == 81
+    assert result["tasks"]["publish"]["status"] == "SKIPPED"
+
+
+def test_publish_runs_after_validation_in_another_process(project, spark):
+    done = cli(project, "run", "--pipeline", "publish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Both days, each order once: 120 + 80 orders less the 13 quarantined in all.
+    revenue = spark.read.format("delta").load(table_path(project, "gold_daily_revenue"))
+    assert revenue.groupBy().sum("orders").first()[0] == 188
+
+
+def test_full_refresh_recomputes_from_every_file_once(project, spark):
+    done = cli(
+        project, "run", "--pipeline", "validation", "--landing", "deliveries", "--full-refresh"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    bronze = spark.read.format("delta").load(table_path(project, "bronze_orders"))
+    assert bronze.count() == 201
+    silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
+    assert silver.count() == silver.select("order_id").distinct().count() == 188
+
+
+def interrupt_publish(project, send):
+    """Start a publish update and call send(process) 2 s into it; return (code, output)."""
+    cli_process = subprocess.Popen(
+        [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "publish"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    output = []
+    deadline = time.monotonic() + 600
+    for line in cli_process.stdout:
+        output.append(line)
+        if "] update " in line and " files" in line:
+            break
+        assert time.monotonic() < deadline
+    time.sleep(2)  # the engine has emptied the materialized views by now
+    send(cli_process)
+    rest, _ = cli_process.communicate(timeout=300)
+    return cli_process.returncode, "".join(output) + rest
+
+
+@pytest.mark.parametrize(
+    ("how", "code"),
+    [
+        (lambda p: os.killpg(p.pid, signal.SIGINT), 130),  # Ctrl-C in a terminal
+        (lambda p: p.send_signal(signal.SIGTERM), 143),  # kill, CI's cancel
+    ],
+    ids=["SIGINT", "SIGTERM"],
+)
+def test_interrupted_publish_leaves_every_gold_table_as_it_was(project, spark, how, code):
+    before_versions = versions(spark, project)
+    before = gold_rows(spark, project)
+    returncode, output = interrupt_publish(project, how)
+    assert returncode == code, output
+    assert "pipeline publish: CANCELED by SIG" in output
+    assert "Traceback" not in output and "at org.apache" not in output, output
+    assert gold_rows(spark, project) == before == gold_rows(spark, project, before_versions)
+    assert not list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))
+
+
+def test_killed_publish_is_put_back_by_the_next_run(project, spark):
+    before = gold_rows(spark, project)
+    returncode, output = interrupt_publish(project, lambda p: os.killpg(p.pid, signal.SIGKILL))
+    assert returncode == -signal.SIGKILL
+    assert list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))
+    # The next run (a validation update, nothing new) puts the killed update back first.
+    done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "did not finish (its process ended): put back" in done.stdout
+    assert gold_rows(spark, project) == before
+
+
+def test_failed_first_run_leaves_no_gold_table(lake):
+    """A duplicate order id fails unique_order_id: none of the gold tables the update was
+    creating is left behind, not even those whose own flow succeeded."""
+    rows = [("o1", "C-1", "2026-11-02 10:00:00", "web", "EUR", "10.00", 1)] * 2
+    schema = (
+        "order_id STRING, customer_id STRING, order_ts STRING, channel STRING, currency STRING, "
+        "amount STRING, quantity INT"
+    )
+    lake.spark.createDataFrame(rows, schema).selectExpr(
+        "order_id",
+        "customer_id",
+        "CAST(order_ts AS TIMESTAMP) AS order_ts",
+        "channel",
+        "currency",
+        "CAST(amount AS DECIMAL(12,2)) AS amount",
+        "quantity",
+    ).write.format("delta").saveAsTable(f"{lake.schema}.silver_orders")
+    result = lake.run("publish")
+    assert result.status == "FAILED"
+    assert result.error.expectation == "unique_order_id"
+    assert set(result.removed) <= set(GOLD)
+    assert {n for n in GOLD if result.flows.get(n) == "COMPLETED"} <= set(result.removed)
+    tables = {r.tableName for r in lake.spark.sql(f"SHOW TABLES IN {lake.schema}").collect()}
+    assert tables == {"silver_orders"}
+    # Fixed data: the rerun creates all three.
+    lake.spark.sql(f"DELETE FROM {lake.schema}.silver_orders WHERE 1 = 1")
+    assert_update_ok(lake.run("publish"))
