@@ -1,6 +1,6 @@
 """Sessions for the template repository (`nox -l` lists them).
 
-Default: lint, tests, package, generated.
+Default: lint, tests, package, container, generated.
 
 The framework is the package in medallion-dq/: `package` builds its wheel once (build/wheels/)
 and runs its tests against a project baked from the template; baked projects install the wheel
@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -27,7 +28,7 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "package", "generated"]
+nox.options.sessions = ["lint", "tests", "package", "container", "generated"]
 nox.options.error_on_external_run = True
 nox.options.reuse_venv = "yes"
 
@@ -36,6 +37,10 @@ BUILD = ROOT / "build"
 PROJECT_TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
 PACKAGE = ROOT / "medallion-dq"
 WHEELS = BUILD / "wheels"
+# PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
+# its wheel is built once into this cache (pyspark_wheel) and found there through find-links.
+PYSPARK = "pyspark==4.2.0"
+PYSPARK_WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
 JINJA_MARKERS = ("{{", "{%", "{#")
@@ -162,6 +167,18 @@ def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS
     return wheel
 
 
+def pyspark_wheel(session: nox.Session) -> None:
+    """Build the pyspark wheel into PYSPARK_WHEELS once, and let uv find it there."""
+    PYSPARK_WHEELS.mkdir(parents=True, exist_ok=True)
+    if not list(PYSPARK_WHEELS.glob(f"pyspark-{PYSPARK.split('==')[1]}-*.whl")):
+        session.log(f"building the {PYSPARK} wheel once into {PYSPARK_WHEELS} (about a minute)")
+        session.run(
+            sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
+            "-w", str(PYSPARK_WHEELS), PYSPARK, external=True,
+        )  # fmt: skip
+    os.environ.update(find_links(PYSPARK_WHEELS))
+
+
 def find_links(*folders: Path) -> dict[str, str]:
     """The environment that lets uv (comma-separated) and pip (space-separated) find wheels in
     ``folders``, besides the folders already set."""
@@ -196,16 +213,46 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def package(session: nox.Session) -> None:
-    """Build medallion-dq's wheel into build/wheels/ and run its tests on it (real Spark), then
-    the container backend's when Docker is up; arguments after `--` go to pytest."""
+    """Build medallion-dq's wheel into build/wheels/ and run its tests on it, on embedded Spark;
+    arguments after `--` go to pytest."""
     session.install(*group("runner"))
+    pyspark_wheel(session)
     wheel = build_wheel(session)
-    tests = nox.project.dependency_groups(nox.project.load_toml(PACKAGE / "pyproject.toml"), "test")
-    session.install(f"{wheel}[container]", *tests)
+    session.install(f"{wheel}[local,container]", *package_group("test"))
     session.chdir(PACKAGE)
     session.run("pytest", *session.posargs)
-    if not session.posargs and docker_running():
-        session.run("pytest", "tests/test_container.py", env={"DQ_BACKEND": "container"})
+
+
+@nox.session(python="3.11")
+def container(session: nox.Session) -> None:
+    """The package's container-backend tests with the light client only (pyspark-client, no
+    Java needed on the host); skipped when Docker is not running."""
+    if not docker_running():
+        session.skip("Docker is not running")
+    session.install(*group("runner"))
+    wheel = build_wheel(session)
+    session.install(f"{wheel}[client,container]", *package_group("test"))
+    venv = Path(session.virtualenv.location)
+    size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file())
+    session.log(f"the light client's environment: {size / 1e6:.0f} MB, no Java needed")
+    session.chdir(PACKAGE)
+    env = {"DQ_BACKEND": "container"}
+    session.run("pytest", "tests/test_container.py", *session.posargs, env=env)
+
+
+def package_group(name: str) -> tuple[str, ...]:
+    """A [dependency-groups] entry of the package's own pyproject.toml."""
+    return nox.project.dependency_groups(nox.project.load_toml(PACKAGE / "pyproject.toml"), name)
+
+
+@nox.session(python="3.11")
+def plugins(session: nox.Session) -> None:
+    """Rebuild the server plugins jar shipped in the wheel from its Java sources (needs a JDK);
+    commit the result (tests fail while it is out of date with the sources)."""
+    pyspark_wheel(session)
+    session.install("-e", f"{PACKAGE}[local]")
+    build = "from medallion_dq.local import spark; spark.build_plugin_jar(spark.PACKAGED_PLUGINS)"
+    session.run("python", "-c", build)
 
 
 @nox.session
@@ -213,6 +260,7 @@ def generated(session: nox.Session) -> None:
     """Bake the default project, set it up on this medallion-dq, upgrade it to a newer build and
     run its own nox (and `container` when Docker is up); arguments after `--` go to that nox."""
     session.install(*group("test", "runner"))
+    pyspark_wheel(session)
     build_wheel(session)
     project, _ = bake_default(session, BUILD / "generated")
     session.chdir(project)
@@ -255,6 +303,7 @@ def docker_running() -> bool:
 def demo(session: nox.Session) -> None:
     """Bake into build/demo/, run its medallion job and print the data-quality summary."""
     session.install(*group("test", "runner"))
+    pyspark_wheel(session)
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "demo")
     # What running the pipelines locally needs: the project, and medallion-dq's local engine.
@@ -279,6 +328,7 @@ def bench(session: nox.Session) -> None:
     if not script.is_file():
         session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
     session.install(*group("test", "runner"))
+    pyspark_wheel(session)
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench")
     session.install("-e", str(project), f"{wheel}[local]", env=find_links(WHEELS))

@@ -1,6 +1,6 @@
-"""Broken machines: no Java, an old Java, no Maven or no network, no javac, no Docker, a wrong
-backend, a taken port. Each gives one clear message with the fix, and none of them hangs.
-No Spark server is started here: the checks run before one would be.
+"""Broken machines: no Java, an old Java, no network for the Delta jars, edited plugin sources
+and no javac, no Docker, a wrong backend, a taken port. Each gives one clear message with the
+fix, and none of them hangs. Only the tests marked `spark` start a server.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -72,75 +73,100 @@ def test_java_17_is_accepted(bare_machine):
     assert spark.check_java() == "17"
 
 
-# -- Delta jars from Maven Central ---------------------------------------------------------------
+# -- Delta jars: delta-spark's coordinates, Spark's own resolver, a cache ------------------------
 
 
-def test_maven_central_unreachable(bare_machine, tmp_path):
-    fake_tool(
-        bare_machine,
-        "mvn",
-        "echo '[ERROR] Failed to execute goal dependency:copy: Could not transfer artifact "
-        "from/to central (https://repo.maven.apache.org/maven2): Connection refused'\nexit 1",
-    )
-    started = time.monotonic()
-    with pytest.raises(BackendUnavailable) as caught:
-        spark.delta_jars()
-    assert time.monotonic() - started < 30
-    message = str(caught.value)
-    assert "Maven Central" in message
-    assert spark.DELTA_ARTIFACTS[0] in message
-    assert "Connection refused" in message  # Maven's own words, for the proxy case
-    assert not list((tmp_path / "cache" / "jars").iterdir())
+def test_delta_coordinates_are_delta_spark_s_own():
+    """The coordinates follow the installed delta-spark and pyspark, as delta-spark's helper
+    (configure_spark_with_delta_pip) names them."""
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    builder = configure_spark_with_delta_pip(SparkSession.Builder())
+    assert spark.delta_artifacts()[0] == builder._options["spark.jars.packages"]
+    assert spark.delta_artifacts()[0] == "io.delta:delta-spark_4.2_2.13:4.4.0"
 
 
-def test_maven_succeeds_but_writes_no_jar(bare_machine):
-    fake_tool(bare_machine, "mvn", "exit 0")
-    with pytest.raises(BackendUnavailable, match="could not fetch io.delta"):
-        spark.delta_jars()
+def test_client_only_installs_use_the_pinned_delta_version():
+    """Without delta-spark ([client]), the container image gets the Delta that [local] pins."""
+    import re
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'"delta-spark==([^"]+)"', pyproject)[1] == spark.DELTA_VERSION
 
 
-def test_no_maven(bare_machine, tmp_path):
-    with pytest.raises(BackendUnavailable) as caught:
-        spark.delta_jars()
-    message = str(caught.value)
-    assert "install Maven" in message
-    assert f"copy the jar into {tmp_path / 'cache' / 'jars'}" in message
-    assert "delta-spark" in message
+def test_missing_jars_are_fetched_with_spark_s_resolver_from_maven_central_only(bare_machine):
+    assert spark.delta_jars() is None
+    confs = spark.fetch_delta_confs()
+    assert confs["spark.jars.packages"] == spark.delta_artifacts()[0]
+    settings = Path(confs["spark.jars.ivySettings"]).read_text()
+    assert 'root="https://repo1.maven.org/maven2/"' in settings
+    assert ".m2" not in settings.replace("~/.m2", "")  # a partial ~/.m2 cannot trip it
 
 
 def test_jars_from_local_maven_repository_need_no_network(bare_machine, tmp_path):
-    """Offline but with ~/.m2 filled (e.g. a CI cache): no mvn call at all."""
-    for coordinate in spark.DELTA_ARTIFACTS:
+    """Offline but with ~/.m2 filled (e.g. a CI cache): no resolver at all."""
+    for coordinate in spark.delta_artifacts():
         group, artifact, version = coordinate.split(":")
         folder = (
             tmp_path / "home" / ".m2" / "repository" / group.replace(".", "/") / artifact / version
         )
         folder.mkdir(parents=True)
         (folder / f"{artifact}-{version}.jar").write_bytes(b"PK fake jar")
-    jars = spark.delta_jars()  # PATH has no mvn: a call would fail
-    assert [j.parent for j in jars] == [tmp_path / "cache" / "jars"] * len(spark.DELTA_ARTIFACTS)
+    jars = spark.delta_jars()
+    assert [j.parent for j in jars] == [tmp_path / "cache" / "jars"] * 2
     assert all(j.read_bytes() == b"PK fake jar" for j in jars)
 
 
-# -- the metrics listener needs javac ------------------------------------------------------------
+@pytest.mark.spark
+def test_unreachable_repository_is_one_clear_error(tmp_path, monkeypatch, no_side_effects):
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DQ_MAVEN_REPOSITORY", "http://127.0.0.1:9/maven2")  # nothing listens
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start("embedded", work_dir=tmp_path / "work")
+    assert time.monotonic() - started < 180
+    message = str(caught.value)
+    assert f"could not fetch {spark.delta_artifacts()[0]} from http://127.0.0.1:9/maven2" in message
+    assert "DQ_MAVEN_REPOSITORY" in message
+    assert not list((tmp_path / "cache" / "jars").glob("*.jar"))
 
 
-def test_no_javac(bare_machine):
+# -- the server plugins jar: prebuilt in the wheel, compiled only from edited sources -----------
+
+
+def test_packaged_plugins_jar_is_built_from_its_sources():
+    """Fails when a plugin's .java changed without `nox -s plugins` rebuilding the jar."""
+    assert spark.jar_digest(spark.PACKAGED_PLUGINS) == spark.sources_digest(), (
+        "the plugins jar is out of date with its sources: run nox -s plugins and commit it"
+    )
+
+
+def test_the_packaged_jar_needs_no_jdk(bare_machine):
+    assert spark.plugin_jar() == spark.PACKAGED_PLUGINS
+
+
+@pytest.fixture
+def edited_sources(monkeypatch):
+    monkeypatch.setattr(spark, "sources_digest", lambda: "edited0000000000")
+
+
+def test_edited_sources_without_javac(bare_machine, edited_sources):
     with pytest.raises(BackendUnavailable) as caught:
         spark.plugin_jar()
     message = str(caught.value)
-    assert "javac not found" in message
-    assert "JDK 17" in message and "not only a JRE" in message
+    assert "javac not found" in message and "not built from its sources" in message
+    assert "JDK 17" in message and "nox -s plugins" in message
 
 
-def test_java_home_is_a_jre(bare_machine, tmp_path, monkeypatch):
+def test_java_home_is_a_jre(bare_machine, tmp_path, monkeypatch, edited_sources):
     fake_tool(tmp_path / "jre" / "bin", "java", """echo 'openjdk version "17.0.9"' >&2""")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jre"))
     with pytest.raises(BackendUnavailable, match="javac not found"):
         spark.plugin_jar()
 
 
-def test_javac_that_fails(bare_machine):
+def test_javac_that_fails(bare_machine, edited_sources):
     fake_tool(
         bare_machine, "javac", "echo 'error: package org.apache.spark does not exist' >&2\nexit 2"
     )

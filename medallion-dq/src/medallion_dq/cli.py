@@ -101,6 +101,11 @@ def _terminated(signum, _frame):
 
 
 def cmd_run(args) -> int:
+    # First a line, then the imports: pyspark and sqlglot take seconds on a cold disk.
+    root = _root(args.root)
+    what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
+    print(f"medallion-dq: run {what} in {root} (checking it first)", file=sys.stderr, flush=True)
+
     import signal
 
     from medallion_dq import preflight
@@ -112,8 +117,6 @@ def cmd_run(args) -> int:
     from medallion_dq.local.runner import Interrupted
     from medallion_dq.problems import DataQualityError
 
-    root = _root(args.root)
-    what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
     problems, target = _preflight(root, args)
     for problem in problems:
         print(

@@ -22,16 +22,27 @@ from pathlib import Path
 import pyspark
 
 BACKENDS = ("embedded", "container", "remote")
-DELTA_VERSION = "4.4.0"
-DELTA_ARTIFACTS = (
-    f"io.delta:delta-spark_4.2_2.13:{DELTA_VERSION}",
-    f"io.delta:delta-storage:{DELTA_VERSION}",
-)
-# Server-side plugins, compiled into one jar: the metrics listener and the catalog alias.
-PLUGIN_SOURCES = sorted((Path(__file__).parent / "plugins").glob("*.java"))
+DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
+# Server-side plugins, one jar: the metrics listener and the catalog alias. The jar ships in the
+# wheel (built by `nox -s plugins` against the pinned pyspark); it records the digest of the
+# sources it was built from, and is compiled again only when they changed (a development copy).
+PLUGINS = Path(__file__).parent / "plugins"
+PLUGIN_SOURCES = sorted(PLUGINS.glob("*.java"))
+PACKAGED_PLUGINS = PLUGINS / "dq-plugins.jar"
+DIGEST_ATTRIBUTE = "DQ-Sources-Digest"
 LISTENER_CLASS = "dq.ObservedMetricsListener"
 CATALOG_ALIAS_CLASS = "dq.CatalogAlias"
 PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+IVY_SETTINGS = """\
+<ivysettings>
+  <!-- Maven Central only: a partial ~/.m2 (a POM without its jar) must not be used -->
+  <settings defaultResolver="central"/>
+  <resolvers>
+    <ibiblio name="central" m2compatible="true" root="{repository}"/>
+  </resolvers>
+</ivysettings>
+"""
 LOG4J = """\
 rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
@@ -46,6 +57,11 @@ appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex{{short}}
 # A local server that stops answering has died; it is not restarting. Give up after about
 # 15 s (6 retries, backoff capped at 5 s) instead of pyspark's default of over 10 minutes.
 LOCAL_RETRY_POLICY = {"max_retries": 6, "max_backoff": 5000}
+
+
+def progress(line: str) -> None:
+    """One line on stderr about a step that takes a while, as it starts."""
+    print(f"medallion-dq: {line}", file=sys.stderr, flush=True)
 
 
 class BackendUnavailable(RuntimeError):
@@ -81,6 +97,20 @@ def check_java() -> str:
     return match.group(1)
 
 
+def delta_artifacts() -> tuple[str, ...]:
+    """Maven coordinates of the Delta jars for the installed delta-spark and pyspark, named as
+    delta-spark's own `configure_spark_with_delta_pip` names them (Scala 2.13). A client-only
+    install ([client]: no delta-spark) gets the version medallion-dq[local] pins."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        delta = version("delta-spark")
+    except PackageNotFoundError:
+        delta = DELTA_VERSION
+    spark = ".".join(pyspark.__version__.split(".")[:2])
+    return (f"io.delta:delta-spark_{spark}_2.13:{delta}", f"io.delta:delta-storage:{delta}")
+
+
 def _cached_delta_jar(coordinate: str) -> Path:
     """Where `coordinate`'s jar is cached; copied there from ~/.m2 when Maven has it already."""
     group, artifact, version = coordinate.split(":")
@@ -93,65 +123,106 @@ def _cached_delta_jar(coordinate: str) -> Path:
 
 
 def cached_delta_jars() -> list[Path]:
-    """The Delta jars this machine has already (no Maven call); the container image fetches
-    the others itself."""
-    return [jar for jar in map(_cached_delta_jar, DELTA_ARTIFACTS) if jar.exists()]
+    """The Delta jars this machine has already; the container image fetches the others itself."""
+    return [jar for jar in map(_cached_delta_jar, delta_artifacts()) if jar.exists()]
 
 
-def delta_jars() -> list[Path]:
-    """Delta jars from the cache, fetched once from Maven Central with `mvn` when missing."""
-    jars = []
-    for coordinate in DELTA_ARTIFACTS:
-        jar = _cached_delta_jar(coordinate)
-        target = jar.parent
-        if not jar.exists():
-            mvn = shutil.which("mvn")
-            if not mvn:
-                raise BackendUnavailable(
-                    f"Delta jar {jar.name} is not cached and Maven is not installed: install Maven, or copy the jar into {target}"
-                )
-            print(f"fetching {coordinate} with Maven (once)...", file=sys.stderr)
-            done = subprocess.run(
-                [
-                    mvn,
-                    "-q",
-                    "-B",
-                    "dependency:copy",
-                    f"-Dartifact={coordinate}",
-                    f"-DoutputDirectory={target}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            if done.returncode != 0 or not jar.exists():
-                tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
-                raise BackendUnavailable(
-                    f"could not fetch {coordinate} from Maven Central (is it reachable? a proxy set in ~/.m2/settings.xml?):\n{tail}"
-                )
-        jars.append(jar)
-    return jars
+def delta_jars() -> list[Path] | None:
+    """The Delta jars from the cache, or None when they must be fetched (`fetch_delta_confs`)."""
+    jars = [_cached_delta_jar(coordinate) for coordinate in delta_artifacts()]
+    return jars if all(jar.exists() for jar in jars) else None
+
+
+def fetch_delta_confs() -> dict[str, str]:
+    """Server settings that make Spark's own resolver (Ivy) fetch the Delta jars from Maven
+    Central (or $DQ_MAVEN_REPOSITORY) into the cache as the server starts."""
+    ivy = cache_dir() / "ivy"
+    ivy.mkdir(exist_ok=True)
+    settings = ivy / "ivysettings.xml"
+    repository = os.environ.get("DQ_MAVEN_REPOSITORY") or MAVEN_CENTRAL
+    settings.write_text(IVY_SETTINGS.format(repository=repository.rstrip("/") + "/"))
+    return {
+        "spark.jars.packages": delta_artifacts()[0],  # delta-storage comes with it
+        "spark.jars.ivy": str(ivy),
+        "spark.jars.ivySettings": str(settings),
+    }
+
+
+def keep_fetched_delta_jars() -> list[Path]:
+    """Copy what Ivy fetched into the jar cache: later starts need no resolver, nor a network."""
+    kept = []
+    for coordinate in delta_artifacts():
+        group, artifact, version = coordinate.split(":")
+        fetched = cache_dir() / "ivy" / "jars" / f"{group}_{artifact}-{version}.jar"
+        if fetched.exists():
+            partial = _cached_delta_jar(coordinate).with_suffix(".tmp")
+            shutil.copyfile(fetched, partial)
+            partial.replace(_cached_delta_jar(coordinate))
+            kept.append(_cached_delta_jar(coordinate))
+    return kept
+
+
+def sources_digest() -> str:
+    """What the plugins jar is built from: its Java sources and the pyspark they compile
+    against."""
+    return hashlib.sha256(
+        b"".join(source.read_bytes() for source in PLUGIN_SOURCES) + pyspark.__version__.encode()
+    ).hexdigest()[:16]
+
+
+def jar_digest(jar: Path) -> str | None:
+    """The sources digest a plugins jar records in its manifest (None: none recorded)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            manifest = archive.read("META-INF/MANIFEST.MF").decode("utf-8")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for line in manifest.splitlines():
+        name, _, value = line.partition(":")
+        if name.strip() == DIGEST_ATTRIBUTE:
+            return value.strip()
+    return None
 
 
 def plugin_jar() -> Path:
-    """Compile the server plugins against pyspark's own jars, once per source version."""
-    digest = hashlib.sha256(
-        b"".join(source.read_bytes() for source in PLUGIN_SOURCES) + pyspark.__version__.encode()
-    ).hexdigest()[:12]
+    """The server plugins: the jar in the package when it was built from these sources (a Java
+    runtime is all it needs), else compiled once with the JDK's javac into the cache."""
+    digest = sources_digest()
+    if jar_digest(PACKAGED_PLUGINS) == digest:
+        return PACKAGED_PLUGINS
     jar = cache_dir() / f"dq-plugins-{digest}.jar"
     if jar.exists():
         return jar
+    return build_plugin_jar(jar)
+
+
+def build_plugin_jar(jar: Path) -> Path:
+    """Compile the plugin sources against pyspark's jars (Java 17 bytecode) into ``jar``, its
+    manifest recording the sources digest."""
     javac = shutil.which("javac") or (
         os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"], "bin", "javac"))
     )
     jar_tool = shutil.which("jar") or (javac and str(Path(javac).with_name("jar")))
     if not javac or not Path(javac).exists():
         raise BackendUnavailable(
-            "javac not found: the metrics listener and catalog alias are compiled once with the JDK; install a JDK 17 (e.g. openjdk-17-jdk-headless), not only a JRE"
+            "javac not found: the plugins jar in this package was not built from its sources "
+            "(a development copy?), so they are compiled with the JDK: install a JDK 17 (e.g. "
+            "openjdk-17-jdk-headless), not only a JRE, or rebuild the jar (nox -s plugins)"
         )
     with tempfile.TemporaryDirectory() as tmp:
         compiled = subprocess.run(
-            [javac, "-d", tmp, "-cp", f"{PYSPARK_JARS}/*", *map(str, PLUGIN_SOURCES)],
+            [
+                javac,
+                "--release",
+                "17",
+                "-d",
+                tmp,
+                "-cp",
+                f"{PYSPARK_JARS}/*",
+                *map(str, PLUGIN_SOURCES),
+            ],
             capture_output=True,
             text=True,
         )
@@ -159,9 +230,13 @@ def plugin_jar() -> Path:
             raise BackendUnavailable(
                 f"could not compile {', '.join(s.name for s in PLUGIN_SOURCES)}:\n{compiled.stderr[-2000:]}"
             )
+        manifest = Path(tmp) / "MANIFEST.MF"
+        manifest.write_text(f"{DIGEST_ATTRIBUTE}: {sources_digest()}\n")
         partial = jar.with_suffix(".tmp")
         subprocess.run(
-            [jar_tool, "cf", str(partial), "-C", tmp, "dq"], check=True, capture_output=True
+            [jar_tool, "cfm", str(partial), str(manifest), "-C", tmp, "dq"],
+            check=True,
+            capture_output=True,
         )
         partial.replace(jar)
     return jar
@@ -269,22 +344,49 @@ def _unreachable(error: BaseException) -> bool:
     return isinstance(error, ValueError) and "closed channel" in str(error)
 
 
+def _tail_of(log: Path, lines: int = 12) -> str:
+    """The last lines of a server log that say something (not the JVM's stack frames)."""
+    try:
+        text = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no server log)"
+    said = [line for line in text if line.strip() and not line.startswith(("\tat ", "\t..."))]
+    return "\n".join(said[-lines:])
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def _start_embedded(confs: dict[str, str]):
+@contextlib.contextmanager
+def _stderr_to(log: Path):
+    """Point this process's stderr (fd 2) at ``log`` while a child is started: the child keeps
+    it, so the JVM's own prints (banners, the resolver, a thread's dying stack) go to the log."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with log.open("ab") as target:
+        os.dup2(target.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _start_embedded(confs: dict[str, str], log: Path):
     """What `SparkSession.builder.remote("local[2]")` does, but on a free port, not 15002:
-    two test sessions, or a test session and a CLI run, can then share the machine."""
+    two test sessions, or a test session and a CLI run, can then share the machine. The server's
+    console output goes to ``log``."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     port = _free_port()
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
-    ConnectSession._start_connect_server(
-        "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
-    )
+    with _stderr_to(log):
+        ConnectSession._start_connect_server(
+            "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
+        )
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
     return ConnectSession.builder.remote(f"sc://localhost:{port}").create()
 
@@ -300,22 +402,57 @@ def start(
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    url = remote or os.environ.get("SPARK_REMOTE")
+    if backend == "remote" and (not url or not url.startswith("sc://")):
+        raise BackendUnavailable(
+            "the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint "
+            "with Delta and medallion-dq's server plugins)"
+        )
     work_dir = Path(work_dir or tempfile.mkdtemp(prefix="dq-spark-")).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
+    progress(f"starting Spark ({backend}); state in {work_dir}")
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
     # pyspark.sql.functions build Connect columns, as SparkSession.builder.remote() would.
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
+    # pyspark.sql.connect is imported after the cheap checks: it takes seconds on a cold disk.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
 
     server = None
     if backend == "embedded":
+        if not PYSPARK_JARS.is_dir():
+            raise BackendUnavailable(
+                "this environment has Spark's client only (medallion-dq[client], pyspark-client):"
+                " no server to embed. Use --backend container (Docker) or remote, or install "
+                "medallion-dq[local] (a Java 17+ runtime runs it)"
+            )
         check_java()
-        confs = server_confs(work_dir, [*delta_jars(), plugin_jar()])
-        spark = _start_embedded(confs)
+        jars = delta_jars()
+        confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
+        if jars is None:
+            confs.update(fetch_delta_confs())
+            progress(
+                f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
+                f" once, with Spark's resolver, into {cache_dir()}"
+            )
+        log = work_dir / "spark-server.log"
+        try:
+            spark = _start_embedded(confs, log)
+        except Exception as error:
+            if "exited before sending its port" not in str(error):
+                raise
+            tail = _tail_of(log)
+            if jars is None:
+                raise BackendUnavailable(
+                    f"could not fetch {delta_artifacts()[0]} from "
+                    f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
+                    "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
+                    f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+                ) from None
+            raise BackendUnavailable(f"the embedded Spark server did not start:\n{tail}") from None
+        if jars is None:
+            keep_fetched_delta_jars()
         stops = [spark.stop]
     elif backend == "container":
         try:
@@ -332,23 +469,23 @@ def start(
         try:
             # Docker is the only prerequisite: the image compiles the plugins and fetches the
             # Delta jars this machine has not cached.
+            packaged = jar_digest(PACKAGED_PLUGINS) == sources_digest()
             image = container.build_image(
-                jars=cached_delta_jars(),
-                plugins=PLUGIN_SOURCES,
-                build_args={"DELTA_JARS": " ".join(DELTA_ARTIFACTS)},
+                jars=[*cached_delta_jars(), *([PACKAGED_PLUGINS] if packaged else [])],
+                plugins=[] if packaged else PLUGIN_SOURCES,
+                build_args={"DELTA_JARS": " ".join(delta_artifacts())},
             )
             folders = [work_dir, *(Path(m).resolve() for m in mounts)]
             server = container.start_server(confs=confs, mounts=folders, image=image)
         except container.ContainerBackendUnavailable as error:
             raise BackendUnavailable(str(error)) from error
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
         spark = ConnectSession.builder.remote(server.url).create()
         stops = [server.stop, spark.stop]
     else:
-        url = remote or os.environ.get("SPARK_REMOTE")
-        if not url or not url.startswith("sc://"):
-            raise BackendUnavailable(
-                "the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint with Delta and the metrics listener)"
-            )
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
         spark = ConnectSession.builder.remote(url).create()
         stops = [spark.stop]
     if backend != "remote":
