@@ -6,6 +6,11 @@ job, and anything outside the layer folders). Spark sessions start one local Spa
 server each (embedded, Java 17+).
 """
 
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -13,10 +18,27 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "rules", "bronze", "silver", "gold", "job"]
 PYTHON = "{{ cookiecutter.python_version }}"
 LAYERS = ("bronze", "silver", "gold")
+# PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
+# its wheel is built once into this cache and found there (the version medallion-dq pins).
+PYSPARK = "pyspark==4.2.0"
+WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"
 
 
-def pytest(session: nox.Session, *args: str, env: dict | None = None) -> None:
-    session.install("-e", ".", "--group", "test")
+def pyspark_wheel(session: nox.Session) -> None:
+    if not list(WHEELS.glob(f"pyspark-{PYSPARK.split('==')[1]}-*.whl")):
+        session.log(f"building the {PYSPARK} wheel once into {WHEELS} (about a minute)")
+        has_pip = importlib.util.find_spec("pip") is not None  # not where nox came from uvx
+        pip = [sys.executable, "-m", "pip"] if has_pip else ["uvx", "pip"]
+        session.run(*pip, "wheel", "--no-deps", "-w", str(WHEELS), PYSPARK, external=True)
+    for name, sep in (("UV_FIND_LINKS", ","), ("PIP_FIND_LINKS", " ")):  # uv's and pip's
+        links = filter(None, os.environ.get(name, "").split(sep))
+        os.environ[name] = sep.join(dict.fromkeys([str(WHEELS), *links]))
+
+
+def pytest(session: nox.Session, *args: str, group: str = "test", env: dict | None = None) -> None:
+    if group == "test":
+        pyspark_wheel(session)
+    session.install("-e", ".", "--group", group)
     session.run("pytest", *args, *session.posargs, env=env)
 
 
@@ -63,6 +85,8 @@ def job(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def container(session: nox.Session) -> None:
-    """Run the layer tests against a Spark Connect server in Docker (testcontainers)."""
-    pytest(session, *(f"tests/{layer}" for layer in LAYERS), env={"DQ_BACKEND": "container"})
+    """Run the layer tests against a Spark Connect server in Docker (testcontainers), with
+    Spark's light client: this session needs Docker, not Java."""
+    env = {"DQ_BACKEND": "container"}
+    pytest(session, *(f"tests/{layer}" for layer in LAYERS), group="container", env=env)
 {%- endif %}

@@ -78,6 +78,8 @@ def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
         "flows",
         "datasets",
         "restored",
+        "removed",
+        "unread_files",
         "error",
     }
     rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}

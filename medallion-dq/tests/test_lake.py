@@ -57,7 +57,7 @@ def gold_rows(spark, project, version=None):
         reader = spark.read.format("delta")
         if version:
             reader = reader.option("versionAsOf", version[name])
-        out[name] = sorted(map(tuple, reader.load(table_path(project, name)).collect()))
+        out[name] = sorted(map(tuple, reader.load(table_path(project, name)).collect()), key=repr)
     return out
 
 
@@ -108,7 +108,7 @@ def test_full_refresh_recomputes_from_every_file_once(project, spark):
 
 
 def interrupt_publish(project, send):
-    """Start a publish update and call send(process) 2 s into it; return (code, output)."""
+    """Start a publish update, call send(process) once it has begun; return (code, output)."""
     cli_process = subprocess.Popen(
         [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "publish"],
         cwd=project,
@@ -117,17 +117,16 @@ def interrupt_publish(project, send):
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )
-    output = []
+    updates = project / ".local" / "lake" / "dev" / "updates"
     deadline = time.monotonic() + 600
-    for line in cli_process.stdout:
-        output.append(line)
-        if "] update " in line and " files" in line:
-            break
-        assert time.monotonic() < deadline
-    time.sleep(2)  # the engine has emptied the materialized views by now
+    while not list(updates.glob("*/journal.json")):  # the update has begun
+        assert cli_process.poll() is None, cli_process.communicate()[0]
+        assert time.monotonic() < deadline, "the publish update did not begin"
+        time.sleep(0.1)
+    time.sleep(1.5)  # into the engine's run: the materialized views are being refreshed
     send(cli_process)
-    rest, _ = cli_process.communicate(timeout=300)
-    return cli_process.returncode, "".join(output) + rest
+    output, _ = cli_process.communicate(timeout=300)
+    return cli_process.returncode, output
 
 
 @pytest.mark.parametrize(
@@ -188,3 +187,36 @@ def test_failed_first_run_leaves_no_gold_table(lake):
     # Fixed data: the rerun creates all three.
     lake.spark.sql(f"DELETE FROM {lake.schema}.silver_orders WHERE 1 = 1")
     assert_update_ok(lake.run("publish"))
+
+
+def test_publish_on_an_empty_lake_names_the_missing_table_and_what_to_run(project):
+    done = cli(project, "run", "--pipeline", "publish", "--fresh")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        "publish reads silver_orders, which is not in this lake yet: the validation pipeline "
+        "writes it; run `medallion-dq run --pipeline validation` first, or the whole job (--job)"
+    ) in done.stdout
+
+
+def test_one_run_at_a_time_per_lake(tmp_path):
+    from medallion_dq.local import lake
+
+    with lake.locked(tmp_path), pytest.raises(lake.LakeBusy) as caught:  # noqa: SIM117
+        with lake.locked(tmp_path):
+            pass
+    assert f"another run (process {os.getpid()}) is using the lake {tmp_path}" in str(caught.value)
+    assert "--fresh" in str(caught.value)
+
+
+def test_the_timeout_covers_loading_the_pipeline_files(lake, tmp_path):
+    """A pipeline file whose import never ends (here: a huge query at module level) is
+    interrupted by the DQ_RUN_TIMEOUT watchdog, not waited for."""
+    from medallion_dq.local.runner import PipelineSpec
+
+    slow = tmp_path / "slow.py"
+    slow.write_text('TOTAL = spark.sql("SELECT count(*) FROM range(1000000000000)").collect()\n')
+    lake.project.runner.timeout = 5
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="took longer than the 5 s timeout"):
+        lake.project.runner.run(PipelineSpec("slow", [slow], tmp_path, database=lake.schema))
+    assert time.monotonic() - started < 60

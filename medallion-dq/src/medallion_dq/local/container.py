@@ -35,6 +35,7 @@ DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
 DEFAULT_IMAGE = "medallion-dq-spark-connect"
 DOCKER_DIR = Path(__file__).parent / "docker"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_STEP = re.compile(r"^Step (\S+) : (.*)$")  # the classic builder's step lines
 _FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
 
@@ -191,7 +192,22 @@ def build_image(
     if _has_image(client, full_tag):
         return full_tag
 
+    from medallion_dq.local.spark import progress
+
+    progress(f"building the container image {full_tag} (once; a few minutes the first time)")
     log: list[str] = []
+    step = {"name": "", "started": time.monotonic()}
+
+    def report_step(line: str) -> None:
+        """One progress line per Dockerfile step, with the time the previous one took."""
+        match = _STEP.match(line)
+        if not match:
+            return
+        now = time.monotonic()
+        if step["name"]:
+            progress(f"image {step['name']} took {now - step['started']:.0f} s")
+        step.update(name=f"step {match[1]}: {match[2][:70]}", started=now)
+
     with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:
         for name, path in inputs:
             (Path(ctx) / name).parent.mkdir(parents=True, exist_ok=True)
@@ -214,6 +230,7 @@ def build_image(
                 )  # stderr comes colored
                 if line.strip():
                     log.append(line.rstrip("\n"))
+                    report_step(line.strip())
                     if not quiet:
                         print(line, end="" if line.endswith("\n") else "\n", flush=True)
                 if "error" in chunk:
@@ -229,6 +246,7 @@ def build_image(
                 f"docker build of {full_tag} was interrupted: {exc}\n"
                 f"Last lines of the build log:\n{_tail(chr(10).join(log))}"
             ) from exc
+    report_step("Step done : ")  # the last step's time
     return full_tag
 
 

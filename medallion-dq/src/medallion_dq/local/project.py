@@ -120,34 +120,50 @@ class LocalProject:
         )
 
     def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
-        result = self.runner.run(self.spec(key, **spec_options), full_refresh=full_refresh)
+        spec = self.spec(key, **spec_options)
+        unread = self._unread_landing_files(spec)
+        result = self.runner.run(spec, full_refresh=full_refresh)
+        result.unread_files = unread
         if result.error and result.error.kind == "ENGINE":
             self._name_missing_upstream(key, result)
         return result
 
+    def _unread_landing_files(self, spec: PipelineSpec) -> list[dict]:
+        """Landing files the pipeline's readers will skip, said before the update: nothing that
+        landed disappears without a line."""
+        from medallion_dq.preflight import landing_folders
+        from medallion_dq.sources import unread_files
+
+        file_format = spec.configuration.get("medallion.source.file_format", "json")
+        skipped = [
+            {"path": f.path, "reason": f.reason}
+            for folder in sorted(landing_folders(spec.libraries))
+            for f in unread_files(self.landing, folder, file_format)
+        ]
+        for f in skipped:
+            self.log(f"[{spec.name}] landing file not read: {f['path']} ({f['reason']})")
+        return skipped
+
     def _name_missing_upstream(self, key: str, result: UpdateResult) -> None:
         """A dataset reading a table no update has written yet fails with an engine message about
         an upstream flow; say which table is missing and which pipeline writes it."""
-        from pyspark.errors import AnalysisException
-
         pipeline = self.bundle.pipelines[key]
         for other_key, other in self.bundle.pipelines.items():
             if other_key == key:
                 continue
-            for name in _datasets_defined(other.library_files):
+            for name in sorted(_datasets_defined(other.library_files)):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
-                try:
-                    self.local.spark.sql(f"DESCRIBE TABLE {table}").collect()
+                if self.local.spark.catalog.tableExists(table) or not any(
+                    _reads(file, name) for file in pipeline.library_files
+                ):
                     continue
-                except AnalysisException:
-                    pass
-                if any(_reads(file, name) for file in pipeline.library_files):
-                    result.error.message = (
-                        f"{key} reads {name}, which is not in this lake yet: it is written by "
-                        f"the {other_key} pipeline; run `medallion-dq run --pipeline {other_key}` "
-                        f"first, or the whole job (--job)"
-                    )
-                    return
+                result.error.message = (
+                    f"{key} reads {name}, which is not in this lake yet: the {other_key} "
+                    f"pipeline writes it; run `medallion-dq run --pipeline {other_key}` first, "
+                    "or the whole job (--job)"
+                )
+                self.log(f"[{pipeline.name}] {result.error.message}")
+                return
 
     def run_job(self, key: str, *, full_refresh: bool = False) -> JobResult:
         if key not in self.bundle.jobs:

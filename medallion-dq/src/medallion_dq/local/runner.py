@@ -82,6 +82,7 @@ class UpdateResult:
     error: RunError | None
     seconds: float
     removed: list[str] = field(default_factory=list)  # tables the update created, removed
+    unread_files: list[dict] = field(default_factory=list)  # landing files its readers skip
 
     @property
     def ok(self) -> bool:
@@ -117,6 +118,7 @@ class UpdateResult:
             },
             "restored": self.restored,
             "removed": self.removed,
+            "unread_files": self.unread_files,
             "error": self.error.to_dict() if self.error else None,
         }
 
