@@ -192,6 +192,7 @@ class Runner:
         self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
         self.timeout = float(os.environ.get("DQ_RUN_TIMEOUT", "900"))
+        self._watchdog: threading.Timer | None = None
         expectations.install()
 
     # -- registration ---------------------------------------------------------------------------
@@ -266,6 +267,10 @@ class Runner:
                 raise
             self.log(f"[{spec.name}] {str(lost).splitlines()[0]}")
             raise lost from None
+        finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+                self._watchdog = None
 
     def _run(
         self, spec: PipelineSpec, *, full_refresh: bool, refresh: list[str] | None
@@ -285,6 +290,7 @@ class Runner:
         )
         watchdog.daemon = True
         watchdog.start()
+        self._watchdog = watchdog  # run() cancels it however this ends
         if spec.database:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{spec.database}`")
         # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
