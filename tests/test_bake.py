@@ -47,7 +47,7 @@ def container_backend(project: Path) -> tuple[bool, bool]:
     """(the noxfile has a container session, the project depends on the container extra)."""
     noxfile = (project / "noxfile.py").read_text(encoding="utf-8")
     pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
-    return "def container(" in noxfile, "medallion-dq[container]" in pyproject
+    return "def container(" in noxfile, "medallion-dq[client,container]" in pyproject
 
 
 def test_template_files_are_valid_jinja() -> None:
