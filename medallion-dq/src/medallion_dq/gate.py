@@ -19,6 +19,13 @@ origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, d
 Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They come from the
 rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
 up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
+
+An empty delivery fails the gate too: a dataset with expectations that received no input
+records in the judged update (every rule's passed + failed is 0, or its flow completed without
+recording metrics at all, as a streaming flow with no new files does locally) is reported as
+``<dataset>: 0 input records: an empty delivery (no new landing files?)``. A day without orders
+is a failure, not a quiet green run that publishes an empty gold. Where an empty update is
+expected, pass ``allow_empty=True`` (CLI: ``--allow-empty``): it is then reported, not failed.
 """
 
 from __future__ import annotations
@@ -36,16 +43,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "EMPTY_DELIVERY",
     "EXPECTATIONS_SCHEMA",
     "GateResult",
     "GateRow",
     "package_rule_files",
+    "completed_datasets",
     "evaluate",
     "expectation_metrics",
     "expectation_metrics_frame",
     "latest_update_id",
     "main",
     "read_event_log",
+    "rule_datasets",
     "run_gate",
     "thresholds_from_rule_files",
 ]
@@ -58,7 +68,11 @@ EXPECTATIONS_SCHEMA = (
     "array<struct<name:string,dataset:string,passed_records:bigint,failed_records:bigint>>"
 )
 
+#: How the gate names a dataset that received no rows (formatted with ``dataset``).
+EMPTY_DELIVERY = "{dataset}: 0 input records: an empty delivery (no new landing files?)"
+
 _EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
+_STATUS_PATH = "$.flow_progress.status"
 _PIPELINE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_`-]+(\.[A-Za-z0-9_`-]+){0,2}$")
 
@@ -108,6 +122,13 @@ def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
     return thresholds
 
 
+def rule_datasets(paths: Iterable[Path | str]) -> set[str]:
+    """Names of the datasets the rule files hold rules for (files or folders, as above)."""
+    from medallion_dq import rules
+
+    return {rules.load(path).dataset for path in _rule_file_paths(paths)}
+
+
 def package_rule_files(package: str) -> list[Path]:
     """The rule files a project ships as package data (``<package>/rules/**/*.yml``)."""
     from importlib import resources
@@ -155,10 +176,24 @@ class GateResult:
     note: str = ""
     #: False when there was nothing to judge (no pipeline update found): the gate fails.
     evaluated: bool = True
+    #: Datasets with expectations that received 0 input records in the update: an empty
+    #: delivery, which fails the gate unless ``allow_empty``.
+    empty: list[str] = field(default_factory=list)
+    #: Report empty datasets without failing (``--allow-empty``).
+    allow_empty: bool = False
 
     @property
     def passed(self) -> bool:
-        return self.evaluated and all(row.ok for row in self.rows)
+        return (
+            self.evaluated
+            and all(row.ok for row in self.rows)
+            and (self.allow_empty or not self.empty)
+        )
+
+    @property
+    def empty_messages(self) -> list[str]:
+        """One line per empty dataset, e.g. ``silver_orders: 0 input records: an empty ...``."""
+        return [EMPTY_DELIVERY.format(dataset=dataset) for dataset in self.empty]
 
     @property
     def failures(self) -> list[GateRow]:
@@ -178,6 +213,17 @@ class GateResult:
             )
             for row in self.rows
         ]
+        body += [
+            (
+                f"{dataset} (0 input records)",
+                "0",
+                "0",
+                "-",
+                "-",
+                "PASS" if self.allow_empty else "FAIL",
+            )
+            for dataset in self.empty
+        ]
         if not body:
             body = [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
         widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
@@ -196,12 +242,22 @@ class GateResult:
             text = "quality gate FAILED: nothing to evaluate"
         elif self.passed:
             text = f"quality gate PASSED{update}: {len(self.rows)} rule(s) within threshold"
+            if self.empty:
+                text += " (empty delivery allowed)\n" + "\n".join(self.empty_messages)
         else:
-            names = ", ".join(f"{r.dataset}.{r.rule}" for r in self.failures)
-            text = (
-                f"quality gate FAILED{update}: {len(self.failures)} of {len(self.rows)} "
-                f"rule(s) over threshold: {names}"
-            )
+            reasons = []
+            if self.failures:
+                names = ", ".join(f"{r.dataset}.{r.rule}" for r in self.failures)
+                reasons.append(
+                    f"{len(self.failures)} of {len(self.rows)} rule(s) over threshold: {names}"
+                )
+            if self.empty and not self.allow_empty:
+                reasons.append(
+                    f"{len(self.empty)} dataset(s) received no rows: {', '.join(self.empty)}"
+                )
+            text = f"quality gate FAILED{update}: " + "; ".join(reasons)
+            if self.empty and not self.allow_empty:
+                text += "\n" + "\n".join(self.empty_messages)
         return f"{text}\n{self.note}" if self.note else text
 
     def __str__(self) -> str:
@@ -229,12 +285,19 @@ def evaluate(
     metrics: Iterable[Mapping[str, Any]],
     thresholds: Mapping[str, float],
     default_threshold: float = DEFAULT_THRESHOLD,
+    *,
+    datasets: Iterable[str] = (),
+    allow_empty: bool = False,
 ) -> GateResult:
-    """Judge each rule: failed / (passed + failed) must not exceed its threshold.
+    """Judge each rule: failed / (passed + failed) must not exceed its threshold; and each
+    dataset with expectations must have received rows.
 
     ``metrics``: dicts with ``dataset``, ``name`` and ``passed`` / ``failed`` (the event-log
     spelling ``passed_records`` / ``failed_records`` works too). Several entries for the same
-    dataset and rule (micro-batches, several flows) are added up.
+    dataset and rule (micro-batches, several flows) are added up. A dataset whose rules all
+    count 0 records is empty (all its rules judge the same input rows). ``datasets``: datasets
+    that ran in this update and have rules: one with no metrics at all is empty too. An empty
+    dataset fails the gate unless ``allow_empty``.
     """
     _fraction(default_threshold, "default_threshold")
     totals: dict[tuple[str, str], list[int]] = {}
@@ -247,10 +310,15 @@ def evaluate(
         counts[0] += int(passed)
         counts[1] += int(failed)
     rows = []
+    inputs: dict[str, int] = {}
     for (dataset, name), (passed, failed) in sorted(totals.items()):
         threshold, source = _threshold(dataset, name, thresholds, default_threshold)
         rows.append(GateRow(dataset, name, passed, failed, threshold, source))
-    return GateResult(rows=rows)
+        inputs[dataset] = max(inputs.get(dataset, 0), passed + failed)
+    reported = {_short(d) for d in inputs}
+    empty = {d for d, count in inputs.items() if count == 0}
+    empty |= {d for d in map(_short, datasets) if d and d not in reported}
+    return GateResult(rows=rows, empty=sorted(empty), allow_empty=allow_empty)
 
 
 # --------------------------------------------------------------------------- Spark side
@@ -309,6 +377,22 @@ def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame
     )
 
 
+def completed_datasets(events_df: DataFrame, update_id: str) -> set[str]:
+    """Datasets (short names) whose flow reported COMPLETED in this update's events."""
+    from pyspark.sql import functions as F
+
+    status = F.get_json_object(_details_json(events_df), _STATUS_PATH)
+    rows = (
+        events_df.filter(F.col("event_type") == "flow_progress")
+        .filter(F.col("origin.update_id") == F.lit(update_id))
+        .filter(F.upper(status) == "COMPLETED")
+        .select(F.coalesce("origin.dataset_name", "origin.flow_name").alias("dataset"))
+        .distinct()
+        .collect()
+    )
+    return {_short(row["dataset"]) for row in rows if row["dataset"]}
+
+
 def expectation_metrics(events_df: DataFrame, update_id: str | None = None) -> list[dict[str, Any]]:
     """Expectation metrics of one update (default: the latest) as
     ``[{"dataset", "name", "passed", "failed"}, ...]``, ready for ``evaluate``."""
@@ -353,17 +437,31 @@ def run_gate(
     update_id: str | None = None,
     rule_files: Iterable[Path | str] = (),
     default_threshold: float = DEFAULT_THRESHOLD,
+    allow_empty: bool = False,
 ) -> GateResult:
-    """Metrics of one update (default: latest) judged against the rule files' thresholds."""
+    """Metrics of one update (default: latest) judged against the rule files' thresholds.
+
+    A dataset of the rule files whose flow completed in this update without a single input
+    record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
+    ``allow_empty``."""
     update_id = update_id or latest_update_id(events_df)
+    rule_files = list(rule_files)
     thresholds = thresholds_from_rule_files(rule_files)
     if update_id is None:
         return GateResult(
             note="no flow_progress events: has the validation pipeline run?", evaluated=False
         )
-    result = evaluate(expectation_metrics(events_df, update_id), thresholds, default_threshold)
+    expected = rule_datasets(rule_files) if rule_files else set()
+    ran = completed_datasets(events_df, update_id) if expected else set()
+    result = evaluate(
+        expectation_metrics(events_df, update_id),
+        thresholds,
+        default_threshold,
+        datasets={_short(d) for d in expected} & ran,
+        allow_empty=allow_empty,
+    )
     result.update_id = update_id
-    if not result.rows:
+    if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "
             "which record no metrics)"
@@ -379,7 +477,8 @@ def _get_spark() -> SparkSession:
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     """Job task entry point. Returns 0 when the gate passes; exits 1 (``SystemExit``) when it
-    fails or cannot be evaluated, which fails the task and skips the publish task."""
+    fails (a rule over its threshold, or an empty delivery without ``--allow-empty``) or
+    cannot be evaluated, which fails the task and skips the publish task."""
     parser = argparse.ArgumentParser(
         prog="quality_gate",
         description="Fail when an expectation's failed fraction exceeds its threshold.",
@@ -405,6 +504,11 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         default=DEFAULT_THRESHOLD,
         help="failed fraction allowed when the rule files set none (default: %(default)s)",
     )
+    parser.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="report a dataset that received no rows (an empty delivery) instead of failing",
+    )
     args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
     if not args.pipeline_id and not args.event_log_table:
         parser.error("give --pipeline-id (or --event-log-table)")
@@ -426,6 +530,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             update_id=args.update_id,
             rule_files=rule_files,
             default_threshold=args.default_threshold,
+            allow_empty=args.allow_empty,
         )
     except Exception as exc:
         print(f"ERROR: quality gate could not run: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -38,15 +38,16 @@ Where which option applies:
   the schema by the header's column names (Spark's own CSV reader would match them by
   position and silently shift every value of a file whose columns come in another order).
 
-Not covered locally (documented, not silent): UTF-32 files and UTF-16 files that are not valid
-UTF-16 (an update fails with MALFORMED_CHARACTER_CODING); text that is not valid UTF-8 is kept
-as a corrupt record with U+FFFD for the bad bytes (as Spark's JSON reader does); CSV values
-spanning lines (multiLine) and CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON line
-holding an array of records is one corrupt record, not several rows. Each file is held in
+Limits, locally: text that is neither UTF-8 nor valid UTF-16 (UTF-32, Latin-1, a truncated
+UTF-16 file) is kept as corrupt records, with U+FFFD for the bytes that are not UTF-8 (as
+Spark's JSON reader keeps them), not decoded; CSV values spanning lines (multiLine) are not
+supported (as in Spark's default), nor CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON
+line holding an array of records is one corrupt record, not several rows. Each file is held in
 memory whole (the `binaryFile` source; at most 2 GB a file): meant for tests, not production
-volumes. On Databricks, a UTF-16 file is read as Spark's JSON reader reads it (its records
-are recognised line by line, its last line becomes a corrupt record); set the reader's
-`encoding` if a source always sends UTF-16.
+volumes. On Databricks a UTF-16 file is left to Auto Loader's JSON / CSV reader; Spark's JSON
+reader (checked on open-source Spark 4.2) recognises its records line by line and keeps the
+stray last byte as one more corrupt record; set the reader's `encoding` option if a source
+always sends UTF-16.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def unread_files(landing: Path | str, folder: str, file_format: str) -> list[Unr
     case). An empty list when the folder does not exist. Call it before or after a run, e.g. to
     print "not read: orders/_late.json (name starts with '_' ...)" so no file vanishes unseen.
     """
-    root = Path(landing)
+    root, file_format = Path(landing), file_format.lower()
     base = root / folder
     if not base.is_dir():
         return []
@@ -299,24 +300,40 @@ def _json_text(expr: str) -> str:
     return f"regexp_extract(to_json(array({expr})), '^\\\\[(.*)\\\\]$', 1)"
 
 
+def _utf16_valid(start: int, little_endian: bool) -> str:
+    """SQL: the content's bytes from `start` are valid UTF-16 (`decode` fails the whole update
+    on a lone surrogate): split the hex into 2-byte units, drop the surrogate pairs, and look
+    for a surrogate left over."""
+    high, low = ("..D[89AB]", "..D[C-F]") if little_endian else ("D[89AB]..", "D[C-F]..")
+    any_surrogate = "..D[89A-F]" if little_endian else "D[89A-F].."
+    units = f"regexp_replace(hex(substring(content, {start})), '(....)', '$1 ')"
+    return f"NOT regexp_like(regexp_replace({units}, '{high} {low} ', ''), '{any_surrogate} ')"
+
+
 # Decode a whole file: a byte-order mark, or NUL bytes where RFC 4627 (section 3) puts them for
-# UTF-16 text that starts with an ASCII character, choose UTF-16; anything else is UTF-8.
-_DECODED = """
+# UTF-16 text that starts with an ASCII character, choose UTF-16; anything else is read as
+# UTF-8 (so a file that is neither becomes corrupt records, never a failed update).
+_DECODED = f"""
 CASE
   WHEN hex(substring(content, 1, 3)) = 'EFBBBF' THEN CAST(substring(content, 4) AS STRING)
   WHEN length(content) % 2 = 1 THEN CAST(content AS STRING)
-  WHEN hex(substring(content, 1, 2)) = 'FFFE' THEN decode(substring(content, 3), 'UTF-16LE')
-  WHEN hex(substring(content, 1, 2)) = 'FEFF' THEN decode(substring(content, 3), 'UTF-16BE')
+  WHEN hex(substring(content, 1, 2)) = 'FFFE' AND {_utf16_valid(3, True)}
+    THEN decode(substring(content, 3), 'UTF-16LE')
+  WHEN hex(substring(content, 1, 2)) = 'FEFF' AND {_utf16_valid(3, False)}
+    THEN decode(substring(content, 3), 'UTF-16BE')
   WHEN hex(substring(content, 2, 1)) = '00' AND hex(substring(content, 1, 1)) != '00'
-    THEN decode(content, 'UTF-16LE')
+    AND {_utf16_valid(1, True)} THEN decode(content, 'UTF-16LE')
   WHEN hex(substring(content, 1, 1)) = '00' AND hex(substring(content, 2, 1)) != '00'
-    THEN decode(content, 'UTF-16BE')
+    AND {_utf16_valid(1, False)} THEN decode(content, 'UTF-16BE')
   ELSE CAST(content AS STRING)
 END
 """
 # Line breaks as Spark's line-based readers see them; a line of only white space is no record.
-_LINES = f"split({_DECODED}, '\\\\r\\\\n|\\\\r|\\\\n')"
+_LINE_BREAKS = "'\\\\r\\\\n|\\\\r|\\\\n'"
 _HAS_TEXT = "_line RLIKE '\\\\S'"
+# Splitting a string turns bytes that are not UTF-8 into U+FFFD, so whether the file was valid
+# UTF-8 is noted before (`_utf8`); a line holding a replaced byte is then a corrupt record.
+_BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
 
 
 def _local_text_files(
@@ -331,9 +348,11 @@ def _local_text_files(
         .option("pathGlobFilter", path_glob_filter(file_format))
         .option("recursiveFileLookup", "true")
         .load(path)
+        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
         .select(
-            F.col("_metadata.file_path").alias(SOURCE_FILE),
-            F.expr(_LINES).alias("_lines"),
+            SOURCE_FILE,
+            F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines"),
+            F.expr("is_valid_utf8(_text)").alias("_utf8"),
         )
     )
     names = field_names(schema)
@@ -342,11 +361,12 @@ def _local_text_files(
         records = _json_records(files, schema, names, known)
     else:
         records = _csv_records(files, names, known)
+    # Auto Loader's rescued data also names the file the record came from.
     return records.select(
         *[F.col(n) for n in names],
         F.col(CORRUPT_RECORD),
         F.expr(
-            f"CASE WHEN _rescued IS NOT NULL THEN concat(substring(_rescued, 1, "
+            "CASE WHEN _rescued IS NOT NULL THEN concat(substring(_rescued, 1, "
             f"length(_rescued) - 1), ',\"_file_path\":', {_json_text(SOURCE_FILE)}, '}}') END"
         ).alias(RESCUED_DATA),
         F.col(SOURCE_FILE),
@@ -355,34 +375,30 @@ def _local_text_files(
 
 
 def _json_records(files: DataFrame, schema, names: list[str], known: str) -> DataFrame:
+    """JSON lines: parsed in PERMISSIVE mode; keys the schema does not name are rescued."""
     from pyspark.sql import functions as F
 
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
-    lines = files.select(SOURCE_FILE, F.explode("_lines").alias("_line")).filter(
+    lines = files.select(SOURCE_FILE, "_utf8", F.explode("_lines").alias("_line")).filter(
         F.expr(_HAS_TEXT)
     )
     parsed = lines.select(
         SOURCE_FILE,
         "_line",
-        # Text that is not valid UTF-8 is not parsed: kept whole (bad bytes as U+FFFD).
-        F.when(
-            F.expr("is_valid_utf8(_line)"),
-            F.from_json("_line", _with_corrupt_record(schema), options),
-        ).alias("_parsed"),
+        F.expr(_BAD_TEXT).alias("_bad_text"),
+        F.from_json("_line", _with_corrupt_record(schema), options).alias("_parsed"),
+        # `variant` keeps each value's JSON type (a number stays a number, an object an object).
         F.expr(
-            f"map_filter(from_json(_line, 'map<string,variant>'), "
+            "map_filter(from_json(_line, 'map<string,variant>'), "
             f"(k, v) -> NOT array_contains({known}, k))"
         ).alias("_unknown"),
     )
     return parsed.select(
         SOURCE_FILE,
-        *[F.col("_parsed").getField(n).alias(n) for n in names],
+        *[F.expr(f"IF(_bad_text, NULL, _parsed.`{n}`)").alias(n) for n in names],
+        F.expr(f"IF(_bad_text, _line, _parsed.{CORRUPT_RECORD})").alias(CORRUPT_RECORD),
         F.expr(
-            f"CASE WHEN is_valid_utf8(_line) THEN _parsed.{CORRUPT_RECORD} "
-            "ELSE make_valid_utf8(_line) END"
-        ).alias(CORRUPT_RECORD),
-        F.expr(
-            f"CASE WHEN _parsed.{CORRUPT_RECORD} IS NULL AND size(_unknown) > 0 "
+            f"CASE WHEN NOT _bad_text AND _parsed.{CORRUPT_RECORD} IS NULL AND size(_unknown) > 0 "
             "THEN to_json(_unknown) END"
         ).alias("_rescued"),
     )
@@ -399,48 +415,55 @@ def _csv_field_count(expr: str) -> str:
     """SQL: how many fields the CSV parser finds in a line (-1 when a quote is left open):
     the position of a mark appended as one more field."""
     mark = _sql_string(_END_MARK)
-    return f"array_position({_csv_fields(f'concat({expr}, {_sql_string(",")}, {mark})')}, {mark}) - 1"
+    marked = _csv_fields(f"concat({expr}, ',', {mark})")
+    return f"array_position({marked}, {mark}) - 1"
 
 
 def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
     """CSV: the first line with text is the header; columns are matched to the schema by name,
-    as Auto Loader matches them. Header names are made unique as Spark does when it reads a
-    header (an empty name becomes `_c<i>`, a repeated one `<name><i>`)."""
+    as Auto Loader matches them. Header names are made unique as Spark makes them when it
+    infers a header (an empty name becomes `_c<i>`, a repeated one `<name><i>`). A line whose
+    number of fields differs from the header's is a corrupt record (its fields kept as read)."""
     from pyspark.sql import functions as F
 
-    with_header = files.select(
+    header = files.select(
         SOURCE_FILE,
+        "_utf8",
         "_lines",
-        F.expr("element_at(filter(_lines, l -> l RLIKE '\\\\S'), 1)").alias("_header"),
+        F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header"),
     ).select(
         SOURCE_FILE,
+        "_utf8",
         "_lines",
         F.expr("array_position(_lines, _header)").alias("_header_at"),
-        F.expr(_csv_field_count("_header")).alias("_width"),
-        F.expr(f"{_csv_fields('_header')}").alias("_header_fields"),
+        F.expr(f"greatest({_csv_field_count('_header')}, 0)").alias("_width"),
+        F.expr(_csv_fields("_header")).alias("_header_fields"),
     )
-    header = with_header.select(
+    columns = header.select(
         SOURCE_FILE,
+        "_utf8",
         "_lines",
         "_header_at",
         "_width",
         F.expr(
-            "transform(slice(_header_fields, 1, greatest(_width, 0)), (h, i) -> CASE "
+            "transform(slice(_header_fields, 1, _width), (h, i) -> CASE "
             "WHEN h IS NULL OR h = '' THEN concat('_c', i) "
             "WHEN size(filter(slice(_header_fields, 1, _width), x -> x = h)) > 1 "
             "THEN concat(h, i) ELSE h END)"
         ).alias("_columns"),
     )
-    lines = header.select(
+    lines = columns.select(
         SOURCE_FILE,
+        "_utf8",
         "_header_at",
         "_width",
         "_columns",
         F.posexplode("_lines").alias("_at", "_line"),
-    ).filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))
+    ).filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after the header
     fields = lines.select(
         SOURCE_FILE,
         "_line",
+        F.expr(_BAD_TEXT).alias("_bad_text"),
         "_width",
         "_columns",
         F.expr(_csv_fields("_line")).alias("_fields"),
@@ -452,16 +475,13 @@ def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
         return F.expr(f"CASE WHEN {at} > 0 THEN element_at(_fields, CAST({at} AS INT)) END")
 
     pairs = (
-        "filter(transform(_columns, (c, i) -> named_struct('k', c, 'v', element_at(_fields, i + 1))),"
-        f" e -> NOT array_contains({known}, e.k) AND e.v IS NOT NULL)"
+        "filter(transform(_columns, (c, i) -> named_struct('k', c, 'v', "
+        f"element_at(_fields, i + 1))), e -> NOT array_contains({known}, e.k) AND e.v IS NOT NULL)"
     )
     return fields.select(
         SOURCE_FILE,
         *[column(n).alias(n) for n in names],
-        F.expr(
-            "CASE WHEN _count != _width OR NOT is_valid_utf8(_line) "
-            "THEN make_valid_utf8(_line) END"
-        ).alias(CORRUPT_RECORD),
+        F.expr("CASE WHEN _bad_text OR _count != _width THEN _line END").alias(CORRUPT_RECORD),
         F.expr(
             f"CASE WHEN size({pairs}) > 0 THEN concat('{{', array_join(transform({pairs}, "
             f"e -> concat({_json_text('e.k')}, ':', {_json_text('e.v')})), ','), '}}') END"

@@ -1,9 +1,26 @@
-"""Bronze: every landed record arrives, as text, with its file name; a bad record is kept."""
+"""Bronze: every landed record arrives, as text, with its file name; a bad record is kept.
+
+A record that does not parse keeps its raw text (`_corrupt_record`), fields the schema does not
+name are kept (`_rescued_data`), and a file bronze does not read is listed by `unread_files`.
+"""
+
+import json
 
 import pytest
+from medallion_dq.sources import unread_files
 from medallion_dq.testing import assert_update_ok
 
 pytestmark = pytest.mark.spark
+
+SCHEMA = {
+    "order_id": "string",
+    "customer_id": "string",
+    "order_ts": "string",
+    "channel": "string",
+    "currency": "string",
+    "amount": "string",
+    "quantity": "string",
+}
 
 
 def test_bronze_lands_every_record_with_lineage(lake):
@@ -18,15 +35,10 @@ def test_bronze_lands_every_record_with_lineage(lake):
         f.name: f.dataType.simpleString()
         for f in bronze.schema.fields
         if not f.name.startswith("_")
-    } == {
-        "order_id": "string",
-        "customer_id": "string",
-        "order_ts": "string",
-        "channel": "string",
-        "currency": "string",
-        "amount": "string",
-        "quantity": "string",
-    }
+    } == SCHEMA
+    assert {"_corrupt_record", "_rescued_data", "_source_file", "_ingested_at"} <= set(
+        bronze.columns
+    )
     files = {
         r["_source_file"].rsplit("/", 1)[-1]
         for r in bronze.select("_source_file").distinct().collect()
@@ -35,6 +47,11 @@ def test_bronze_lands_every_record_with_lineage(lake):
         f"orders-2026-11-01.{lake.file_format}",
         f"orders-2026-11-04.{lake.file_format}",
     }
+    # The truncated last record keeps its text; every other record parsed whole.
+    (truncated,) = bronze.where("_corrupt_record IS NOT NULL").collect()
+    assert truncated["_corrupt_record"].startswith("O-999999" if lake.file_format == "csv" else "{")
+    assert "O-999999" in truncated["_corrupt_record"]
+    assert bronze.where("_rescued_data IS NOT NULL").count() == 0
 
 
 def test_bronze_is_incremental_and_ignores_other_files(lake):
@@ -50,3 +67,99 @@ def test_bronze_is_incremental_and_ignores_other_files(lake):
         "A-2",
         "A-3",
     ]
+    assert [path for path, _ in unread_files(lake.landing, "orders", lake.file_format)] == [
+        "orders/README.txt"
+    ]
+
+
+def test_a_record_that_does_not_parse_keeps_its_raw_text(lake):
+    if lake.file_format == "csv":
+        broken = ['M-2,"an unclosed quote', "M-3,1.00,one field too many"]
+        text = "order_id,amount\nM-1,5.00\n" + "\n".join(broken) + "\n"
+    else:
+        broken = ['{"order_id": "M-2", "amount": ', "not json at all"]
+        text = '{"order_id": "M-1", "amount": "5.00"}\n' + "\n".join(broken) + "\n"
+    lake.land("orders", "day1", text)
+    assert_update_ok(lake.run("validation", ["bronze"]))
+    rows = lake.table("bronze_orders").collect()
+    assert len(rows) == 3
+    assert sorted(r["_corrupt_record"] for r in rows if r["_corrupt_record"]) == sorted(broken)
+    (good,) = [r for r in rows if r["_corrupt_record"] is None]
+    assert (good["order_id"], good["amount"]) == ("M-1", "5.00")
+
+
+def test_fields_the_schema_does_not_name_are_rescued(lake):
+    if lake.file_format == "csv":
+        # Columns in another order, one the schema does not name: matched by name, as Auto
+        # Loader matches them, and the unknown one rescued.
+        text = "coupon,amount,order_id,Channel\nSAVE10,1.00,R-1,web\n,2.00,R-2,\n"
+        rescued = {"coupon": "SAVE10", "Channel": "web"}
+    else:
+        text = (
+            '{"order_id": "R-1", "amount": "1.00", "coupon": "SAVE10", "Channel": "web",'
+            ' "gift": {"wrap": true}}\n{"order_id": "R-2", "amount": "2.00"}\n'
+        )
+        rescued = {"coupon": "SAVE10", "Channel": "web", "gift": {"wrap": True}}
+    path = lake.land("orders", "day1", text)
+    assert_update_ok(lake.run("validation", ["bronze"]))
+    rows = lake.rows("bronze_orders", "order_id")
+    assert (rows["R-1"]["amount"], rows["R-2"]["amount"]) == ("1.00", "2.00")
+    assert rows["R-1"]["channel"] is None  # "Channel" differs in case: rescued, not guessed
+    kept = json.loads(rows["R-1"]["_rescued_data"])
+    assert kept.pop("_file_path").endswith(path.name)
+    assert kept == rescued
+    assert rows["R-2"]["_rescued_data"] is None
+    assert rows["R-1"]["_corrupt_record"] is None
+
+
+def test_a_utf16_file_is_read_not_turned_into_empty_rows(lake):
+    path = lake.land("orders", "day1", [{"order_id": "U-1", "amount": "9.50", "channel": "café"}])
+    path.write_bytes(path.read_text(encoding="utf-8").encode("utf-16"))  # with its byte-order mark
+    assert_update_ok(lake.run("validation", ["bronze"]))
+    rows = lake.table("bronze_orders").collect()
+    assert [(r["order_id"], r["amount"], r["channel"], r["_corrupt_record"]) for r in rows] == [
+        ("U-1", "9.50", "café", None)
+    ]
+
+
+def test_every_landed_record_is_in_bronze_or_reported_unread(lake):
+    """Sub-folders and the usual extensions in any case are read; a file Spark and Auto Loader
+    skip (name starting with `_` or `.`, another extension) is listed by `unread_files`."""
+    orders = lake.landing / "orders"
+    extensions = ["jsonl", "JSON"] if lake.file_format == "json" else ["CSV"]
+
+    def land(relative, *order_ids):
+        path = lake.land("orders", "tmp", [{"order_id": o, "amount": "1.00"} for o in order_ids])
+        target = orders / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        path.rename(target)
+        return len(order_ids)
+
+    fmt = lake.file_format
+    landed = {
+        "day1": land(f"day1.{fmt}", "F-1", "F-2"),
+        "sub-folder": land(f"2026/11/day2.{fmt}", "F-3"),
+        **{ext: land(f"day3.{ext}", f"F-{ext}") for ext in extensions},
+        "underscore": land(f"_day4.{fmt}", "F-5", "F-6"),
+        "dot": land(f".day5.{fmt}", "F-7"),
+        "hidden folder": land(f"_archive/day6.{fmt}", "F-8"),
+    }
+    (orders / "notes.txt").write_text("not data\n")
+    assert_update_ok(lake.run("validation", ["bronze"]))
+
+    bronze = {r["order_id"] for r in lake.table("bronze_orders").collect()}
+    assert bronze == {"F-1", "F-2", "F-3", *(f"F-{ext}" for ext in extensions)}
+    unread = dict(unread_files(lake.landing, "orders", fmt))
+    assert sorted(unread) == sorted(
+        [
+            f"orders/.day5.{fmt}",
+            f"orders/_archive/day6.{fmt}",
+            f"orders/_day4.{fmt}",
+            "orders/notes.txt",
+        ]
+    )
+    assert "starts with '_'" in unread[f"orders/_day4.{fmt}"]
+    assert "extension .txt" in unread["orders/notes.txt"]
+    # Every record landed is either in bronze or in a file reported as unread.
+    records_unread = landed["underscore"] + landed["dot"] + landed["hidden folder"]
+    assert len(bronze) + records_unread == sum(landed.values()) == 7 + len(extensions)

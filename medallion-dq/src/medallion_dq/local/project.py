@@ -225,8 +225,15 @@ class LocalProject:
             task.kind,
             "SUCCESS" if verdict.passed else "FAILED",
             gate=verdict,
-            message="" if verdict.passed else "failure rate over threshold",
+            message="" if verdict.passed else _gate_reason(verdict),
         )
+
+
+def _gate_reason(verdict: gate.GateResult) -> str:
+    reasons = ["failure rate over threshold"] if verdict.failures else []
+    if verdict.empty and not verdict.allow_empty:
+        reasons.append(f"no rows arrived for {', '.join(verdict.empty)}")
+    return "; ".join(reasons) or "nothing to evaluate"
 
 
 def _datasets_defined(files) -> set[str]:

@@ -1,0 +1,141 @@
+"""The quality gate fails an empty delivery: a dataset with expectations that received no rows.
+
+No Spark: `evaluate` judges metric dicts in the event log's shape, as the gate reads them on
+Databricks (`details:flow_progress.data_quality.expectations`) and locally.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from medallion_dq import gate
+from medallion_dq.gate import EMPTY_DELIVERY, evaluate
+
+# `details:flow_progress.data_quality.expectations` of an update with no new landing files.
+NOTHING_ARRIVED = [
+    {
+        "name": "valid_order_id",
+        "dataset": "silver_orders",
+        "passed_records": 0,
+        "failed_records": 0,
+    },
+    {"name": "valid_amount", "dataset": "silver_orders", "passed_records": 0, "failed_records": 0},
+]
+ARRIVED = [
+    {
+        "name": "valid_order_id",
+        "dataset": "silver_orders",
+        "passed_records": 95,
+        "failed_records": 5,
+    },
+    {
+        "name": "valid_amount",
+        "dataset": "silver_orders",
+        "passed_records": 100,
+        "failed_records": 0,
+    },
+]
+
+
+def test_a_dataset_with_zero_input_records_fails_the_gate() -> None:
+    result = evaluate(NOTHING_ARRIVED, {"silver_orders": 0.05})
+    assert not result.passed
+    assert result.empty == ["silver_orders"]
+    assert result.failures == []  # no rule is over its threshold: the delivery is what failed
+    message = "silver_orders: 0 input records: an empty delivery (no new landing files?)"
+    assert result.empty_messages == [message] == [EMPTY_DELIVERY.format(dataset="silver_orders")]
+    assert message in result.summary()
+    assert "quality gate FAILED" in result.summary()
+    assert "1 dataset(s) received no rows: silver_orders" in result.summary()
+    (row,) = [line for line in result.table().splitlines() if "0 input records" in line]
+    assert row.startswith("silver_orders (0 input records)") and row.endswith("FAIL")
+
+
+def test_rows_in_any_rule_mean_the_delivery_was_not_empty() -> None:
+    # All of a dataset's rules judge the same rows: one that counted rows is enough.
+    partly = [*ARRIVED, {"name": "new_rule", "dataset": "silver_orders", "passed": 0, "failed": 0}]
+    result = evaluate(partly, {"silver_orders": 0.05})
+    assert result.passed and result.empty == []
+
+
+def test_only_the_empty_dataset_is_named() -> None:
+    other = [{**m, "dataset": "silver_customers"} for m in NOTHING_ARRIVED]
+    result = evaluate([*ARRIVED, *other], {"silver_orders": 0.05})
+    assert result.empty == ["silver_customers"]
+    assert not result.passed
+
+
+def test_a_dataset_that_ran_without_any_metrics_is_empty() -> None:
+    """Locally a streaming flow with no new files records no metrics at all: the datasets that
+    ran and have rules are passed in, and one missing from the metrics is empty."""
+    result = evaluate([], {}, datasets=["silver_orders"])
+    assert result.empty == ["silver_orders"] and not result.passed
+    # Catalog-qualified names (Databricks' event log) are matched by their short name.
+    assert evaluate(ARRIVED, {"silver_orders": 0.05}, datasets=["`dev`.`s`.`silver_orders`"]).passed
+
+
+def test_allow_empty_reports_but_passes() -> None:
+    result = evaluate(NOTHING_ARRIVED, {}, allow_empty=True)
+    assert result.passed and result.empty == ["silver_orders"]
+    assert "empty delivery allowed" in result.summary()
+    assert "silver_orders: 0 input records" in result.summary()
+    assert "PASS" in next(line for line in result.table().splitlines() if "0 input" in line)
+
+
+def test_empty_and_over_threshold_are_both_reported() -> None:
+    other = [{**m, "dataset": "silver_customers"} for m in NOTHING_ARRIVED]
+    result = evaluate([*ARRIVED, *other], {}, default_threshold=0.0)
+    summary = result.summary()
+    assert "1 of 4 rule(s) over threshold: silver_orders.valid_order_id" in summary
+    assert "received no rows: silver_customers" in summary
+
+
+class _Events:
+    """Just enough of a DataFrame for run_gate: the helpers that read Spark are replaced."""
+
+
+def test_run_gate_expects_rule_datasets_whose_flow_completed(tmp_path: Path, monkeypatch) -> None:
+    rules = tmp_path / "rules"
+    (rules / "silver").mkdir(parents=True)
+    (rules / "gold").mkdir()
+    for layer, dataset, action in (("silver", "silver_orders", "drop"), ("gold", "gold_x", "fail")):
+        (rules / layer / f"{dataset}.yml").write_text(
+            yaml.safe_dump(
+                {
+                    "dataset": dataset,
+                    "rules": [{"name": "r", "constraint": "a IS NOT NULL", "action": action}],
+                }
+            )
+        )
+    monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
+    monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: [])
+    # The validation update ran bronze and silver: gold's rules are the publish pipeline's.
+    monkeypatch.setattr(
+        gate, "completed_datasets", lambda events, update_id: {"bronze_orders", "silver_orders"}
+    )
+    assert gate.rule_datasets([rules]) == {"silver_orders", "gold_x"}
+    result = gate.run_gate(_Events(), rule_files=[rules])
+    assert (result.update_id, result.empty, result.passed) == ("u1", ["silver_orders"], False)
+    assert gate.run_gate(_Events(), rule_files=[rules], allow_empty=True).passed
+    # Without rule files the gate cannot know which datasets should have reported.
+    assert gate.run_gate(_Events()).passed
+
+
+def test_cli_flag_allow_empty(monkeypatch, capsys) -> None:
+    seen = {}
+
+    def fake_run_gate(events, **kwargs):
+        seen.update(kwargs)
+        return evaluate(NOTHING_ARRIVED, {}, allow_empty=kwargs["allow_empty"])
+
+    monkeypatch.setattr(gate, "read_event_log", lambda spark, **kw: object())
+    monkeypatch.setattr(gate, "run_gate", fake_run_gate)
+    with pytest.raises(SystemExit) as stopped:
+        gate.main(["--event-log-table", "events"], spark=object())
+    assert stopped.value.code == 1 and seen["allow_empty"] is False
+    assert "silver_orders: 0 input records" in capsys.readouterr().out
+    assert gate.main(["--event-log-table", "events", "--allow-empty"], spark=object()) == 0
+    assert seen["allow_empty"] is True
