@@ -129,8 +129,8 @@ def test_server_killed_mid_run_ends_the_run_with_a_clear_error():
 
 @pytest.fixture
 def java_runtime_only(tmp_path, monkeypatch):
-    """This machine without the JDK's tools (javac, jar) and Maven, and no jar cached: what a
-    user with a Java runtime only has."""
+    """This machine without the JDK's tools (javac, jar) and Maven, no jar cached and no ~/.m2:
+    what a user with a Java runtime only has."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     hidden = {"javac", "jar", "jshell", "jlink", "mvn", "mvnDebug", "mvnyjp"}
@@ -141,6 +141,8 @@ def java_runtime_only(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.m2 to copy jars from
+    (tmp_path / "home").mkdir()
     return tmp_path / "cache"
 
 

@@ -220,3 +220,16 @@ def test_the_timeout_covers_loading_the_pipeline_files(lake, tmp_path):
     with pytest.raises(TimeoutError, match="took longer than the 5 s timeout"):
         lake.project.runner.run(PipelineSpec("slow", [slow], tmp_path, database=lake.schema))
     assert time.monotonic() - started < 60
+
+
+def test_an_empty_delivery_stops_at_the_gate(project):
+    """No new landing file since the last run: the gate fails the job and gold is not
+    refreshed (a day without orders is a failure, CONVENTIONS.md)."""
+    summary = project / "empty.json"
+    done = cli(project, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "silver_orders: 0 input records: an empty delivery (no new landing files?)" in (
+        done.stdout
+    )
+    tasks = json.loads(summary.read_text())["tasks"]
+    assert (tasks["quality_gate"]["status"], tasks["publish"]["status"]) == ("FAILED", "SKIPPED")

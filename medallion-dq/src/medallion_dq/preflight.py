@@ -475,21 +475,13 @@ def check_landing(
     did_you_mean = f"did you mean --landing {' or '.join(guesses[:2])}?" if guesses else ""
     needs = f"a folder holding {', '.join(s + '/' for s in sources)}" if sources else "a folder"
 
-    if not path.exists():
-        return [
-            Problem(
-                "RUN008",
-                option,
-                "no such folder" + (f"; the sources read {reads}" if sources else ""),
-                did_you_mean or f"pass --landing with {needs}",
-            )
-        ]
     if not path.is_dir():
+        what = "is a file, not a folder" if path.exists() else "no such folder"
         return [
             Problem(
                 "RUN008",
                 option,
-                "is a file, not a folder" + (f"; the sources read {reads}" if sources else ""),
+                what + (f"; the sources read {reads}" if sources else ""),
                 did_you_mean or f"pass --landing with {needs}",
             )
         ]
