@@ -68,3 +68,14 @@ def test_answer_names_are_stable() -> None:
     assert context["source_format"] == ["json", "csv"]
     assert context["include_container_backend"] is True
     assert context["python_version"][0] == "3.11"
+
+
+def test_template_pin_takes_the_package_version() -> None:
+    """Baked projects depend on medallion-dq~=<__medallion_dq_version>: the package in this
+    repository must satisfy it, or a fresh bake could not install it."""
+    from packaging.specifiers import SpecifierSet
+
+    context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
+    init = (TEMPLATE_DIR / "medallion-dq" / "src" / "medallion_dq" / "__init__.py").read_text()
+    version = re.search(r'^__version__ = "([^"]+)"$', init, re.MULTILINE)[1]
+    assert version in SpecifierSet(f"~={context['__medallion_dq_version']}")
