@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from medallion_dq.local.loading import PipelineCodeError
 from medallion_dq.local.runner import PipelineSpec
 from medallion_dq.problems import DataQualityError
 from medallion_dq.testing import assert_expectations, assert_update_ok
@@ -139,5 +140,8 @@ def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
     ],
 )
 def test_bad_rules_are_refused_before_the_run(lake, tmp_path, decorator, code):
-    with pytest.raises(DataQualityError, match=code):
+    """Refused while the file loads: one block naming the file and line, the DQ code kept."""
+    with pytest.raises(PipelineCodeError, match=code) as caught:
         run_view(lake, tmp_path, "refused", decorator, query="SELECT 1 AS id, 1 AS amount")
+    assert isinstance(caught.value.original, DataQualityError)
+    assert caught.value.file.endswith(".py") and caught.value.line

@@ -310,7 +310,7 @@ def test_free_port_is_never_one_in_use():
             sock.close()
 
 
-def test_embedded_server_avoids_the_default_port(monkeypatch, no_side_effects):
+def test_embedded_server_avoids_the_default_port(monkeypatch, tmp_path, no_side_effects):
     """With 15002 taken (another session, a CLI run), the embedded server binds another port
     and the client connects to that one. Spark itself is faked: only the wiring is checked."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
@@ -325,7 +325,7 @@ def test_embedded_server_avoids_the_default_port(monkeypatch, no_side_effects):
     held = [s for s in (hold_port(15002), hold_port()) if s is not None]
     taken = {s.getsockname()[1] for s in held}
     try:
-        url = spark._start_embedded({"spark.ui.enabled": "false"})
+        url = spark._start_embedded({"spark.ui.enabled": "false"}, tmp_path / "server.log")
     finally:
         for sock in held:
             sock.close()
