@@ -2,7 +2,7 @@
 
 Default: lint, tests, package, container, generated.
 
-The framework is the package in medallion-dq/: `package` builds its wheel once (build/wheels/)
+The framework is the package in medallion-dq/: `package` builds its wheel (build/wheels/<digest>/)
 and runs its tests against a project baked from the template; baked projects install the wheel
 from there (uv's find-links), as a team would from its package index. Tool versions are pinned
 once, in pyproject.toml's [dependency-groups]; every session installs from those groups and runs
@@ -12,6 +12,7 @@ only what it installed (external programs are refused).
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 import shutil
@@ -158,12 +159,21 @@ def package_version(source: Path = PACKAGE) -> str:
 
 
 def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS) -> Path:
-    """Build medallion-dq's wheel from ``source`` into ``out``; return it."""
-    version = package_version(source)
-    for old in out.glob(f"medallion_dq-{version}-*.whl"):
-        old.unlink()  # same version, new code: never install a stale build
-    session.run("uv", "build", "--wheel", "--quiet", "--out-dir", str(out), str(source))
-    (wheel,) = out.glob(f"medallion_dq-{version}-*.whl")
+    """Build medallion-dq's wheel from ``source`` into ``out``/<digest of the sources>/; return
+    it. A folder per content: uv caches a wheel by where it found it, so new code never hides
+    behind an old build of the same version, and unchanged code is not built again."""
+    files = sorted(
+        p
+        for p in [source / "pyproject.toml", *(source / "src").rglob("*")]
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes())
+    folder = out / digest.hexdigest()[:16]
+    if not list(folder.glob("medallion_dq-*.whl")):
+        session.run("uv", "build", "--wheel", "--quiet", "--out-dir", str(folder), str(source))
+    (wheel,) = folder.glob("medallion_dq-*.whl")
     return wheel
 
 
@@ -213,11 +223,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def package(session: nox.Session) -> None:
-    """Build medallion-dq's wheel into build/wheels/ and run its tests on it, on embedded Spark;
-    arguments after `--` go to pytest."""
+    """Build medallion-dq's wheel into build/wheels/<digest>/ and run its tests on it, on
+    embedded Spark; arguments after `--` go to pytest."""
     session.install(*group("runner"))
     pyspark_wheel(session)
     wheel = build_wheel(session)
+    session.log(f"medallion-dq wheel: {wheel} (UV_FIND_LINKS={wheel.parent})")
     session.install(f"{wheel}[local,container]", *package_group("test"))
     session.chdir(PACKAGE)
     session.run("pytest", *session.posargs)
@@ -261,15 +272,15 @@ def generated(session: nox.Session) -> None:
     run its own nox (and `container` when Docker is up); arguments after `--` go to that nox."""
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
-    build_wheel(session)
+    wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "generated")
     session.chdir(project)
-    env = find_links(WHEELS)
-    # Set up on today's version: the project's venvs install it from build/wheels/.
+    env = find_links(wheel.parent)
+    # Set up on today's version: the project's venvs install it from its build folder.
     session.run("nox", "-s", "rules", env=env)
     # Upgrade: a newer build within the project's pin (~=), its files untouched.
     newer = bump_patch(session, BUILD / "upgrade")
-    env = find_links(newer.parent, WHEELS)
+    env = find_links(newer.parent, wheel.parent)
     sessions = session.posargs or ["--reuse-venv=no"]
     session.run("nox", *sessions, env=env)
     installed = session.run(".nox/rules/bin/medallion-dq", "--version", silent=True, external=True)
@@ -307,7 +318,7 @@ def demo(session: nox.Session) -> None:
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "demo")
     # What running the pipelines locally needs: the project, and medallion-dq's local engine.
-    session.install("-e", str(project), f"{wheel}[local]", env=find_links(WHEELS))
+    session.install("-e", str(project), f"{wheel}[local]", env=find_links(wheel.parent))
     summary = BUILD / "demo" / "summary.json"
     session.chdir(project)
     try:
@@ -331,8 +342,8 @@ def bench(session: nox.Session) -> None:
     pyspark_wheel(session)
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench")
-    session.install("-e", str(project), f"{wheel}[local]", env=find_links(WHEELS))
-    env = find_links(WHEELS)  # --nox runs the baked project's own nox
+    session.install("-e", str(project), f"{wheel}[local]", env=find_links(wheel.parent))
+    env = find_links(wheel.parent)  # --nox runs the baked project's own nox
     session.run("python", str(script), "--project", str(project), *session.posargs, env=env)
 
 
