@@ -527,3 +527,13 @@ def test_cli_misused_decorator_is_one_block_and_exit_2(project):
     line = line_of(project / SILVER, "@dp.expect_all_or_drop(")
     assert f"{SILVER.as_posix()}:{line}" in output and "DQ015" in output, output
     assert "Traceback" not in output and "at org.apache" not in output
+
+
+def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypatch):
+    """`check` runs where only the project is installed (as on Databricks, where pyspark is
+    the runtime's): an import of pyspark is not a missing module."""
+    from medallion_dq import preflight
+
+    monkeypatch.setattr(preflight, "_importable", lambda name, paths: name != "pyspark")
+    files = sorted((project / "src" / "pipelines").rglob("*.py"))
+    assert [p for p in preflight.check_pipeline_code(files, project) if p.code == "RUN013"] == []

@@ -300,7 +300,7 @@ def check_pipeline_code(
         if tree is None:
             continue
         for name, line, statement in _module_imports(tree):
-            if _importable(name, [*extra, str(file.parent)]):
+            if name in RUNTIME_MODULES or _importable(name, [*extra, str(file.parent)]):
                 continue
             if (root / "src" / name).is_dir() or (root / "src" / f"{name}.py").is_file():
                 fix = "it is this project's package: install the project: pip install -e ."
@@ -321,6 +321,10 @@ def check_pipeline_code(
         problems += undefined_names(file, root)
     return problems
 
+
+#: What the pipeline runtime provides on Databricks: a project installs them only for local
+#: runs (medallion-dq[local]), so `check` in a Databricks-only environment must not miss them.
+RUNTIME_MODULES = frozenset({"pyspark", "dlt", "databricks", "py4j"})
 
 #: Names a pipeline file may use without defining them: the engine injects `spark`.
 INJECTED = frozenset({"spark", "__file__", "__name__"})
