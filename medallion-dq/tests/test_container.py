@@ -87,3 +87,12 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
     assert "Start a new run" in output
     assert "Traceback" not in output and "\tat org.apache" not in output, output
     assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
+
+
+def test_pyspark_testing_helpers_work_with_the_light_client():
+    """pyspark-client's assertDataFrameEqual looks for a Spark home it never uses; the plugin
+    points it at the package, so a team's tests compare DataFrames on the light client too."""
+    from pyspark.sql import Row
+    from pyspark.testing import assertDataFrameEqual
+
+    assertDataFrameEqual([Row(amount=1)], [Row(amount=1)])

@@ -24,6 +24,19 @@ import pytest
 pytest.register_assert_rewrite("medallion_dq.testing")
 
 
+def pytest_configure(config) -> None:
+    """With Spark's client only (pyspark-client), pyspark.testing's helpers (assertDataFrameEqual)
+    look for a Spark home at import, which that install has not, and exit the process; they
+    never use it. Point it at the pyspark package, unless one is set."""
+    from importlib.util import find_spec
+
+    spec = find_spec("pyspark")
+    if spec is not None and spec.origin is not None:
+        home = Path(spec.origin).parent
+        if not (home / "jars").is_dir():
+            os.environ.setdefault("SPARK_HOME", str(home))
+
+
 @pytest.fixture(scope="session")
 def medallion_project(pytestconfig) -> Path:
     from medallion_dq import config
