@@ -101,6 +101,14 @@ def _did_you_mean(value: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+def _unknown(code: str, where: str, message: str, value: str, choices, none: str) -> Problem:
+    """A name the bundle does not have: the choices it has (or how to add one), and the
+    nearest of them."""
+    choices = list(choices)
+    fix = f"use one of {', '.join(choices)}" if choices else none
+    return Problem(code, where, message, fix + _did_you_mean(value, choices))
+
+
 def _rel(path: Path, root: Path) -> str:
     try:
         return Path(path).resolve().relative_to(root).as_posix()
@@ -697,12 +705,13 @@ def check_run_options(
             ]
     elif target not in targets:
         return [
-            Problem(
+            _unknown(
                 "RUN001",
                 f"--target {target}",
                 "no such target in databricks.yml",
-                (f"use one of {', '.join(targets)}" if targets else "add it under targets:")
-                + _did_you_mean(target, targets),
+                target,
+                targets,
+                "add it under targets:",
             ),
             *problems,
             *json_problems,
@@ -713,16 +722,13 @@ def check_run_options(
     for name, value in overrides.items():
         if name not in declared:
             problems.append(
-                Problem(
+                _unknown(
                     "RUN005",
                     f"--var {name}={value}",
                     f"databricks.yml declares no variable {name!r}",
-                    (
-                        f"use one of {', '.join(declared)}"
-                        if declared
-                        else "declare it under variables:"
-                    )
-                    + _did_you_mean(name, declared),
+                    name,
+                    declared,
+                    "declare it under variables:",
                 )
             )
 
@@ -741,14 +747,14 @@ def check_run_options(
             keys = [pipeline]
         else:
             keys = None
-            choices = list(bundle.pipelines)
             problems.append(
-                Problem(
+                _unknown(
                     "RUN002",
                     f"--pipeline {pipeline}",
                     "no such pipeline in the bundle (resources/*.pipeline.yml)",
-                    (f"use one of {', '.join(choices)}" if choices else "define one in resources/")
-                    + _did_you_mean(pipeline, choices),
+                    pipeline,
+                    bundle.pipelines,
+                    "define one in resources/",
                 )
             )
     elif job is not None:
@@ -762,14 +768,14 @@ def check_run_options(
             )
         else:
             keys = None
-            choices = list(bundle.jobs)
             problems.append(
-                Problem(
+                _unknown(
                     "RUN003",
                     f"--job {job}",
                     "no such job in the bundle (resources/*.job.yml)",
-                    (f"use one of {', '.join(choices)}" if choices else "define one in resources/")
-                    + _did_you_mean(job, choices),
+                    job,
+                    bundle.jobs,
+                    "define one in resources/",
                 )
             )
     else:
