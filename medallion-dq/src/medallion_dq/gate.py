@@ -107,26 +107,30 @@ def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
     return out
 
 
-def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
-    """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files.
-
-    ``paths`` may hold files or folders (searched for *.yml / *.yaml). The files are read by the
+def _load_rule_files(paths: Iterable[Path | str]) -> list:
+    """The rule sets of ``paths`` (files, or folders searched for *.yml / *.yaml), read by the
     rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
-    its DataQualityError (a ValueError) with the DQ codes.
-    """
+    its DataQualityError (a ValueError) with the DQ codes."""
     from medallion_dq import rules
 
+    return [rules.load(path) for path in _rule_file_paths(paths)]
+
+
+def _thresholds(rulesets: Iterable) -> dict[str, float]:
     thresholds: dict[str, float] = {}
-    for path in _rule_file_paths(paths):
-        thresholds.update(rules.load(path).thresholds())
+    for ruleset in rulesets:
+        thresholds.update(ruleset.thresholds())
     return thresholds
+
+
+def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
+    """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files."""
+    return _thresholds(_load_rule_files(paths))
 
 
 def rule_datasets(paths: Iterable[Path | str]) -> set[str]:
     """Names of the datasets the rule files hold rules for (files or folders, as above)."""
-    from medallion_dq import rules
-
-    return {rules.load(path).dataset for path in _rule_file_paths(paths)}
+    return {ruleset.dataset for ruleset in _load_rule_files(paths)}
 
 
 def package_rule_files(package: str) -> list[Path]:
@@ -445,13 +449,13 @@ def run_gate(
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
     ``allow_empty``."""
     update_id = update_id or latest_update_id(events_df)
-    rule_files = list(rule_files)
-    thresholds = thresholds_from_rule_files(rule_files)
+    rulesets = _load_rule_files(rule_files)  # once: thresholds and the datasets to expect
+    thresholds = _thresholds(rulesets)
     if update_id is None:
         return GateResult(
             note="no flow_progress events: has the validation pipeline run?", evaluated=False
         )
-    expected = rule_datasets(rule_files) if rule_files else set()
+    expected = {ruleset.dataset for ruleset in rulesets}
     ran = completed_datasets(events_df, update_id) if expected else set()
     result = evaluate(
         expectation_metrics(events_df, update_id),
