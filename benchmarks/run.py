@@ -514,8 +514,20 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
 
 
 # -- the test loop --------------------------------------------------------------------------------
+# Where a warm update's time goes (UpdateResult.timings, medallion_dq.local.runner.PHASES).
+PHASE_LABELS = {
+    "registration": "registration (pipeline files loaded, graph sent)",
+    "definitions": "definitions (engine: analysis, table creation/schema commits)",
+    "flows": "flows (first queued → last finished)",
+    "idle": "idle (engine: last flow finished → update returned)",
+    "bookkeeping": "runner bookkeeping (Delta versions, journal, metrics, rows written)",
+    "event_log": "event-log append",
+}
+
+
 def test_loop(project: Project, repeats: int, work: Path) -> dict:
-    """What a developer waits for: the first session, then each pipeline run of the fixtures."""
+    """What a developer waits for: the first session, then each pipeline run of the fixtures.
+    The first round of updates warms the JVM and is not counted in the medians."""
     print("\n== test loop of the baked project (sample fixtures)", flush=True)
     load_before = load()
     local = start(project, work / "spark-loop")
@@ -529,12 +541,21 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
             lake.land_fixtures()
             for pipeline, done in runs.items():
                 EngineClock.seconds = 0.0
+                cpu = jvm_cpu_seconds()
                 result = lake.run(pipeline)
                 if not result.ok:
                     raise RuntimeError(f"{pipeline} failed: {result.error}")
                 done.append(
-                    {"wall": round(result.seconds, 2), "engine": round(EngineClock.seconds, 2)}
+                    {
+                        "wall": round(result.seconds, 2),
+                        "engine": round(EngineClock.seconds, 2),
+                        "jvm_cpu": round(jvm_cpu_seconds() - cpu, 2),
+                        "phases": {
+                            k: round(v, 3) for k, v in getattr(result, "timings", {}).items()
+                        },
+                    }
                 )
+                print(f"   {pipeline}: {_phase_line(done[-1])}", flush=True)
         memory = {"process_peak_mb": round(own_peak_mb()), "jvm_peak_mb": jvm_peak_mb()}
     finally:
         local.stop()
@@ -543,9 +564,30 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
     return {
         "started_in": round(local.started_in, 2),
         "runs": runs,
+        "medians": {name: _loop_medians(done[1:] or done) for name, done in runs.items()},
         "memory": memory,
         "load_average": {"before": load_before, "after": load()},
     }
+
+
+def _phase_line(run: dict) -> str:
+    parts = " ".join(f"{k}={v:.2f}" for k, v in run["phases"].items() if k != "total")
+    return f"{run['wall']:.2f} s ({parts})"
+
+
+def _loop_medians(runs: list[dict]) -> dict:
+    """Median wall time, JVM CPU and each phase of the warm runs."""
+    keys = [*PHASE_LABELS, "total"]
+    out = {
+        "runs": len(runs),
+        "wall": round(statistics.median(r["wall"] for r in runs), 2),
+        "jvm_cpu": round(statistics.median(r.get("jvm_cpu", 0.0) for r in runs), 2),
+    }
+    if all(r.get("phases") for r in runs):
+        out["phases"] = {
+            k: round(statistics.median(r["phases"].get(k, 0.0) for r in runs), 2) for k in keys
+        }
+    return out
 
 
 def nox_loop(project_dir: Path) -> dict:
@@ -690,7 +732,74 @@ def _loop(results: dict) -> list[str]:
             )
     for name, n in (results.get("nox") or {}).items():
         md.append(f"| default `nox` {name} (exit {n['exit']}) | {n['seconds']:.0f} |")
+    if loop and loop.get("medians"):
+        md += ["", *_loop_phases(loop, results.get("test_loop_baseline"))]
+    return md + ([""] if md else [])
+
+
+def _loop_phases(loop: dict, baseline: dict | None) -> list[str]:
+    """The medians of one warm update, phase by phase; beside the baseline's when there is one."""
+    pipelines = [p for p in loop["medians"] if loop["medians"][p].get("phases")]
+    if not pipelines:
+        return []
+    base = (baseline or {}).get("medians", {}) if baseline != loop else {}
+    cols = []
+    for p in pipelines:
+        if base.get(p, {}).get("phases"):
+            cols += [(p, "before", base[p]), (p, "after", loop["medians"][p])]
+        else:
+            cols.append((p, "", loop["medians"][p]))
+    runs = loop["medians"][pipelines[0]]["runs"]
+    md = [
+        "### Where one warm update's time goes",
+        "",
+        (
+            f"Median of {runs} warm updates per pipeline (the first, cold round not counted), "
+            "each in a fresh schema as a test runs it, sample fixtures; from "
+            "`UpdateResult.timings`: the runner's own parts by its clock, the engine's by the "
+            "timestamps of its flow events. Medians are taken phase by phase, so they need not "
+            "add up to the total."
+            + (
+                f" *before*: {baseline.get('label') or 'baseline'} (load average "
+                f"{baseline['load_average']['before'][0]:.1f} at its start), *after*: this run "
+                f"(load average {loop['load_average']['before'][0]:.1f})."
+                if base
+                else ""
+            )
+        ),
+        *(
+            ["", f"Measured by `{loop['command']}`: {env_line(loop['environment'])}."]
+            if loop.get("environment")
+            else []
+        ),
+        "",
+        "| phase | " + " | ".join(f"`{p}` {w}".strip() for p, w, _ in cols) + " |",
+        "|---|" + "---:|" * len(cols),
+    ]
+    for key in [*PHASE_LABELS, "total"]:
+        label = PHASE_LABELS.get(key, "**total** (`Runner.run`)")
+        md.append(f"| {label} | " + " | ".join(f"{m['phases'][key]:.2f}" for *_, m in cols) + " |")
+    md.append(
+        "| Spark server CPU (user + system) | "
+        + " | ".join(f"{m['jvm_cpu']:.2f}" for *_, m in cols)
+        + " |"
+    )
     return md
+
+
+def _merge_loop(path: Path, loop_only: dict, baseline: str | None) -> dict:
+    """A --loop run's results, merged into the last full results (kept as they were); the
+    baseline kept, or replaced when this run is one."""
+    try:
+        results = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return loop_only
+    results["test_loop"] = loop_only["test_loop"]
+    results["test_loop"]["environment"] = loop_only["environment"]
+    results["test_loop"]["command"] = loop_only["command"]
+    if baseline:
+        results["test_loop_baseline"] = loop_only["test_loop"]
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -710,8 +819,24 @@ def main(argv: list[str] | None = None) -> int:
         choices=VARIANTS,
         help="variants to run ('a' always runs)",
     )
-    parser.add_argument("--loop-repeats", type=int, default=3, help="fixture runs in the test loop")
+    parser.add_argument(
+        "--loop-repeats",
+        type=int,
+        default=None,
+        help="fixture runs in the test loop (3; --loop: 7)",
+    )
     parser.add_argument("--no-loop", action="store_true", help="skip the test-loop measurements")
+    parser.add_argument(
+        "--loop",
+        action="store_true",
+        help="only the test loop, with where a warm update's time goes; the other results in "
+        "results.json/.md are kept",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="LABEL",
+        help="with --loop: keep this run as the baseline the next ones are compared with",
+    )
     parser.add_argument("--nox", action="store_true", help="also time the baked project's nox")
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
@@ -722,6 +847,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     args.variants = [v for v in VARIANTS if v == "a" or v in args.variants]
+    if args.loop:
+        args.rows, args.no_loop, args.nox = [], False, False
+    if args.loop_repeats is None:
+        args.loop_repeats = 7 if args.loop else 3
 
     env = environment()
     print(f"environment: {env_line(env)}", flush=True)
@@ -747,6 +876,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.no_loop:
             results["test_loop"] = test_loop(project, args.loop_repeats, work)
+            if args.baseline:
+                results["test_loop"]["label"] = args.baseline
         results["sizes"] = bench_sizes(project, args, work, package) if args.rows else []
         if args.nox:
             results["nox"] = nox_loop(project_dir)
@@ -756,6 +887,8 @@ def main(argv: list[str] | None = None) -> int:
     results["load_average_at_end"] = load()
 
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.loop:
+        results = _merge_loop(args.out / "results.json", results, args.baseline)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
     text = markdown(results)
     (args.out / "results.md").write_text(text, "utf-8")

@@ -83,6 +83,8 @@ class UpdateResult:
     seconds: float
     removed: list[str] = field(default_factory=list)  # tables the update created, removed
     unread_files: list[dict] = field(default_factory=list)  # landing files its readers skip
+    # Where the update's time went, in seconds (see PHASES); not part of to_dict().
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -177,6 +179,63 @@ class _RecordingRegistry:
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
+
+
+# Where an update's time goes, in order (UpdateResult.timings):
+PHASES = (
+    "registration",  # the pipeline's files loaded and its graph registered (client side)
+    "definitions",  # inside the engine, before any flow is queued: graph analysis, table commits
+    "flows",  # from the first flow queued to the last one finished
+    "idle",  # inside the engine, after the last flow finished, until the update returns
+    "bookkeeping",  # the runner's own: Delta versions before and after, journal, metrics, rows
+    "event_log",  # the event-log append
+)
+
+
+class _Phases:
+    """Splits an update's wall time into PHASES: the runner's parts by its own clock, the
+    engine's by the timestamps of its events (the same clock: the server runs on this host or
+    in a container on it)."""
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self._mark = time.perf_counter()
+        self.started = self._mark
+        self.engine_start = self.first_queued = self.last_finished = None
+
+    def lap(self, phase: str) -> None:
+        """Book the time since the last lap to ``phase``."""
+        now = time.perf_counter()
+        self.seconds[phase] += now - self._mark
+        self._mark = now
+
+    def event(self, state: str, timestamp: float | None) -> None:
+        """A flow event of the engine, with its server timestamp (epoch seconds)."""
+        if timestamp is None:
+            return
+        if state == "QUEUED" and self.first_queued is None:
+            self.first_queued = timestamp
+        if state in ("COMPLETED", "FAILED", "SKIPPED"):
+            self.last_finished = max(self.last_finished or timestamp, timestamp)
+
+    def engine(self, started_at: float) -> None:
+        """The engine's run returned; it had started at ``started_at`` (epoch seconds)."""
+        ended_at = time.time()
+        queued = min(max(self.first_queued or ended_at, started_at), ended_at)
+        finished = min(max(self.last_finished or queued, queued), ended_at)
+        self.seconds["definitions"] += queued - started_at
+        self.seconds["flows"] += finished - queued
+        self.seconds["idle"] += ended_at - finished
+        self._mark = time.perf_counter()
+
+    def result(self) -> dict[str, float]:
+        return {**self.seconds, "total": time.perf_counter() - self.started}
+
+
+def _event_time(event) -> float | None:
+    with contextlib.suppress(Exception):
+        return event.timestamp.seconds + event.timestamp.nanos / 1e9
+    return None
 
 
 def _short(name: str) -> str:
@@ -277,7 +336,8 @@ class Runner:
     ) -> UpdateResult:
         from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
 
-        started = time.perf_counter()
+        phases = _Phases()
+        started = phases.started
         update_id = uuid.uuid4().hex[:12]
         self.log(
             f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
@@ -314,6 +374,7 @@ class Runner:
                     f"{self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)"
                 ) from None
             raise
+        phases.lap("registration")
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
         tables = {
             name: self._qualified(spec, name)
@@ -338,6 +399,8 @@ class Runner:
         failures: list[str] = []  # the engine's messages about failed flows carry the cause
         error_text = None
         interrupted: int | None = None
+        phases.lap("bookkeeping")
+        engine_started = time.time()
         try:
             events = start_run(
                 self.spark,
@@ -351,13 +414,15 @@ class Runner:
             for result in events:
                 if "pipeline_event_result" not in result:
                     continue
-                message = result["pipeline_event_result"].event.message
+                event = result["pipeline_event_result"].event
+                message = event.message
                 match = _FLOW_EVENT.search(message)
                 if not match or "\n" in message:  # resolution errors come as extra events
                     failures.append(message)
                 if match:
                     flow, state = _short(match["flow"]), match["state"]
                     flows[flow] = state
+                    phases.event(state, _event_time(event))
                     if state in ("COMPLETED", "FAILED", "SKIPPED"):
                         self.log(f"[{spec.name}] {flow}: {state}")
                     if state == "FAILED":
@@ -374,6 +439,7 @@ class Runner:
                 error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
         finally:
             watchdog.cancel()
+            phases.engine(engine_started)
         failed = (
             interrupted is not None
             or error_text is not None
@@ -417,8 +483,13 @@ class Runner:
                 time.perf_counter() - started,
                 removed,
             )
+            phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
+            phases.lap("event_log")
             journal.end()
+            phases.lap("bookkeeping")
+            result.timings = phases.result()
+            result.seconds = result.timings["total"]
         self.log(
             f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s"
             + (f": {error.message}" if error else "")
