@@ -1,4 +1,4 @@
-"""Command line: `medallion-dq check | run | report` (also `python -m medallion_dq`), run in
+"""Command line: `medallion-dq check | run | report | spark` (also `python -m medallion_dq`), run in
 a project folder (the one holding databricks.yml, or below it) or given `--root`.
 
 Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, or `check` found
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import uuid
 import warnings
 from datetime import datetime, timezone
@@ -221,7 +222,8 @@ def cmd_report(args) -> int:
             file=sys.stderr,
         )
         return 1
-    local = local_spark.start(args.backend, work_dir=root / STATE_DIR / "report")
+    # Reads event logs by path, no table: the project's warm server serves it.
+    local = local_spark.start(args.backend, work_dir=root / STATE_DIR / "report", reuse=root)
     try:
         spark = local.spark
         events = None
@@ -237,6 +239,29 @@ def cmd_report(args) -> int:
         print(f"report: {out}")
     finally:
         local.stop()
+    return 0
+
+
+def cmd_spark(args) -> int:
+    """The project's warm Spark servers (started by test runs): list them, or stop them."""
+    from medallion_dq.local import server
+
+    root = _root(args.root)
+    found = [(folder, info) for folder, info in server.servers(root) if info is not None]
+    if not found:
+        print(f"spark: no shared Spark server runs for {root}")
+        return 0
+    for folder, info in found:
+        where = folder.relative_to(root)
+        if args.action == "stop":
+            server.stop(folder)
+            print(f"spark: stopped the server on port {info.port} ({where})")
+        else:
+            age = time.time() - info.started
+            print(
+                f"spark: server on port {info.port}, pid {info.pid}, up {age / 60:.0f} min "
+                f"({where}; log {where / 'spark-server.log'})"
+            )
     return 0
 
 
@@ -286,5 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
     report.add_argument("--out", help="folder for dq-report.html (default: .local)")
     report.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    spark = sub.add_parser(
+        "spark", help="the warm Spark server test runs share: status, or stop it"
+    )
+    spark.add_argument("action", choices=["status", "stop"])
     args = parser.parse_args(argv)
-    return {"check": cmd_check, "run": cmd_run, "report": cmd_report}[args.command](args)
+    commands = {"check": cmd_check, "run": cmd_run, "report": cmd_report, "spark": cmd_spark}
+    return commands[args.command](args)

@@ -2,8 +2,10 @@
 
 - `medallion_project` (session): the project folder, the one holding databricks.yml at or
   above pytest's root folder; override it in a conftest.py to test another project.
-- `local_spark` (session): one Spark Connect server per test session, backend from
-  $DQ_BACKEND (embedded | container | remote), its own warehouse folder.
+- `local_spark` (session): a Spark Connect session, backend from $DQ_BACKEND (embedded |
+  container | remote). Embedded, it is the project's warm server, started by the first test
+  process that needs it and reused by the next ones (`medallion_dq.local.server`; DQ_REUSE=0
+  starts a server per test session instead).
 - `spark`: its session.
 - `lake`: a fresh, isolated slice of the lake per test (own schema, landing folder and
   checkpoints) to seed tables, drop landing files, and run layers of the bundle's pipelines.
@@ -48,12 +50,14 @@ def medallion_project(pytestconfig) -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_spark(tmp_path_factory):
+def local_spark(tmp_path_factory, medallion_project):
     from medallion_dq.local import spark as spark_backend
 
     backend = os.environ.get("DQ_BACKEND", "embedded")
     try:
-        local = spark_backend.start(backend, work_dir=tmp_path_factory.mktemp("spark"))
+        local = spark_backend.start(
+            backend, work_dir=tmp_path_factory.mktemp("spark"), reuse=medallion_project
+        )
     except spark_backend.BackendUnavailable as error:
         if backend == "container":
             pytest.skip(f"container backend unavailable: {error}")

@@ -26,7 +26,8 @@ from medallion_dq.local.runner import UpdateResult
 
 
 class Lake:
-    """One test's slice of the lake: a schema, a landing folder, and the bundle's pipelines."""
+    """One test's slice of the lake: a schema, a landing folder, and the bundle's pipelines and
+    jobs, run in that schema."""
 
     def __init__(self, local, root: Path):
         self.id = uuid.uuid4().hex[:8]
@@ -34,7 +35,8 @@ class Lake:
         self.landing = local.work_dir / "landing" / self.id
         self.landing.mkdir(parents=True)
         self.root = Path(root)
-        self.project = LocalProject(root, local, landing=self.landing)
+        # Every pipeline and job of the bundle runs in this test's schema.
+        self.project = LocalProject(root, local, landing=self.landing, database=self.schema)
         self.spark = local.spark
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.schema}")
         configuration = self.project.bundle.pipelines["validation"].configuration

@@ -73,9 +73,11 @@ class LocalProject:
         target: str = "dev",
         variables: dict | None = None,
         landing: Path | None = None,
+        database: str | None = None,
         log: Callable[[str], None] | None = None,
     ):
         self.root = Path(root).resolve()
+        self.database = database  # every pipeline's schema, instead of the bundle's (tests)
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
         self.runner = Runner(local, log=log)
@@ -87,7 +89,7 @@ class LocalProject:
     def open_lake(self) -> list[UpdateResult]:
         """Make a lake written by earlier runs usable: register its tables with this server and
         put back the updates a killed process left unfinished (returned)."""
-        register_tables(self.local.spark, self.local.work_dir / "warehouse")
+        register_tables(self.local.spark, self.local.warehouse)
         return self.runner.recover()
 
     def spec(
@@ -116,7 +118,7 @@ class LocalProject:
             self.root,
             configuration,
             None,
-            database or pipeline.schema,
+            database or self.database or pipeline.schema,
         )
 
     def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:

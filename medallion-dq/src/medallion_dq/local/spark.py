@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pyspark
 
+from medallion_dq.local import server as shared_server
+
 BACKENDS = ("embedded", "container", "remote")
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener and the catalog alias. The jar ships in the
@@ -297,10 +299,16 @@ class LocalSpark:
     started_in: float
     _stop: list = field(default_factory=list)
     server: object = None  # the container backend's ContainerServer
+    # A shared server's own folder (warehouse, metrics file); None: the server's is work_dir.
+    server_dir: Path | None = None
 
     @property
     def metrics_file(self) -> Path:
-        return self.work_dir / "dq-metrics.jsonl"
+        return (self.server_dir or self.work_dir) / "dq-metrics.jsonl"
+
+    @property
+    def warehouse(self) -> Path:
+        return (self.server_dir or self.work_dir) / "warehouse"
 
     def lost(self, error: BaseException) -> ServerLost | None:
         """A ServerLost saying what happened when `error` means the server is unreachable."""
@@ -391,14 +399,70 @@ def _start_embedded(confs: dict[str, str], log: Path):
     return ConnectSession.builder.remote(f"sc://localhost:{port}").create()
 
 
+def _java_binary() -> str:
+    """Which Java a new server would run (no JVM started to find out)."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return os.path.realpath(java) if java else ""
+
+
+def _connect_shared(
+    root: Path, work_dir: Path, jars: list[Path] | None, started: float
+) -> LocalSpark:
+    """A session on the project's warm server, started now if none runs. The server has its
+    own folder (warehouse, metrics file, log); `work_dir` keeps this process's own state."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    all_jars = [*(jars or []), plugin_jar()]
+    with tempfile.TemporaryDirectory() as probe:
+        confs = server_confs(Path(probe), all_jars)
+        fingerprint = shared_server.fingerprint(confs, probe, _java_binary())
+    folder = (root / shared_server.STATE / fingerprint).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    confs = server_confs(folder, all_jars)
+    if jars is None:
+        confs.update(fetch_delta_confs())
+    try:
+        info, lease, fresh = shared_server.acquire(folder, confs, fingerprint, check_java)
+    except shared_server.ServerNotStarted as error:
+        raise BackendUnavailable(str(error)) from None
+    if fresh:
+        progress(
+            f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); later runs"
+            " of this project reuse it until it is unused for "
+            f"{shared_server.idle_timeout():.0f} s, or `medallion-dq spark stop`"
+        )
+        if jars is None:
+            keep_fetched_delta_jars()
+    try:
+        spark = ConnectSession.builder.remote(info.url).create()
+    except BaseException:
+        lease.release()
+        raise
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
+    return LocalSpark(
+        spark,
+        "embedded",
+        work_dir,
+        time.perf_counter() - started,
+        [lease.release, spark.stop],
+        server_dir=folder,
+    )
+
+
 def start(
     backend: str | None = None,
     work_dir: Path | None = None,
     remote: str | None = None,
     mounts: list[Path] = (),
+    reuse: Path | None = None,
 ) -> LocalSpark:
     """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or
-    embedded. `mounts`: folders besides `work_dir` the server reads (the container's mounts)."""
+    embedded. `mounts`: folders besides `work_dir` the server reads (the container's mounts).
+    `reuse`: a project root whose warm embedded server to use, or start for later processes
+    (`medallion_dq.local.server`; off with DQ_REUSE=0)."""
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
@@ -412,7 +476,8 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    progress(f"starting Spark ({backend}); state in {work_dir}")
+    shared = backend == "embedded" and reuse is not None and shared_server.reuse_enabled()
+    progress(f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}")
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
     # pyspark.sql.functions build Connect columns, as SparkSession.builder.remote() would.
@@ -427,8 +492,10 @@ def start(
                 " no server to embed. Use --backend container (Docker) or remote, or install "
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
-        check_java()
         jars = delta_jars()
+        if shared:
+            return _connect_shared(Path(reuse), work_dir, jars, started)
+        check_java()
         confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
         if jars is None:
             confs.update(fetch_delta_confs())

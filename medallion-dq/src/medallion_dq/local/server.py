@@ -1,0 +1,351 @@
+"""A warm Spark Connect server, reused by a project's test processes.
+
+A JVM with Spark and Delta takes 8–20 s to start; a project's `nox` starts one per session
+and per pytest run. Instead, the first process starts a server in the background and later
+ones connect to it in well under a second:
+
+- One server per project and *fingerprint*: medallion-dq's, pyspark's, Delta's and Java's
+  versions, the plugins jar and the server settings. Its state lives in
+  `<project>/.local/spark/<fingerprint>/` (`server.json`: port, token, pid; the server log;
+  its warehouse and metrics file). Another project, or another version of any of these,
+  never gets this server.
+- A *supervisor* process owns the JVM: it starts it, writes `server.json` once the server
+  answers, and stops it when no client has used it for $DQ_SERVER_IDLE_TIMEOUT seconds
+  (default 900), when the JVM dies, or on SIGTERM (`medallion-dq spark stop`).
+- A client holds a shared lock on `lease` while it uses the server; the supervisor takes it
+  exclusively, without waiting, to know nobody does. A client locks `lease` before it reads
+  `server.json`, so the server cannot idle out between the two.
+- Two processes starting at once: `start.lock` lets one start the server; the other waits
+  and connects to it.
+
+`DQ_REUSE=0` turns reuse off: each process then starts (and stops) a server of its own.
+Tests stay isolated on a shared server: each has its own schema, landing folder and
+checkpoints (see `medallion_dq.testing.Lake`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+STATE = Path(".local") / "spark"
+STATE_FILE = "server.json"
+DEFAULT_IDLE_TIMEOUT = 900.0
+START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+class ServerNotStarted(RuntimeError):
+    """The supervisor ended, or its server did not answer in time; the message has its log."""
+
+
+def reuse_enabled() -> bool:
+    return os.environ.get("DQ_REUSE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def idle_timeout() -> float:
+    value = os.environ.get("DQ_SERVER_IDLE_TIMEOUT", "")
+    try:
+        return float(value) if value else DEFAULT_IDLE_TIMEOUT
+    except ValueError:
+        raise ValueError(
+            f"DQ_SERVER_IDLE_TIMEOUT={value!r} is not a number of seconds: e.g. "
+            "DQ_SERVER_IDLE_TIMEOUT=600"
+        ) from None
+
+
+def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
+    """What a reused server must share with its client: versions, settings and the jars' bytes
+    (not their paths: each nox session has its own copy of the package)."""
+    import pyspark
+
+    from medallion_dq import __version__
+
+    settings = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
+    jars = settings.pop("spark.jars", "")
+    contents = [
+        hashlib.sha256(Path(jar).read_bytes()).hexdigest() for jar in jars.split(",") if jar
+    ]
+    text = json.dumps([__version__, pyspark.__version__, java, settings, contents])
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+@dataclass
+class ServerInfo:
+    """What `server.json` says about a running server."""
+
+    pid: int  # the supervisor (its process group holds the JVM)
+    port: int
+    token: str
+    fingerprint: str
+    started: float  # time.time() when it answered
+    start_seconds: float
+    spark_home: str  # the pyspark whose jars the JVM loads (a venv that may be recreated)
+
+    @property
+    def url(self) -> str:
+        return f"sc://localhost:{self.port}/;token={self.token}"
+
+
+def read_info(folder: Path) -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads((folder / STATE_FILE).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (ended, not yet reaped by its parent) is not alive.
+    with contextlib.suppress(OSError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    return True
+
+
+def _answers(port: int, timeout: float = 1.0) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(timeout)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Lease:
+    """A client's use of a server: a shared lock on its `lease` file, held until `release`."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self._handle = (folder / "lease").open("a+")
+        fcntl.flock(self._handle, fcntl.LOCK_SH)
+
+    def release(self) -> None:
+        if not self._handle.closed:
+            os.utime(self._handle.name)  # the idle time counts from the last release
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+
+
+@contextlib.contextmanager
+def _start_lock(folder: Path):
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "start.lock").open("a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def acquire(
+    folder: Path, confs: dict[str, str], fingerprint: str, prepare=lambda: None
+) -> tuple[ServerInfo, Lease, bool]:
+    """The server for `folder`: the running one, or one started now (True; `prepare()` first,
+    e.g. the Java check). The returned lease keeps it from idling out until released."""
+    with _start_lock(folder):
+        lease = Lease(folder)
+        try:
+            info = read_info(folder)
+            if (
+                info
+                and info.fingerprint == fingerprint
+                and _alive(info.pid)
+                and _answers(info.port)
+                and (Path(info.spark_home) / "jars").is_dir()  # its venv was not removed
+            ):
+                return info, lease, False
+            if info and _alive(info.pid):  # another version, or a server not answering
+                stop(folder)
+            prepare()
+            return _start(folder, confs, fingerprint), lease, True
+        except BaseException:
+            lease.release()
+            raise
+
+
+_supervisors: list[subprocess.Popen] = []
+
+
+def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
+    """Start a supervisor (detached: it outlives this process) and wait until its server answers."""
+    (folder / STATE_FILE).unlink(missing_ok=True)
+    log = folder / "spark-server.log"
+    request = folder / "request.json"
+    request.write_text(
+        json.dumps({"confs": confs, "fingerprint": fingerprint, "idle": idle_timeout()})
+    )
+    request.chmod(0o600)  # it holds the token
+    # What the last server left: no server uses it now (we hold the start lock).
+    shutil.rmtree(folder / "warehouse", ignore_errors=True)
+    (folder / "dq-metrics.jsonl").unlink(missing_ok=True)
+    log.write_bytes(b"")
+    with log.open("ab") as out:
+        supervisor = subprocess.Popen(
+            [sys.executable, "-m", "medallion_dq.local.server", str(folder)],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # not in the caller's process group: Ctrl-C stays there
+            close_fds=True,
+        )
+    _supervisors.append(supervisor)  # reaped by nobody; kept so Popen does not warn
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        info = read_info(folder)
+        if info and info.pid == supervisor.pid:
+            return info
+        if supervisor.poll() is not None:
+            break
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(supervisor.pid, signal.SIGKILL)
+    said = [
+        line
+        for line in log.read_text(errors="replace").splitlines()
+        if line.strip() and not line.startswith(("\tat ", "\t..."))
+    ]
+    raise ServerNotStarted(
+        f"the shared Spark server did not start (its log: {log}):\n" + "\n".join(said[-12:])
+    )
+
+
+def stop(folder: Path, timeout: float = 30.0) -> ServerInfo | None:
+    """Stop the server of `folder` (its supervisor and JVM); return what ran, None if nothing."""
+    info = read_info(folder)
+    if info is None or not _alive(info.pid):
+        (folder / STATE_FILE).unlink(missing_ok=True)
+        return None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(info.pid, signal.SIGTERM)  # the supervisor stops the JVM, then itself
+    deadline = time.monotonic() + timeout
+    while _alive(info.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(info.pid, signal.SIGKILL)
+    (folder / STATE_FILE).unlink(missing_ok=True)
+    return info
+
+
+def servers(root: Path) -> list[tuple[Path, ServerInfo | None]]:
+    """The server folders of project `root`, with what runs in each (None: nothing)."""
+    base = Path(root) / STATE
+    return [(f, read_info(f)) for f in sorted(base.glob("*")) if f.is_dir()]
+
+
+# -- the supervisor (python -m medallion_dq.local.server <folder>) ------------------------------
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def supervise(folder: Path) -> int:
+    request = json.loads((folder / "request.json").read_text())
+    (folder / "request.json").unlink()
+    confs, idle = dict(request["confs"]), float(request["idle"])
+    token, port = secrets.token_hex(16), _free_port()
+    confs.update(
+        {
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.authenticate.token": token,
+        }
+    )
+    command = [
+        str(_spark_home() / "bin" / "spark-submit"),
+        "--master",
+        "local[2]",
+        "--class",
+        CONNECT_SERVER_CLASS,
+    ]
+    command += ["--name", f"medallion-dq {folder.name}"]
+    for key, value in confs.items():
+        command += ["--conf", f"{key}={value}"]
+    started = time.monotonic()
+    jvm = subprocess.Popen(command, stdin=subprocess.DEVNULL)  # its output: our log
+
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append("SIGTERM"))
+    signal.signal(signal.SIGINT, lambda *_: stopping.append("SIGINT"))
+
+    def shutdown(reason: str) -> int:
+        (folder / STATE_FILE).unlink(missing_ok=True)
+        print(f"medallion-dq: stopping the shared Spark server ({reason})", flush=True)
+        if jvm.poll() is None:
+            jvm.terminate()
+            try:
+                jvm.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                jvm.kill()
+                jvm.wait()
+        return 0
+
+    while not _answers(port, timeout=0.5):
+        if jvm.poll() is not None:
+            print(f"medallion-dq: the Spark server exited ({jvm.returncode}) before it answered")
+            return 1
+        if stopping:
+            return shutdown(stopping[0])
+        time.sleep(0.2)
+    info = ServerInfo(
+        pid=os.getpid(),
+        port=port,
+        token=token,
+        fingerprint=request["fingerprint"],
+        started=time.time(),
+        start_seconds=round(time.monotonic() - started, 2),
+        spark_home=str(_spark_home()),
+    )
+    partial = folder / f"{STATE_FILE}.tmp"
+    partial.write_text(json.dumps(asdict(info)))
+    partial.chmod(0o600)
+    partial.replace(folder / STATE_FILE)
+    print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
+
+    lease = folder / "lease"
+    while True:
+        time.sleep(1)
+        if stopping:
+            return shutdown(stopping[0])
+        if jvm.poll() is not None:
+            (folder / STATE_FILE).unlink(missing_ok=True)
+            print(f"medallion-dq: the Spark server exited ({jvm.returncode})", flush=True)
+            return 1
+        if not folder.exists():  # the project's .local/ was removed
+            return shutdown("its folder was removed")
+        with lease.open("a+") as handle:
+            try:  # nobody holds a shared lock: nobody is using the server
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            try:
+                unused = time.time() - max(lease.stat().st_mtime, info.started)
+                if unused >= idle:
+                    return shutdown(f"unused for {unused:.0f} s")
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":
+    sys.exit(supervise(Path(sys.argv[1])))
