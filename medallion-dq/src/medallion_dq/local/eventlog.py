@@ -19,6 +19,31 @@ SCHEMA = (
 )
 
 
+def _schema():
+    """SCHEMA as a StructType, built here: a DDL string would cost a round trip to the server
+    (Spark Connect parses it there) at every append."""
+    from pyspark.sql.types import StringType, StructField, StructType, TimestampType
+
+    text = StringType()
+    origin = StructType(
+        [
+            StructField(name, text)
+            for name in ("pipeline_id", "pipeline_name", "update_id", "flow_name", "dataset_name")
+        ]
+    )
+    return StructType(
+        [
+            StructField("id", text),
+            StructField("timestamp", TimestampType()),
+            StructField("event_type", text),
+            StructField("level", text),
+            StructField("message", text),
+            StructField("origin", origin),
+            StructField("details", text),
+        ]
+    )
+
+
 def flow_progress_details(status: str, output_rows: int | None, metrics) -> dict:
     progress: dict = {"status": status}
     if output_rows is not None:
@@ -58,12 +83,13 @@ class EventLog:
                 )
             )
         if rows:
-            self.spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(
+            # One commit per update, whatever the number of flows.
+            self.spark.createDataFrame(rows, _schema()).write.format("delta").mode("append").save(
                 str(self.path)
             )
 
     def read(self):
         """The event log as a DataFrame (empty when nothing was run yet)."""
         if not (self.path / "_delta_log").exists():
-            return self.spark.createDataFrame([], SCHEMA)
+            return self.spark.createDataFrame([], _schema())
         return self.spark.read.format("delta").load(str(self.path))

@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -134,6 +135,127 @@ def current_version(spark, table: str) -> int | None:
         return spark.sql(f"DESCRIBE HISTORY {table} LIMIT 1").collect()[0]["version"]
     except AnalysisException:
         return None
+
+
+# -- Delta versions and rows written, from the table's log folder ------------------------------------
+# The lake is a local folder (embedded server; the container mounts it at the same path), so a
+# table's versions and its commits' metrics are read from its `_delta_log` directly: no query per
+# table. What is not found there (a table elsewhere, a remote server) is asked of Spark, which
+# reads the same commit files for DESCRIBE HISTORY.
+_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def table_folder(warehouse: Path | None, table: str) -> Path | None:
+    """Where the session catalog keeps managed table ``table`` (``[schema.]name``) under
+    ``warehouse``, by Spark's rule (lower-case names, ``<schema>.db``; the default schema in the
+    warehouse itself); None when the name is not a plain one."""
+    if warehouse is None:
+        return None
+    parts = table.split(".")
+    if len(parts) > 2 or not all(_NAME.match(part) for part in parts):
+        return None
+    schema, name = parts if len(parts) == 2 else ["default", *parts]
+    base = warehouse if schema.lower() == "default" else warehouse / f"{schema.lower()}.db"
+    return base / name.lower()
+
+
+def _commit_versions(folder: Path) -> list[int] | None:
+    """The versions of the table's commit files, ascending; None when it has no Delta log."""
+    try:
+        names = os.listdir(folder / "_delta_log")
+    except OSError:
+        return None
+    versions = sorted(int(m[1]) for m in map(_COMMIT_FILE.match, names) if m)
+    return versions or None
+
+
+def versions(spark, tables: dict[str, str], warehouse: Path | None) -> dict[str, int | None]:
+    """Each table's latest Delta version (None: it does not exist): from its log folder, one
+    catalog listing per schema for those without one, and DESCRIBE HISTORY only for a table the
+    catalog knows elsewhere."""
+    out: dict[str, int | None] = {}
+    listings: dict[str, set[str] | None] = {}
+    for name, table in tables.items():
+        folder = table_folder(warehouse, table)
+        found = _commit_versions(folder) if folder else None
+        if found:
+            out[name] = found[-1]
+            continue
+        if folder is None:
+            out[name] = current_version(spark, table)
+            continue
+        schema = table.split(".")[0] if "." in table else "default"
+        if schema not in listings:
+            listings[schema] = _table_names(spark, schema)
+        known = listings[schema]
+        if known is not None and folder.name not in known:
+            out[name] = None  # neither in the catalog nor in the warehouse
+        else:
+            out[name] = current_version(spark, table)
+    return out
+
+
+def _table_names(spark, schema: str) -> set[str] | None:
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = spark.sql(f"SHOW TABLES IN `{schema}`").collect()
+    except AnalysisException:
+        return set()  # no such schema: no such table
+    except Exception:  # noqa: BLE001 - unknown: let DESCRIBE HISTORY answer per table
+        return None
+    return {row.tableName.lower() for row in rows if not row.isTemporary}
+
+
+def rows_written(spark, table: str, since: int | None, warehouse: Path | None) -> int | None:
+    """Rows the table's commits after version ``since`` wrote (all commits when None), leaving
+    out TRUNCATE and RESTORE, as DESCRIBE HISTORY's operationMetrics.numOutputRows say them."""
+    folder = table_folder(warehouse, table)
+    found = _commit_versions(folder) if folder else None
+    if found:
+        wanted = [v for v in found if since is None or v > since]
+        expected = found[-1] - (since if since is not None else -1)
+        if len(wanted) == expected and (since is not None or found[0] == 0):
+            total = 0
+            for version in wanted:
+                info = _commit_info(folder / "_delta_log" / f"{version:020d}.json")
+                if info is None:
+                    break
+                if info.get("operation") not in ("TRUNCATE", "RESTORE"):
+                    total += int((info.get("operationMetrics") or {}).get("numOutputRows", 0))
+            else:
+                return total
+    return _rows_written_by_history(spark, table, since)
+
+
+def _commit_info(path: Path) -> dict | None:
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                if line.startswith('{"commitInfo"'):
+                    return json.loads(line)["commitInfo"]
+                if '"commitInfo"' in line:
+                    action = json.loads(line)
+                    if "commitInfo" in action:
+                        return action["commitInfo"]
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _rows_written_by_history(spark, table: str, since: int | None) -> int | None:
+    from pyspark.errors import AnalysisException
+
+    try:
+        history = spark.sql(f"DESCRIBE HISTORY {table}").collect()
+    except AnalysisException:
+        return None
+    return sum(
+        int((h["operationMetrics"] or {}).get("numOutputRows", 0))
+        for h in history
+        if (since is None or h["version"] > since) and h["operation"] not in ("TRUNCATE", "RESTORE")
+    )
 
 
 def _location(spark, table: str) -> Path | None:

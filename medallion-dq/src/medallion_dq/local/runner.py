@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medallion_dq.constraints import referenced_columns
-from medallion_dq.local import eventlog, expectations, loading, sql_files
-from medallion_dq.local.lake import Journal, current_version, put_back
+from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
+from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
@@ -292,19 +292,25 @@ class Runner:
             return name
         return f"{spec.database}.{name}" if spec.database else name
 
-    def _rows_written(self, table: str, since: int | None) -> int | None:
-        from pyspark.errors import AnalysisException
-
-        try:
-            history = self.spark.sql(f"DESCRIBE HISTORY {table}").collect()
-        except AnalysisException:
+    def _warehouse(self) -> Path | None:
+        """The server's warehouse as a folder of this machine (the container mounts it at the
+        same path); None for a remote server."""
+        if self.local.backend not in ("embedded", "container"):
             return None
-        return sum(
-            int((h["operationMetrics"] or {}).get("numOutputRows", 0))
-            for h in history
-            if (since is None or h["version"] > since)
-            and h["operation"] not in ("TRUNCATE", "RESTORE")
-        )
+        return getattr(self.local, "warehouse", None) or self.local.work_dir / "warehouse"
+
+    def _set_confs(self, confs: dict[str, str]) -> None:
+        """Set session confs in one round trip (Spark Connect's own batch call) where there is
+        one, else one by one."""
+        set_all = getattr(self.spark.conf, "_set_all", None)
+        if set_all is not None and confs:
+            try:
+                set_all(dict(confs), silent=False)
+                return
+            except TypeError:  # another signature: one by one
+                pass
+        for key, value in confs.items():
+            self.spark.conf.set(key, value)
 
     def storage(self, spec: PipelineSpec) -> Path:
         """The pipeline's storage folder: its streaming checkpoints."""
@@ -354,8 +360,7 @@ class Runner:
         if spec.database:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{spec.database}`")
         # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
-        for key, value in spec.configuration.items():
-            self.spark.conf.set(key, value)
+        self._set_confs(spec.configuration)
         graph_id = create_dataflow_graph(
             self.spark,
             default_catalog=spec.catalog,
@@ -381,7 +386,7 @@ class Runner:
             for name, kind in outputs.items()
             if kind != "TemporaryView"
         }
-        before = {name: current_version(self.spark, table) for name, table in tables.items()}
+        before = lake.versions(self.spark, tables, self._warehouse())
         metrics_offset = (
             self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
         )
@@ -461,7 +466,7 @@ class Runner:
                         flows[name] = "CANCELED"
             metrics = self._metrics(update_id, declared, flows, metrics_offset)
             output_rows = {
-                name: self._rows_written(table, before[name])
+                name: lake.rows_written(self.spark, table, before[name], self._warehouse())
                 for name, table in tables.items()
                 if flows.get(name) == "COMPLETED" and name not in restored + removed
             }
