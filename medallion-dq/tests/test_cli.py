@@ -181,3 +181,44 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
     process.communicate(timeout=120)
     assert first.startswith("medallion-dq: run pipeline nope"), first
     assert elapsed < 1, f"the first line came after {elapsed:.2f} s"
+
+
+@pytest.mark.spark
+def test_bad_day_stops_at_the_gate_exit_1(tmp_path):
+    """The CLI, as a team runs it: exit code 1, JSON summary, publish never ran."""
+    medallion_project = sample_project()
+    landing = tmp_path / "landing"
+    for source in ("landing", "bad_day"):
+        for file in (medallion_project / "fixtures" / source / "orders").iterdir():
+            (landing / "orders").mkdir(parents=True, exist_ok=True)
+            (landing / "orders" / file.name).write_bytes(file.read_bytes())
+    summary = tmp_path / "summary.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "medallion_dq",  # the `medallion-dq` command
+            "run",
+            "--job",
+            "medallion",
+            "--landing",
+            str(landing),
+            "--json",
+            str(summary),
+            "--fresh",
+        ],
+        cwd=medallion_project,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(summary.read_text())
+    assert report["status"] == "FAILED"
+    assert report["tasks"]["validate"]["status"] == "SUCCESS"
+    assert report["tasks"]["quality_gate"]["status"] == "FAILED"
+    assert "silver_orders.valid_amount" in report["tasks"]["quality_gate"]["gate"]["table"]
+    assert report["tasks"]["publish"]["status"] == "SKIPPED"
+    silver = report["tasks"]["validate"]["update"]["datasets"]["silver_orders"]
+    assert silver["input_records"] == 241 and silver["dropped_records"] == 23
+    assert "quality gate FAILED" in done.stdout
