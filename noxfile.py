@@ -281,13 +281,17 @@ def generated(session: nox.Session) -> None:
     # Upgrade: a newer build within the project's pin (~=), its files untouched.
     newer = bump_patch(session, BUILD / "upgrade")
     env = find_links(newer.parent, wheel.parent)
+    # The project's test sessions share one warm Spark server; it must not outlive CI by long.
+    env["DQ_SERVER_IDLE_TIMEOUT"] = "120"
     sessions = session.posargs or ["--reuse-venv=no"]
     session.run("nox", *sessions, env=env)
     if session.posargs:
         return  # the sessions chosen may not include rules, whose venv says the version
-    installed = session.run(".nox/rules/bin/medallion-dq", "--version", silent=True, external=True)
+    medallion_dq = ".nox/rules/bin/medallion-dq"
+    installed = session.run(medallion_dq, "--version", silent=True, external=True)
     if package_version(BUILD / "upgrade" / "medallion-dq") not in str(installed):
         session.error(f"the project did not upgrade: {installed}")
+    session.run(medallion_dq, "spark", "stop", external=True)
     if docker_running():
         session.run("nox", "-s", "container", env=env)
 

@@ -9,6 +9,7 @@
 - `spark`: its session.
 - `lake`: a fresh, isolated slice of the lake per test (own schema, landing folder and
   checkpoints) to seed tables, drop landing files, and run layers of the bundle's pipelines.
+- `module_lake`: the same, shared by the tests of one module (one update, many assertions).
 - `bare_machine`: no Java, Maven or cache on this process's PATH and home (infrastructure tests).
 
 Assertions (`assert_update_ok`, `assert_expectations`, ...) are in `medallion_dq.testing`.
@@ -74,6 +75,15 @@ def spark(local_spark):
 
 @pytest.fixture
 def lake(local_spark, medallion_project):
+    from medallion_dq.testing import Lake
+
+    return Lake(local_spark, medallion_project)
+
+
+@pytest.fixture(scope="module")
+def module_lake(local_spark, medallion_project):
+    """One lake for a test module: seed and run an update once in a module-scoped fixture of
+    your own, then assert what it did in as many tests as there are things to show."""
     from medallion_dq.testing import Lake
 
     return Lake(local_spark, medallion_project)

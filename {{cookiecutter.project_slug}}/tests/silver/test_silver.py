@@ -24,8 +24,10 @@ def order(
     return (order_id, "C-1", order_ts, channel, currency, amount, quantity, "seed", None)
 
 
-def test_each_rule_keeps_drops_or_counts(lake):
-    lake.seed(
+@pytest.fixture(scope="module")
+def rules_update(module_lake):
+    """One silver update over a row per case; the tests below each show one part of it."""
+    module_lake.seed(
         "bronze_orders",
         [
             order("ok-1"),
@@ -43,12 +45,20 @@ def test_each_rule_keeps_drops_or_counts(lake):
         ],
         BRONZE,
     )
-    result = lake.run("validation", ["silver"])
+    result = module_lake.run("validation", ["silver"])
     assert_update_ok(result)
+    return module_lake, result
 
+
+def test_valid_and_warned_rows_are_kept_and_cleaned(rules_update):
+    lake, _ = rules_update
     kept = {r["order_id"] for r in lake.table("silver_orders").collect()}
     assert kept == {"ok-1", "ok-2", "phone", "no-channel", "zero"}
     assert lake.rows("silver_orders", "order_id")["ok-2"]["channel"] == "app"
+
+
+def test_dropped_rows_are_quarantined_with_the_rules_they_broke(rules_update):
+    lake, _ = rules_update
     assert_quarantined(
         lake.table("silver_orders_quarantine"),
         "order_id",
@@ -62,6 +72,10 @@ def test_each_rule_keeps_drops_or_counts(lake):
             "two": {"valid_amount", "known_currency"},
         },
     )
+
+
+def test_each_rule_counts_its_failures_warn_rules_too(rules_update):
+    _, result = rules_update
     assert_expectations(
         result,
         "silver_orders",
@@ -76,6 +90,10 @@ def test_each_rule_keeps_drops_or_counts(lake):
         input_records=12,
     )
     assert result.metrics["silver_orders"].dropped_records == 7
+
+
+def test_every_row_is_kept_or_quarantined_none_lost(rules_update):
+    lake, _ = rules_update
     assert_nothing_lost(
         lake.table("bronze_orders"),
         lake.table("silver_orders"),
