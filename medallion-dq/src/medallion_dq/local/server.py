@@ -11,7 +11,8 @@ ones connect to it in well under a second:
   never gets this server.
 - A *supervisor* process owns the JVM: it starts it, writes `server.json` once the server
   answers, and stops it when no client has used it for $DQ_SERVER_IDLE_TIMEOUT seconds
-  (default 900), when the JVM dies, or on SIGTERM (`medallion-dq spark stop`).
+  (default 900, as the process that starts it has it), when the JVM dies, when the project's
+  `.local/` is removed, or on SIGTERM (`medallion-dq spark stop`).
 - A client holds a shared lock on `lease` while it uses the server; the supervisor takes it
   exclusively, without waiting, to know nobody does. A client locks `lease` before it reads
   `server.json`, so the server cannot idle out between the two.
@@ -323,7 +324,7 @@ def supervise(folder: Path) -> int:
     partial.replace(folder / STATE_FILE)
     print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
 
-    lease = folder / "lease"
+    lease, last_busy = folder / "lease", info.started
     while True:
         time.sleep(1)
         if stopping:
@@ -338,9 +339,10 @@ def supervise(folder: Path) -> int:
             try:  # nobody holds a shared lock: nobody is using the server
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                last_busy = time.time()
                 continue
-            try:
-                unused = time.time() - max(lease.stat().st_mtime, info.started)
+            try:  # since the last release, or the last time seen in use (a client killed)
+                unused = time.time() - max(lease.stat().st_mtime, last_busy)
                 if unused >= idle:
                     return shutdown(f"unused for {unused:.0f} s")
             finally:
