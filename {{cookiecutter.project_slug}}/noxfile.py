@@ -2,8 +2,9 @@
 
 Tests live in tests/<layer>/ (bronze, silver, gold): each layer's session runs its folder, so a
 test file you add there runs without touching this file; `job` runs every other test (the whole
-job, and anything outside the layer folders). Spark sessions start one local Spark Connect
-server each (embedded, Java 17+).
+job, and anything outside the layer folders). The Spark sessions share one local Spark Connect
+server (embedded, Java 17+): the first starts it, the others connect to it; it stops when left
+unused (`medallion-dq spark stop` stops it now).
 """
 
 import importlib.util
