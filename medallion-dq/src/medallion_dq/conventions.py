@@ -11,6 +11,9 @@ and returns every problem, the rule files' own DQ0xx problems included:
     DQC004 warning  a silver dataset drops rows but has no `<dataset>_quarantine`
     DQC005 warning  a rule without a description or an owner
     DQC006 error    an expect_all* decorator given another action's rules (`expect_all(R.drop)`)
+    DQC007 error    `<dataset>_quarantine` is a table where the rule file says `quarantine: view`,
+                    or a view where it says (or defaults to) `quarantine: table`
+    DQC008 error    a quarantine view whose SQL does not apply the rule file's drop rules
     DQC010 warning  withColumn / drop / columns / schema / count() in a pipeline query function
 
 Per project, in pyproject.toml::
@@ -47,6 +50,8 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC004": ("warning", "silver dataset drops rows without a quarantine"),
     "DQC005": ("warning", "rule without description or owner"),
     "DQC006": ("error", "decorator action does not match the rules it is given"),
+    "DQC007": ("error", "quarantine form differs from the rule file's 'quarantine:'"),
+    "DQC008": ("error", "quarantine view does not apply the rule file's drop rules"),
     "DQC010": ("warning", "DataFrame analysis or eager column call in a pipeline query function"),
 }
 SEVERITIES = ("error", "warning", "off")
@@ -221,6 +226,10 @@ class _Collector:
         self.problems: list[Problem] = []
         self.expectations: list[_Expectation] = []
         self.datasets: dict[str, set[str]] = {}  # layer -> dataset names defined in pipelines
+        # dataset -> (rule set, rule file) of silver rule files, for the quarantine's form
+        self.rulesets: dict[str, tuple[rules.RuleSet, str]] = {}
+        # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
+        self.forms: dict[str, tuple[str, str, str]] = {}
 
     def add(
         self,
@@ -260,6 +269,8 @@ class _Collector:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
+        if layer == "silver":
+            self.rulesets[ruleset.dataset] = (ruleset, where)
         file_description = ""
         if native and isinstance(raw.get("description"), str):
             file_description = raw["description"].strip()
@@ -330,6 +341,15 @@ class _Collector:
             if not parsed:
                 continue
             self.datasets.setdefault(layer or "", set()).add(_short(parsed["name"]))
+            persisted = _PERSISTED_VIEW.match(sql_files._strip_comments(statement).strip())
+            form = (
+                "view"
+                if persisted
+                else "temporary view"
+                if parsed["kind"] == "TemporaryView"
+                else "table"
+            )
+            self.forms[_short(parsed["name"])] = (form, rel, statement)
             offset = max(text.find(statement), 0)
             for e in parsed["constraints"]:
                 found = re.search(
@@ -358,6 +378,11 @@ class _Collector:
                     key = "target" if kind == "append_flow" else "name"
                     dataset_names.append(_kwarg_str(call, key) or func.name)
             dataset = _short(dataset_names[0]) if dataset_names else func.name
+            kinds = [module.decorator(d)[0] for d in func.decorator_list]
+            if "table" in kinds or "materialized_view" in kinds:
+                self.forms.setdefault(dataset, ("table", f"{rel}:{func.lineno}", ""))
+            elif "temporary_view" in kinds or "view" in kinds:
+                self.forms.setdefault(dataset, ("temporary view", f"{rel}:{func.lineno}", ""))
             for deco in func.decorator_list:
                 kind, call = module.decorator(deco)
                 if kind not in EXPECT_DECORATORS or call is None:
@@ -448,8 +473,53 @@ class _Collector:
                     f"silver dataset {dataset!r} drops rows but no {dataset + suffix!r} is "
                     "defined in a silver pipeline file: dropped rows are lost without a trace",
                     f"define {dataset + suffix!r} from the same input and rules "
-                    "(dq.quarantine.quarantined(df, RULES.drop))",
+                    "(dq.quarantine.quarantined(df, RULES.drop) for a table, a SQL file "
+                    "from dq.quarantine.view_sql(...) for a view)",
                 )
+            else:
+                self.judge_quarantine_form(dataset, dataset + suffix)
+
+    def judge_quarantine_form(self, dataset: str, name: str) -> None:
+        """DQC007 / DQC008: the quarantine has the form its rule file declares, and a quarantine
+        view applies the rule file's drop rules."""
+        from medallion_dq import quarantine
+
+        if dataset not in self.rulesets or name not in self.forms:
+            return
+        ruleset, rule_file = self.rulesets[dataset]
+        form, where, statement = self.forms[name]
+        declared = ruleset.quarantine
+        said = "says" if ruleset.quarantine_declared else "defaults to"
+        if form != declared:
+            self.add(
+                "DQC007",
+                where,
+                f"{name!r} is a {form}, but {rule_file} {said} 'quarantine: {declared}'",
+                (
+                    f"define {name!r} in a SQL file: CREATE VIEW, from "
+                    "dq.quarantine.view_sql(name, source, RULES.drop)"
+                    if declared == "view"
+                    else f"define {name!r} as a table (@dp.table returning "
+                    "dq.quarantine.quarantined(df, RULES.drop))"
+                )
+                + f", or write 'quarantine: {form if form != 'temporary view' else 'view'}' in "
+                f"{rule_file} (CONVENTIONS.md: which to choose)",
+            )
+            return
+        if form != "view":
+            return
+        text = " ".join(statement.split())
+        wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
+        if not all(" ".join(part.split()) in text for part in wanted):
+            self.add(
+                "DQC008",
+                where,
+                f"quarantine view {name!r} does not apply the drop rules of {rule_file} as they "
+                f"are now ({', '.join(ruleset.drop)}): its rows would differ from what "
+                f"{dataset!r} drops",
+                f"write the file again from the rule file: dq.quarantine.view_sql({name!r}, "
+                "<source>, RULES.drop)",
+            )
 
     def finish(self) -> list[Problem]:
         out = []
@@ -464,6 +534,9 @@ class _Collector:
 
 
 # --------------------------------------------------------------------------- ast scanning
+
+
+_PERSISTED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
 
 
 def _kwarg_str(call: ast.Call | None, key: str) -> str | None:

@@ -5,6 +5,7 @@ Two formats are read. The native one::
     dataset: silver_orders
     layer: silver
     threshold: 0.05            # gate: largest failed fraction tolerated (default for the file)
+    quarantine: view           # the dropped rows: view (computed when read) | table (a snapshot)
     rules:
       - name: valid_amount
         constraint: amount >= 0
@@ -34,7 +35,9 @@ from medallion_dq.problems import DataQualityError, Problem
 ACTIONS = ("warn", "drop", "fail")
 LAYERS = ("bronze", "silver", "gold")
 RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold"}
-FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules"}
+FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules", "quarantine"}
+QUARANTINE_FORMS = ("table", "view")
+DEFAULT_QUARANTINE = "table"  # a file that does not say: the form every project had before views
 MAX_NAME = 128
 _REPR = reprlib.Repr()
 _REPR.maxstring, _REPR.maxother, _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 80, 80, 2, 4, 4
@@ -64,6 +67,12 @@ class RuleSet:
     file: str
     threshold: float | None = None
     owner: str = ""
+    quarantine_declared: str | None = None  # 'table' | 'view' as written in the file, or None
+
+    @property
+    def quarantine(self) -> str:
+        """How the dropped rows are kept: 'view' or 'table' (the default when the file is silent)."""
+        return self.quarantine_declared or DEFAULT_QUARANTINE
 
     def _by_action(self, action: str) -> dict[str, str]:
         return {r.name: r.constraint for r in self.rules if r.action == action}
@@ -229,6 +238,15 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
             entries = []
         file_threshold = reader.threshold(data.get("threshold"), None)
         owner = reader.text(data, "owner", None)
+        quarantine = data.get("quarantine")
+        if quarantine is not None and quarantine not in QUARANTINE_FORMS:
+            reader.add(
+                "DQ017",
+                f"field 'quarantine' must be 'view' or 'table', got {_show(quarantine)}",
+                "write 'quarantine: view' (the dropped rows computed when read: nothing written) "
+                "or 'quarantine: table' (a snapshot that outlives its source); see CONVENTIONS.md",
+            )
+            quarantine = None
     else:  # Lakehouse Plumber: {<constraint>: {action, name}}
         entries = []
         for constraint, spec in data.items():
@@ -247,7 +265,7 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
                     **{k: v for k, v in spec.items() if k != "name"},
                 }
             )
-        file_threshold, owner = None, ""
+        file_threshold, owner, quarantine = None, "", None
 
     if dataset is not None and not isinstance(dataset, str):
         reader.add(
@@ -312,7 +330,7 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
         reader.add("DQ003", "no rules in file", "add at least one rule or delete the file")
     if reader.problems:
         raise DataQualityError(reader.problems)
-    return RuleSet(dataset, layer, tuple(rules), file, file_threshold, owner)
+    return RuleSet(dataset, layer, tuple(rules), file, file_threshold, owner, quarantine)
 
 
 def load(name: str | Path | Traversable, *, dataset: str | None = None) -> RuleSet:
