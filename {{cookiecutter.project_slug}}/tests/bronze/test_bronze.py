@@ -72,51 +72,66 @@ def test_bronze_is_incremental_and_ignores_other_files(lake):
     ]
 
 
-def test_a_record_that_does_not_parse_keeps_its_raw_text(lake):
-    if lake.file_format == "csv":
-        broken = ['M-2,"an unclosed quote', "M-3,1.00,one field too many"]
-        text = "order_id,amount\nM-1,5.00\n" + "\n".join(broken) + "\n"
-    else:
-        broken = ['{"order_id": "M-2", "amount": ', "not json at all"]
-        text = '{"order_id": "M-1", "amount": "5.00"}\n' + "\n".join(broken) + "\n"
-    lake.land("orders", "day1", text)
+# One landing day of awkward files, read by one update (`awkward_day`).
+{%- if cookiecutter.source_format == "csv" %}
+BROKEN = ['M-2,"an unclosed quote', "M-3,1.00,one field too many"]
+BROKEN_FILE = "order_id,amount\nM-1,5.00\n" + "\n".join(BROKEN) + "\n"
+# Columns in another order, one the schema does not name: matched by name, as Auto Loader
+# matches them, and the unknown one rescued.
+EXTRA_FIELDS_FILE = "coupon,amount,order_id,Channel\nSAVE10,1.00,R-1,web\n,2.00,R-2,\n"
+RESCUED = {"coupon": "SAVE10", "Channel": "web"}
+{%- else %}
+BROKEN = ['{"order_id": "M-2", "amount": ', "not json at all"]
+BROKEN_FILE = '{"order_id": "M-1", "amount": "5.00"}\n' + "\n".join(BROKEN) + "\n"
+EXTRA_FIELDS_FILE = (
+    '{"order_id": "R-1", "amount": "1.00", "coupon": "SAVE10", "Channel": "web",'
+    ' "gift": {"wrap": true}}\n{"order_id": "R-2", "amount": "2.00"}\n'
+)
+RESCUED = {"coupon": "SAVE10", "Channel": "web", "gift": {"wrap": True}}
+{%- endif %}
+
+
+@pytest.fixture(scope="module")
+def awkward_day(module_lake):
+    """A file with records that do not parse, one with fields the schema does not name, and a
+    UTF-16 file, landed on one day and read by one update; each test below looks at its file."""
+    lake = module_lake
+    lake.land("orders", "broken", BROKEN_FILE)
+    lake.land("orders", "extra-fields", EXTRA_FIELDS_FILE)
+    utf16 = lake.land("orders", "utf16", [{"order_id": "U-1", "amount": "9.50", "channel": "café"}])
+    # With its byte-order mark.
+    utf16.write_bytes(utf16.read_text(encoding="utf-8").encode("utf-16"))
     assert_update_ok(lake.run("validation", ["bronze"]))
     rows = lake.table("bronze_orders").collect()
+
+    def rows_of(name: str) -> list:
+        file = f"{name}.{lake.file_format}"
+        return [r for r in rows if r["_source_file"].endswith(file)]
+
+    return rows_of
+
+
+def test_a_record_that_does_not_parse_keeps_its_raw_text(awkward_day):
+    rows = awkward_day("broken")
     assert len(rows) == 3
-    assert sorted(r["_corrupt_record"] for r in rows if r["_corrupt_record"]) == sorted(broken)
+    assert sorted(r["_corrupt_record"] for r in rows if r["_corrupt_record"]) == sorted(BROKEN)
     (good,) = [r for r in rows if r["_corrupt_record"] is None]
     assert (good["order_id"], good["amount"]) == ("M-1", "5.00")
 
 
-def test_fields_the_schema_does_not_name_are_rescued(lake):
-    if lake.file_format == "csv":
-        # Columns in another order, one the schema does not name: matched by name, as Auto
-        # Loader matches them, and the unknown one rescued.
-        text = "coupon,amount,order_id,Channel\nSAVE10,1.00,R-1,web\n,2.00,R-2,\n"
-        rescued = {"coupon": "SAVE10", "Channel": "web"}
-    else:
-        text = (
-            '{"order_id": "R-1", "amount": "1.00", "coupon": "SAVE10", "Channel": "web",'
-            ' "gift": {"wrap": true}}\n{"order_id": "R-2", "amount": "2.00"}\n'
-        )
-        rescued = {"coupon": "SAVE10", "Channel": "web", "gift": {"wrap": True}}
-    path = lake.land("orders", "day1", text)
-    assert_update_ok(lake.run("validation", ["bronze"]))
-    rows = lake.rows("bronze_orders", "order_id")
+def test_fields_the_schema_does_not_name_are_rescued(awkward_day):
+    rows = {r["order_id"]: r for r in awkward_day("extra-fields")}
     assert (rows["R-1"]["amount"], rows["R-2"]["amount"]) == ("1.00", "2.00")
     assert rows["R-1"]["channel"] is None  # "Channel" differs in case: rescued, not guessed
     kept = json.loads(rows["R-1"]["_rescued_data"])
-    assert kept.pop("_file_path").endswith(path.name)
-    assert kept == rescued
+    assert kept.pop("_file_path").endswith("extra-fields.{{ cookiecutter.source_format }}")
+    assert kept == RESCUED
     assert rows["R-2"]["_rescued_data"] is None
     assert rows["R-1"]["_corrupt_record"] is None
 
 
-def test_a_utf16_file_is_read_not_turned_into_empty_rows(lake):
-    path = lake.land("orders", "day1", [{"order_id": "U-1", "amount": "9.50", "channel": "café"}])
-    path.write_bytes(path.read_text(encoding="utf-8").encode("utf-16"))  # with its byte-order mark
-    assert_update_ok(lake.run("validation", ["bronze"]))
-    rows = lake.table("bronze_orders").collect()
+def test_a_utf16_file_is_read_not_turned_into_empty_rows(awkward_day):
+    rows = awkward_day("utf16")
     assert [(r["order_id"], r["amount"], r["channel"], r["_corrupt_record"]) for r in rows] == [
         ("U-1", "9.50", "café", None)
     ]
