@@ -49,6 +49,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+import session_ready  # beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "bench"
 OUT = Path(__file__).resolve().parent
@@ -614,6 +616,7 @@ def nox_loop(project_dir: Path) -> dict:
         raise SystemExit("ERROR: --nox needs `nox` on PATH (pip install nox)")
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV" and not k.startswith("NOX")}
     shutil.rmtree(project_dir / ".nox", ignore_errors=True)
+    session_ready.stop_all(project_dir)  # cold: no venv, no Spark server
     out = {}
     for name, extra in (("cold", []), ("warm", ["-R"])):
         print(f"\n== nox ({name}) in {project_dir.relative_to(ROOT)}", flush=True)
@@ -657,7 +660,9 @@ def goals(size: dict) -> list[str]:
 def markdown(results: dict) -> str:
     md = ["# Benchmark results", "", f"Environment: {env_line(results['environment'])}.", ""]
     md += [f"Command: `{results['command']}` (total {results['total_seconds']:.0f} s).", ""]
-    md += _cost(results) + _memory(results) + _loop(results)
+    md += _cost(results) + _memory(results)
+    md += session_ready.markdown(results["session_ready"]) if "session_ready" in results else []
+    md += _loop(results)
     return "\n".join(md) + "\n"
 
 
@@ -816,6 +821,7 @@ def _merge_loop(path: Path, loop_only: dict, baseline: str | None) -> dict:
     except (OSError, ValueError):
         return loop_only
     results["test_loop"] = loop_only["test_loop"]
+    results["session_ready"] = loop_only["session_ready"]
     results["test_loop"]["environment"] = loop_only["environment"]
     results["test_loop"]["command"] = loop_only["command"]
     if baseline:
@@ -896,6 +902,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
     try:
         if not args.no_loop:
+            results["session_ready"] = session_ready.measure(project_dir)
             results["test_loop"] = test_loop(project, args.loop_repeats, work)
             if args.baseline:
                 results["test_loop"]["label"] = args.baseline

@@ -39,7 +39,7 @@ def _client(root: Path, **env: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _stop_all(root: Path) -> None:
+def stop_all(root: Path) -> None:
     from medallion_dq.local import server
 
     for folder, _ in server.servers(root):
@@ -49,12 +49,12 @@ def _stop_all(root: Path) -> None:
 def measure(root: Path, repeats: int = 3) -> dict:
     """Seconds from `spark.start` to a first answer (imports apart), cold, warm and unshared."""
     print("\n== Spark session of a test process: cold, warm, reuse off", flush=True)
-    _stop_all(root)
+    stop_all(root)
     try:
         cold = _client(root, DQ_REUSE="1")
         warm = [_client(root, DQ_REUSE="1") for _ in range(repeats)]
     finally:
-        _stop_all(root)
+        stop_all(root)
     own = _client(root, DQ_REUSE="0")
     out = {
         "cold": round(cold["ready"], 2),
