@@ -7,33 +7,14 @@ import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from medallion_dq import quarantine
 from medallion_dq.local.runner import PipelineSpec
 from medallion_dq.testing import assert_nothing_lost, assert_update_ok
+from strategies import rows, rule_sets
 
 pytestmark = pytest.mark.spark
 
-CONSTRAINTS = [
-    "a >= 0",
-    "a IS NOT NULL",
-    "b IN ('x', 'y')",
-    "length(b) > 1",
-    "a + 1 > 2 OR b = 'z'",
-    "NOT (a = 3)",
-    "coalesce(b, 'x') <> 'y'",
-    "a < 4 -- a comment in the rule",
-]
-rows = st.lists(
-    st.tuples(
-        st.one_of(st.none(), st.integers(-5, 5)),
-        st.one_of(st.none(), st.sampled_from(["x", "y", "z", "zz", ""])),
-    ),
-    min_size=0,
-    max_size=40,
-)
-rule_sets = st.lists(st.sampled_from(CONSTRAINTS), min_size=1, max_size=4, unique=True)
 # Rule names as a rule file allows them: quotes and backslashes must stay data in the view's SQL.
 NAMES = ["valid_a", "it's \\ odd", 'say "b"', "r3"]
 
