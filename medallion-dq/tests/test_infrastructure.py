@@ -302,7 +302,7 @@ def test_free_port_is_never_one_in_use():
     try:
         taken = {s.getsockname()[1] for s in held}
         for _ in range(50):
-            port = spark._free_port()
+            port = spark.shared_server.free_port()
             assert port not in taken
             assert port_is_free(port)
     finally:

@@ -255,7 +255,7 @@ def _spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -265,7 +265,7 @@ def supervise(folder: Path) -> int:
     request = json.loads((folder / "request.json").read_text())
     (folder / "request.json").unlink()
     confs, idle = dict(request["confs"]), float(request["idle"])
-    token, port = secrets.token_hex(16), _free_port()
+    token, port = secrets.token_hex(16), free_port()
     confs.update(
         {
             "spark.connect.grpc.binding.port": str(port),

@@ -11,7 +11,6 @@ import hashlib
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -385,12 +384,6 @@ def _tail_of(log: Path, lines: int = 12) -> str:
     return "\n".join(said[-lines:])
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _stderr_to(log: Path):
     """Point this process's stderr (fd 2) at ``log`` while a child is started: the child keeps
@@ -412,7 +405,7 @@ def _start_embedded(confs: dict[str, str], log: Path):
     console output goes to ``log``."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    port = _free_port()
+    port = shared_server.free_port()
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
     with _stderr_to(log):
         ConnectSession._start_connect_server(
