@@ -1,10 +1,11 @@
 """Checks of this project, layer by layer: `nox` runs the default set, `nox -l` lists them.
 
 Tests live in tests/<layer>/ (bronze, silver, gold): each layer's session runs its folder, so a
-test file you add there runs without touching this file; `job` runs every other test (the whole
-job, and anything outside the layer folders). The Spark sessions share one local Spark Connect
-server (embedded, Java 17+): the first starts it, the others connect to it; it stops when left
-unused (`medallion-dq spark stop` stops it now).
+test file you add there runs without touching this file, and the examples written next to the
+layer's rules (src/<package>/rules/<layer>/*.yml: one test per example row); `job` runs every
+other test (the whole job, and anything outside the layer folders). The Spark sessions share one
+local Spark Connect server (embedded, Java 17+): the first starts it, the others connect to it;
+it stops when left unused (`medallion-dq spark stop` stops it now).
 """
 
 import importlib.util
@@ -19,6 +20,7 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "rules", "bronze", "silver", "gold", "job"]
 PYTHON = "{{ cookiecutter.python_version }}"
 LAYERS = ("bronze", "silver", "gold")
+RULES = Path("src/{{ cookiecutter.package_name }}/rules")
 # PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
 # its wheel is built once into this cache and found there (the version medallion-dq pins).
 PYSPARK = "pyspark==4.2.0"
@@ -43,6 +45,11 @@ def pytest(session: nox.Session, *args: str, group: str = "test", env: dict | No
     session.run("pytest", *args, *session.posargs, env=env)
 
 
+def layer(name: str) -> list[str]:
+    """A layer's tests and its rule files, whose examples pytest collects as tests."""
+    return [f"tests/{name}", *([str(RULES / name)] if (RULES / name).is_dir() else [])]
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Lint and format-check the code with ruff."""
@@ -62,19 +69,19 @@ def rules(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def bronze(session: nox.Session) -> None:
     """Test the bronze layer: ingestion as landed."""
-    pytest(session, "tests/bronze")
+    pytest(session, *layer("bronze"))
 
 
 @nox.session(python=PYTHON)
 def silver(session: nox.Session) -> None:
-    """Test the silver layer: rules, quarantine, nothing lost."""
-    pytest(session, "tests/silver")
+    """Test the silver layer: rules and their examples, quarantine, nothing lost."""
+    pytest(session, *layer("silver"))
 
 
 @nox.session(python=PYTHON)
 def gold(session: nox.Session) -> None:
-    """Test the gold layer: figures, fail rules, atomic updates."""
-    pytest(session, "tests/gold")
+    """Test the gold layer: figures, fail rules and their examples, atomic updates."""
+    pytest(session, *layer("gold"))
 
 
 @nox.session(python=PYTHON)
@@ -89,5 +96,6 @@ def container(session: nox.Session) -> None:
     """Run the layer tests against a Spark Connect server in Docker (testcontainers), with
     Spark's light client: this session needs Docker, not Java."""
     env = {"DQ_BACKEND": "container"}
-    pytest(session, *(f"tests/{layer}" for layer in LAYERS), group="container", env=env)
+    paths = [path for name in LAYERS for path in layer(name)]
+    pytest(session, *paths, group="container", env=env)
 {%- endif %}

@@ -9,7 +9,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "medallion_dq"
 ON_DATABRICKS = ("rules", "constraints", "quarantine", "gate", "sources", "problems")
 PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines")  # what Databricks' runtime also has
-TOOLS = ("config", "conventions", "report", "cli", "testing", "pytest_plugin", "bundle")
+TOOLS = ("config", "conventions", "report", "cli", "testing", "pytest_plugin", "bundle", "examples")
 
 
 def imports(path: Path) -> list[tuple[str, list[str]]]:

@@ -117,3 +117,13 @@ def referenced_columns(constraint: str) -> set[str]:
     except (ParseError, TokenError):
         return set()
     return {c.name.lower() for c in tree.find_all(exp.Column)}
+
+
+def top_level_columns(constraint: str) -> set[str]:
+    """The columns of the row a constraint reads, lower case: `payload.amount` reads `payload`;
+    a lambda's parameters are not columns. An example row gives exactly these."""
+    try:
+        tree = sqlglot.parse_one(constraint, read="spark")
+    except (ParseError, TokenError):
+        return set()
+    return {column.parts[0].name.lower() for column in tree.find_all(exp.Column)}

@@ -12,6 +12,11 @@
 - `module_lake`: the same, shared by the tests of one module (one update, many assertions).
 - `bare_machine`: no Java, Maven or cache on this process's PATH and home (infrastructure tests).
 
+Rule files are test files too: given a project's rules folder (`pytest src/<package>/rules`),
+pytest collects one test per example row of each rule (`examples:` in the rule file), judged on
+Spark all in one query (`rule_examples`); a failing one reports the one line `check --examples`
+prints.
+
 Assertions (`assert_update_ok`, `assert_expectations`, ...) are in `medallion_dq.testing`.
 Fixtures start nothing until a test asks for them: the plugin costs a project without
 Spark tests nothing.
@@ -101,3 +106,68 @@ def bare_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "home").mkdir()
     return bin_dir
+
+
+def pytest_collect_file(file_path: Path, parent):
+    """A rule file of the project under test becomes a collector of its rules' examples."""
+    if file_path.suffix not in (".yml", ".yaml"):
+        return None
+    from medallion_dq import config
+
+    try:
+        folders = config.rules_dirs(config.find_root(parent.config.rootpath))
+    except (config.ProjectNotFound, ValueError):
+        return None
+    if any(file_path.resolve().is_relative_to(folder.resolve()) for folder in folders):
+        return RuleFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ExampleFailed(AssertionError):
+    """An example row that does not behave as its rule file says (the message is the line)."""
+
+
+class RuleFile(pytest.File):
+    def collect(self):
+        from medallion_dq import examples, rules
+        from medallion_dq.problems import DataQualityError
+
+        try:
+            rule_set = rules.load(self.path)
+        except DataQualityError as error:
+            raise self.CollectError(str(error)) from None
+        for case in examples.cases([rule_set]):
+            name = f"{case.rule.name}[{case.example.expect} {case.example}]"
+            yield RuleExample.from_parent(self, name=name, callobj=_example_test(case.id))
+
+
+class RuleExample(pytest.Function):
+    """One example of one rule; reported by the rule file, without a Python traceback."""
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+    def repr_failure(self, excinfo, style=None):
+        if excinfo.errisinstance(ExampleFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+
+def _example_test(case_id: str):
+    def test(rule_examples):
+        problem = rule_examples[case_id]
+        if problem is not None:
+            raise ExampleFailed(str(problem))
+
+    return test
+
+
+@pytest.fixture(scope="session")
+def rule_examples(spark, medallion_project) -> dict:
+    """Every rule example of the project judged in one query: {case id: problem or None}."""
+    from medallion_dq import examples
+
+    cases = examples.cases(examples.project_rule_sets(medallion_project))
+    return {
+        case.id: problem for case, problem in zip(cases, examples.judge(spark, cases), strict=True)
+    }

@@ -13,6 +13,9 @@ Two formats are read. The native one::
         description: Refunds are separate records; a negative amount is a bug upstream.
         owner: orders-team
         threshold: 0.01
+        examples:              # rows that must pass and rows that must fail (medallion_dq.examples)
+          pass: [{amount: 0}, {amount: 12.5}]
+          fail: [{amount: -1}, {amount: null}]
 
 and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
 be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
@@ -24,17 +27,19 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import yaml
 
-from medallion_dq.constraints import constraint_errors
+from medallion_dq.constraints import constraint_errors, top_level_columns
 from medallion_dq.problems import DataQualityError, Problem
 
 ACTIONS = ("warn", "drop", "fail")
 LAYERS = ("bronze", "silver", "gold")
-RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold"}
+RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold", "examples"}
+EXPECTED = ("pass", "fail")  # the keys of a rule's examples
 FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules", "quarantine"}
 QUARANTINE_FORMS = ("table", "view")
 DEFAULT_QUARANTINE = "table"  # a file that does not say: the form every project had before views
@@ -50,6 +55,34 @@ def _show(value: object) -> str:
 
 
 @dataclass(frozen=True)
+class Example:
+    """One example row of a rule: the values of the columns its constraint reads, and whether
+    the row must pass the constraint or fail it (NULL counts as failing, as in the expectations)."""
+
+    expect: str  # 'pass' | 'fail'
+    values: tuple[tuple[str, object], ...]  # (column, value) as written; a tuple keeps it hashable
+
+    @property
+    def row(self) -> dict[str, object]:
+        return dict(self.values)
+
+    def __str__(self) -> str:  # as written in the rule file: {amount: null}
+        return _flow(self.row)
+
+
+def _flow(value: object) -> str:
+    """A value in YAML's flow style, as a rule file would write it."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_flow, value)) + "]"
+    if isinstance(value, date):  # a datetime too: written as YAML reads it back
+        return value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+    return text.removesuffix("\n...").strip()
+
+
+@dataclass(frozen=True)
 class Rule:
     name: str
     constraint: str
@@ -57,6 +90,7 @@ class Rule:
     description: str = ""
     owner: str = ""
     threshold: float | None = None
+    examples: tuple[Example, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +176,97 @@ class _Reader:
             self.add("DQ005", f"field '{key}' is empty", f"write the {key} after '{key}:'", rule)
             return ""
         return value
+
+    def examples(self, value: object, columns: set[str] | None, rule: str) -> tuple[Example, ...]:
+        """The rule's `examples:` {pass: [rows], fail: [rows]}; each row gives exactly the
+        columns the constraint reads, one kind of value per column across the rule's rows."""
+        if value is None:
+            return ()
+        write = "write examples: {pass: [{amount: 0}], fail: [{amount: null}]}"
+        if not isinstance(value, dict) or not value or set(value) - set(EXPECTED):
+            self.add(
+                "DQ018",
+                f"'examples' must map pass and/or fail to lists of rows, got {_show(value)}",
+                write,
+                rule,
+            )
+            return ()
+        found, kinds = [], {}
+        for expect in EXPECTED:
+            rows = value.get(expect, [])
+            if not isinstance(rows, list):
+                self.add(
+                    "DQ018",
+                    f"examples.{expect} must be a list of rows, got {_show(rows)}",
+                    write,
+                    rule,
+                )
+                continue
+            for row in rows:
+                if not isinstance(row, dict) or not row:
+                    self.add(
+                        "DQ018",
+                        f"example {_show(row)} in examples.{expect} must be a mapping of "
+                        "column to value",
+                        "write each example as {column: value, ...}",
+                        rule,
+                    )
+                    continue
+                example = Example(expect, tuple((str(k), v) for k, v in row.items()))
+                given = {str(k).lower(): str(k) for k in row}
+                if columns is not None:
+                    extra = sorted(given[c] for c in set(given) - columns)
+                    missing = sorted(columns - set(given))
+                    if extra:
+                        self.add(
+                            "DQ019",
+                            f"example {example} gives {', '.join(map(repr, extra))}, which the "
+                            "constraint does not read",
+                            f"give only {', '.join(sorted(columns))}",
+                            rule,
+                        )
+                    if missing:
+                        self.add(
+                            "DQ019",
+                            f"example {example} does not give {', '.join(map(repr, missing))}",
+                            f"add {missing[0]}: <value> (or {missing[0]}: null for NULL)",
+                            rule,
+                        )
+                for column, cell in row.items():
+                    kind = value_kind(cell)
+                    if kind is None:
+                        continue
+                    first = kinds.setdefault(str(column).lower(), (kind, example))
+                    if first[0] != kind:
+                        self.add(
+                            "DQ020",
+                            f"example {example} gives {column} a {kind}, example {first[1]} a "
+                            f"{first[0]}: a column has one type",
+                            f"give {column} one type in every example (quote a number to "
+                            "compare it as text)",
+                            rule,
+                        )
+                found.append(example)
+        return tuple(found)
+
+
+def value_kind(value: object) -> str | None:
+    """The kind of an example value, compared across a rule's examples; None for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, datetime):  # before date: a datetime is a date too
+        return "timestamp"
+    if isinstance(value, date):
+        return "date"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "mapping"
+    return "string" if isinstance(value, str) else type(value).__name__
 
 
 class _Loader(yaml.SafeLoader):
@@ -319,13 +444,16 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
                 label,
             )
         seen.add(name)
-        if constraint:
-            for code, message, fix in constraint_errors(constraint):
-                reader.add(code, message, fix, label)
+        errors = constraint_errors(constraint) if constraint else []
+        for code, message, fix in errors:
+            reader.add(code, message, fix, label)
+        # Which columns an example must give is only known of a constraint that parses.
+        columns = top_level_columns(constraint) if constraint and not errors else None
         threshold = reader.threshold(entry.get("threshold"), label)
         description = reader.text(entry, "description", label)
         rule_owner = reader.text(entry, "owner", label) or owner
-        rules.append(Rule(name, constraint, action, description, rule_owner, threshold))
+        examples = reader.examples(entry.get("examples"), columns, label)
+        rules.append(Rule(name, constraint, action, description, rule_owner, threshold, examples))
     if not rules and not reader.problems:
         reader.add("DQ003", "no rules in file", "add at least one rule or delete the file")
     if reader.problems:

@@ -1,0 +1,196 @@
+"""Rule examples, run on Spark: each example row must pass or fail its rule's constraint.
+
+A rule file may give each rule rows that must pass and rows that must fail (see rules.py). They
+are judged as the expectations judge a row: a row passes when the constraint is TRUE, and NULL
+counts as failing. Every example of a project is judged in one query: one branch per example,
+
+    SELECT <i> AS example, coalesce((<constraint>), false) AS passes FROM (SELECT <values>)
+
+joined with UNION ALL, so a project's examples cost one Spark job, not one per rule. Values are
+Spark literals of the YAML values: numbers as exact decimals (a DECIMAL column compares exactly),
+dates and timestamps as DATE/TIMESTAMP literals, lists and mappings as arrays and structs, and a
+NULL takes the type of the column's other examples. A value Spark cannot judge against the
+constraint (text where the constraint compares numbers, with ANSI casts on) makes that query
+fail; only then each example is judged alone, to name the ones that do not fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+
+from medallion_dq import config, rules
+from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.quarantine import _group, _literal
+
+# A NULL example takes the type of the same column's other examples in the rule.
+_NULL_TYPES = {
+    "number": "DOUBLE",
+    "string": "STRING",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One example of one rule, where it was written."""
+
+    file: str
+    dataset: str
+    rule: rules.Rule
+    example: rules.Example
+
+    @property
+    def id(self) -> str:
+        """A test id: dataset.rule, pass/fail, the row as written."""
+        return f"{self.dataset}.{self.rule.name}: {self.example.expect} {self.example}"
+
+
+def cases(rule_sets: Iterable[rules.RuleSet]) -> list[Case]:
+    return [
+        Case(rule_set.file, rule_set.dataset, rule, example)
+        for rule_set in rule_sets
+        for rule in rule_set.rules
+        for example in rule.examples
+    ]
+
+
+def project_rule_sets(root: Path, layer: str | None = None) -> list[rules.RuleSet]:
+    """The project's rule files (of one layer, if given); invalid files raise DataQualityError
+    with every problem, before Spark is asked anything."""
+    found, problems = [], []
+    for folder in config.rules_dirs(root):
+        for path in rules.rule_files(folder):
+            if layer is not None and path.parent.name != layer:
+                continue
+            try:
+                found.append(rules.load(path))
+            except DataQualityError as error:
+                problems += error.problems
+    if problems:
+        raise DataQualityError(problems)
+    return found
+
+
+def sql_literal(value: object, null_type: str | None = None) -> str:
+    """A Spark SQL literal of a YAML value."""
+    if value is None:
+        return f"CAST(NULL AS {null_type})" if null_type else "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return f"{value}BD" if abs(value) >= 2**63 else str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return f"CAST('{value}' AS DOUBLE)"
+        return f"{value!r}BD" if "e" not in repr(value) else f"{value!r}D"  # exact, like DECIMAL
+    if isinstance(value, datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')}'"
+    if isinstance(value, date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, list):
+        return "array(" + ", ".join(sql_literal(item) for item in value) + ")"
+    if isinstance(value, dict):
+        fields = ", ".join(f"{_literal(str(k))}, {sql_literal(v)}" for k, v in value.items())
+        return f"named_struct({fields})"
+    return _literal(str(value))
+
+
+def _column_types(rule: rules.Rule) -> dict[str, str]:
+    types = {}
+    for example in rule.examples:
+        for column, value in example.values:
+            kind = rules.value_kind(value)
+            if kind in _NULL_TYPES:
+                types.setdefault(column.lower(), _NULL_TYPES[kind])
+    return types
+
+
+def case_sql(index: int, case: Case) -> str:
+    types = _column_types(case.rule)
+    values = ", ".join(
+        f"{sql_literal(value, types.get(column.lower()))} AS `{column.replace('`', '``')}`"
+        for column, value in case.example.values
+    )
+    return (
+        f"SELECT {index} AS example, coalesce({_group(case.rule.constraint)}, false) AS passes "
+        f"FROM (SELECT {values})"
+    )
+
+
+def _failure(case: Case, passes: bool) -> Problem:
+    expected, actual = case.example.expect, "passes" if passes else "fails"
+    return Problem(
+        "DQ021",
+        case.file,
+        f"example {case.example} should {expected} but {actual}",
+        rule=case.rule.name,
+    )
+
+
+def _misfit(case: Case, error: Exception) -> Problem:
+    text = str(error).strip() or type(error).__name__
+    first = text.splitlines()[0].split(". ")[0].rstrip(".")  # Spark's first sentence
+    return Problem(
+        "DQ020",
+        case.file,
+        f"example {case.example} does not fit the constraint: {first}",
+        "give the column a value of the type the dataset has (e.g. a number, not text)",
+        rule=case.rule.name,
+    )
+
+
+def judge(spark, all_cases: list[Case]) -> list[Problem | None]:
+    """Each case's problem (None when it behaves as written), from one query; only when that
+    query fails does each case run alone, to find the ones Spark cannot judge."""
+    if not all_cases:
+        return []
+    with _quiet_query_errors():
+        return _judge(spark, all_cases)
+
+
+@contextmanager
+def _quiet_query_errors():
+    """pyspark logs each failed query with its stack to stderr; a misfit example is reported
+    as one problem line instead."""
+    from pyspark.logger import PySparkLogger
+
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")  # pyspark's own logger class
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
+
+
+def _judge(spark, all_cases: list[Case]) -> list[Problem | None]:
+    try:
+        rows = spark.sql("\nUNION ALL\n".join(map(case_sql, range(len(all_cases)), all_cases)))
+        outcome = {row.example: row.passes for row in rows.collect()}
+    except Exception:  # noqa: BLE001 - every Spark error is narrowed down below
+        outcome = None
+    result = []
+    for index, case in enumerate(all_cases):
+        if outcome is None:
+            try:
+                passes = spark.sql(case_sql(index, case)).collect()[0].passes
+            except Exception as error:  # noqa: BLE001 - Spark's analysis or cast error
+                result.append(_misfit(case, error))
+                continue
+        else:
+            passes = outcome[index]
+        ok = passes == (case.example.expect == "pass")
+        result.append(None if ok else _failure(case, passes))
+    return result
+
+
+def check(spark, root: Path, layer: str | None = None) -> tuple[int, list[Problem]]:
+    """(number of examples, problems) of the project's rule files."""
+    all_cases = cases(project_rule_sets(root, layer))
+    return len(all_cases), [p for p in judge(spark, all_cases) if p is not None]
