@@ -265,6 +265,25 @@ def cmd_spark(args) -> int:
     return 0
 
 
+def cmd_diff(args) -> int:
+    """What the working tree's rule changes do to the rows, against a git ref (diff.py)."""
+    from medallion_dq import diff
+
+    root = _root(args.root)
+    print(f"medallion-dq: diff rules {args.base} -> working tree in {root}", file=sys.stderr)
+    return diff.run(
+        root,
+        args.base,
+        landing=args.landing,
+        table=args.table,
+        dataset=args.dataset,
+        backend=args.backend,
+        json_path=args.json,
+        markdown_path=args.markdown,
+        examples=args.examples,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -315,6 +334,24 @@ def main(argv: list[str] | None = None) -> int:
         "spark", help="the warm Spark server test runs share: status, or stop it"
     )
     spark.add_argument("action", choices=["status", "stop"])
+    diff = sub.add_parser(
+        "diff", help="what the rule changes since a git ref do to the rows (never writes tables)"
+    )
+    diff.add_argument("--base", required=True, help="git ref of the rules to compare with")
+    rows = diff.add_mutually_exclusive_group()
+    rows.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
+    rows.add_argument("--table", help="judge the rows of this table of the local lake instead")
+    diff.add_argument("--dataset", help="only this dataset's rules (default: every rule file's)")
+    diff.add_argument("--examples", type=int, default=5, help="example rows per kind (default 5)")
+    diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
+    diff.add_argument("--json", help="write the diff as JSON")
+    diff.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
     args = parser.parse_args(argv)
-    commands = {"check": cmd_check, "run": cmd_run, "report": cmd_report, "spark": cmd_spark}
+    commands = {
+        "check": cmd_check,
+        "run": cmd_run,
+        "report": cmd_report,
+        "spark": cmd_spark,
+        "diff": cmd_diff,
+    }
     return commands[args.command](args)
