@@ -185,12 +185,15 @@ class GateResult:
     empty: list[str] = field(default_factory=list)
     #: Report empty datasets without failing (``--allow-empty``).
     allow_empty: bool = False
+    #: Dataset-level checks and schema contracts of the datasets in the update (checks.py).
+    checks: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
         return (
             self.evaluated
             and all(row.ok for row in self.rows)
+            and all(check.passed for check in self.checks)
             and (self.allow_empty or not self.empty)
         )
 
@@ -238,7 +241,20 @@ class GateResult:
             return "  ".join([first, *rest, cells[-1].ljust(widths[-1])]).rstrip()
 
         rule = "  ".join("-" * w for w in widths)
-        return "\n".join([line(header), rule, *(line(r) for r in body)])
+        text = "\n".join([line(header), rule, *(line(r) for r in body)])
+        return f"{text}\n\n{self.checks_table()}" if self.checks else text
+
+    def checks_table(self) -> str:
+        """Plain-text table of the dataset-level checks: check, value, bound, status."""
+        header = ("check", "value", "bound", "status")
+        body = [
+            (f"{c.dataset}.{c.name} ({c.kind})", c.value, c.bound, c.status) for c in self.checks
+        ]
+        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+        lines = [header, tuple("-" * w for w in widths), *body]
+        return "\n".join(
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+        )
 
     def summary(self) -> str:
         update = f" (update {self.update_id})" if self.update_id else ""
@@ -246,6 +262,8 @@ class GateResult:
             text = "quality gate FAILED: nothing to evaluate"
         elif self.passed:
             text = f"quality gate PASSED{update}: {len(self.rows)} rule(s) within threshold"
+            if self.checks:
+                text += f", {len(self.checks)} dataset check(s) passed"
             if self.empty:
                 text += " (empty delivery allowed)\n" + "\n".join(self.empty_messages)
         else:
@@ -259,9 +277,14 @@ class GateResult:
                 reasons.append(
                     f"{len(self.empty)} dataset(s) received no rows: {', '.join(self.empty)}"
                 )
+            failed_checks = [c for c in self.checks if not c.passed]
+            if failed_checks:
+                names = ", ".join(f"{c.dataset}.{c.name}" for c in failed_checks)
+                reasons.append(f"{len(failed_checks)} dataset check(s) failed: {names}")
             text = f"quality gate FAILED{update}: " + "; ".join(reasons)
             if self.empty and not self.allow_empty:
                 text += "\n" + "\n".join(self.empty_messages)
+            text += "".join(f"\n{check}" for check in failed_checks)
         return f"{text}\n{self.note}" if self.note else text
 
     def __str__(self) -> str:
@@ -442,8 +465,14 @@ def run_gate(
     rule_files: Iterable[Path | str] = (),
     default_threshold: float = DEFAULT_THRESHOLD,
     allow_empty: bool = False,
+    table_prefix: str = "",
+    as_of: str | None = None,
 ) -> GateResult:
-    """Metrics of one update (default: latest) judged against the rule files' thresholds.
+    """Metrics of one update (default: latest) judged against the rule files' thresholds, and
+    the rule files' dataset-level checks and schema contracts (checks.py) of the datasets the
+    update wrote: ``events_df`` is the whole event log (volume compares with earlier updates);
+    ``table_prefix`` (``catalog.schema.``) names the pipeline's tables; ``as_of``: the time
+    freshness is judged at (default: the update's).
 
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
@@ -465,6 +494,18 @@ def run_gate(
         allow_empty=allow_empty,
     )
     result.update_id = update_id
+    if any(r.checks or r.schema for r in rulesets):
+        from medallion_dq import checks
+
+        result.checks = checks.judge(
+            events_df.sparkSession,
+            events_df,
+            update_id,
+            rulesets,
+            ran,
+            table=lambda name: f"{table_prefix}{name}",
+            as_of=as_of,
+        )
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "
@@ -509,6 +550,10 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         help="failed fraction allowed when the rule files set none (default: %(default)s)",
     )
     parser.add_argument(
+        "--as-of",
+        help="judge freshness at this time (ISO timestamp; default: the update's time)",
+    )
+    parser.add_argument(
         "--allow-empty",
         action="store_true",
         help="report a dataset that received no rows (an empty delivery) instead of failing",
@@ -535,6 +580,8 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             rule_files=rule_files,
             default_threshold=args.default_threshold,
             allow_empty=args.allow_empty,
+            table_prefix=f"{args.catalog}.{args.schema}." if args.catalog and args.schema else "",
+            as_of=args.as_of,
         )
     except Exception as exc:
         print(f"ERROR: quality gate could not run: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -17,6 +17,20 @@ Two formats are read. The native one::
           pass: [{amount: 0}, {amount: 12.5}]
           fail: [{amount: -1}, {amount: null}]
 
+Dataset-level checks, judged by the quality gate after the update (medallion_dq.checks), and
+the dataset's schema contract sit beside the rules::
+
+    checks:
+      - name: daily_volume       # rows written by this update vs the median of the last 7
+        volume: {min_ratio: 0.5, max_ratio: 2.0, history: 7}
+      - name: fresh_orders       # the newest order_ts at most 2 days before the update
+        freshness: {column: order_ts, max_age: 2d}
+      - name: known_customer     # every customer_id is a key of silver_customers
+        references: {column: customer_id, dataset: silver_customers, key: customer_id}
+    schema:                      # the columns and types this dataset publishes
+      order_id: string
+      amount: decimal(12,2)
+
 and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
 be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
 and locally alike; every problem is reported with a stable code before any data is read.
@@ -24,6 +38,7 @@ and locally alike; every problem is reported with a stable code before any data 
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -32,6 +47,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import yaml
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq.constraints import constraint_errors, top_level_columns
 from medallion_dq.problems import DataQualityError, Problem
@@ -40,7 +57,19 @@ ACTIONS = ("warn", "drop", "fail")
 LAYERS = ("bronze", "silver", "gold")
 RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold", "examples"}
 EXPECTED = ("pass", "fail")  # the keys of a rule's examples
-FILE_FIELDS = {"dataset", "layer", "threshold", "owner", "description", "rules", "quarantine"}
+FILE_FIELDS = {
+    *("dataset", "layer", "threshold", "owner", "description", "rules", "quarantine"),
+    *("checks", "schema"),
+}
+# Dataset-level checks: each kind's options, (required, optional); medallion_dq.checks judges them.
+CHECK_KINDS = {
+    "volume": ((), ("min_ratio", "max_ratio", "history", "min_rows", "max_rows")),
+    "freshness": (("column", "max_age"), ()),
+    "references": (("column", "dataset"), ("key", "max_orphans", "max_fraction")),
+}
+CHECK_FIELDS = {"name", "description", *CHECK_KINDS}
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")  # max_age: 90m, 36h, 2d
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 QUARANTINE_FORMS = ("table", "view")
 DEFAULT_QUARANTINE = "table"  # a file that does not say: the form every project had before views
 MAX_NAME = 128
@@ -94,6 +123,28 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class Check:
+    """A dataset-level check: volume, freshness or references, with its options as written."""
+
+    name: str
+    kind: str
+    options: tuple[tuple[str, object], ...]
+    description: str = ""
+
+    def get(self, option: str, default: object = None) -> object:
+        return dict(self.options).get(option, default)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a schema contract."""
+
+    name: str
+    type: str  # Spark SQL type as written, e.g. decimal(12,2)
+    not_null: bool = False
+
+
+@dataclass(frozen=True)
 class RuleSet:
     dataset: str
     layer: str | None
@@ -102,6 +153,15 @@ class RuleSet:
     threshold: float | None = None
     owner: str = ""
     quarantine_declared: str | None = None  # 'table' | 'view' as written in the file, or None
+    checks: tuple[Check, ...] = ()
+    schema: tuple[Column, ...] = ()  # the contract: what this dataset publishes
+
+    @property
+    def schema_ddl(self) -> str:
+        """The contract as a DDL string, for a dataset decorator's `schema=`."""
+        return ", ".join(
+            f"{c.name} {c.type.upper()}" + (" NOT NULL" if c.not_null else "") for c in self.schema
+        )
 
     @property
     def quarantine(self) -> str:
@@ -142,8 +202,10 @@ class _Reader:
     file: str
     problems: list[Problem] = field(default_factory=list)
 
-    def add(self, code: str, message: str, fix: str = "", rule: str | None = None) -> None:
-        self.problems.append(Problem(code, self.file, message, fix, rule))
+    def add(
+        self, code: str, message: str, fix: str = "", rule: str | None = None, path: str = ""
+    ) -> None:
+        self.problems.append(Problem(code, self.file, message, fix, rule, path=path))
 
     def threshold(self, value: object, rule: str | None) -> float | None:
         if value is None:
@@ -249,6 +311,181 @@ class _Reader:
                 found.append(example)
         return tuple(found)
 
+    def checks(self, value: object, taken: set[str]) -> tuple[Check, ...]:
+        """The file's `checks:` list; names are unique among the rules and checks (`taken`)."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.add(
+                "DQ022",
+                f"'checks' must be a list, got {type(value).__name__}",
+                "write each check as '- name: ..., volume: {...}'",
+            )
+            return ()
+        found = []
+        for index, entry in enumerate(value, 1):
+            label = f"checks[{index}]"
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str) and entry["name"]:
+                label = f"checks.{entry['name']}"
+            if not isinstance(entry, dict):
+                self.add(
+                    "DQ022",
+                    f"a check must be a mapping, got {_show(entry)}",
+                    "write '- name: daily_volume' with 'volume: {min_ratio: 0.5}' under it",
+                    path=label,
+                )
+                continue
+            kinds = [k for k in CHECK_KINDS if k in entry]
+            for key in sorted(set(entry) - CHECK_FIELDS, key=str):
+                self.add(
+                    "DQ022",
+                    f"unknown field {key!r}",
+                    f"a check has a name, a description and one of {', '.join(CHECK_KINDS)}",
+                    path=label,
+                )
+            name = entry.get("name")
+            if not (isinstance(name, str) and IDENTIFIER.match(name)):
+                self.add(
+                    "DQ022",
+                    f"a check needs a name, got {_show(name)}",
+                    "write '- name: daily_volume' (letters, digits, _)",
+                    path=label,
+                )
+                name = ""
+            if len(kinds) != 1:
+                self.add(
+                    "DQ022",
+                    f"a check has exactly one kind, got {', '.join(kinds) or 'none'}",
+                    f"give one of {', '.join(CHECK_KINDS)}",
+                    path=label,
+                )
+                continue
+            if name and name in taken:
+                self.add(
+                    "DQ001",
+                    "duplicate name",
+                    "rule and check names must be unique: rename one",
+                    path=label,
+                )
+            taken.add(name)
+            options = self.check_options(kinds[0], entry[kinds[0]], label)
+            description = entry.get("description") or ""
+            if options is not None and name:
+                found.append(Check(name, kinds[0], tuple(options.items()), description))
+        return tuple(found)
+
+    def check_options(self, kind: str, value: object, check: str) -> dict | None:
+        required, optional = CHECK_KINDS[kind]
+        example = {
+            "volume": "{min_ratio: 0.5, max_ratio: 2.0}",
+            "freshness": "{column: order_ts, max_age: 2d}",
+            "references": "{column: customer_id, dataset: silver_customers}",
+        }[kind]
+        if value is None:
+            value = {}
+        if not isinstance(value, dict):
+            self.add(
+                "DQ023",
+                f"{kind} must be a mapping, got {_show(value)}",
+                f"write {kind}: {example}",
+                path=check,
+            )
+            return None
+        problems = len(self.problems)
+        for key in sorted(set(value) - set(required) - set(optional), key=str):
+            self.add(
+                "DQ023",
+                f"{kind} has no option {key!r}",
+                f"use {', '.join((*required, *optional))}",
+                path=check,
+            )
+        for key in required:
+            if value.get(key) in (None, ""):
+                self.add("DQ023", f"{kind} needs {key!r}", f"write {kind}: {example}", path=check)
+
+        def number(key: str, *, whole: bool, low: float, high: float | None = None) -> None:
+            got = value.get(key)
+            if got is None:
+                return
+            fits = not isinstance(got, bool) and isinstance(got, int if whole else int | float)
+            if not fits or got < low or (high is not None and got > high):
+                what = "a whole number" if whole else "a number"
+                bound = f" between {low} and {high}" if high is not None else f" >= {low}"
+                self.add(
+                    "DQ023",
+                    f"{kind}.{key} must be {what}{bound}, got {_show(got)}",
+                    f"write {kind}: {example}",
+                    path=check,
+                )
+
+        if kind == "volume":
+            if not set(value) & set(optional):
+                self.add("DQ023", "volume needs a bound", f"write volume: {example}", path=check)
+            number("min_ratio", whole=False, low=0)
+            number("max_ratio", whole=False, low=0)
+            number("history", whole=True, low=1)
+            number("min_rows", whole=True, low=0)
+            number("max_rows", whole=True, low=0)
+        elif kind == "freshness":
+            age = value.get("max_age")
+            if age is not None and not (isinstance(age, str) and DURATION.match(age)):
+                self.add(
+                    "DQ023",
+                    f"freshness.max_age must be a duration like 36h, got {_show(age)}",
+                    "write a number and s, m, h or d: 90m, 36h, 2d",
+                    path=check,
+                )
+        else:
+            number("max_orphans", whole=True, low=0)
+            number("max_fraction", whole=False, low=0, high=1)
+        for key in ("column", "dataset", "key"):
+            name = value.get(key)
+            if name is not None and not (isinstance(name, str) and IDENTIFIER.match(name)):
+                self.add(
+                    "DQ023",
+                    f"{kind}.{key} must be a column or dataset name, got {_show(name)}",
+                    "write a plain name, e.g. customer_id",
+                    path=check,
+                )
+        return dict(value) if len(self.problems) == problems else None
+
+    def schema(self, value: object) -> tuple[Column, ...]:
+        """The `schema:` contract: column -> Spark SQL type (optionally ending in NOT NULL)."""
+        if value is None:
+            return ()
+        if not isinstance(value, dict) or not value:
+            self.add(
+                "DQ024",
+                f"'schema' must map column names to types, got {_show(value)}",
+                "write schema: {order_id: string, amount: decimal(12,2)}",
+            )
+            return ()
+        columns = []
+        for name, written in value.items():
+            text = written.strip() if isinstance(written, str) else ""
+            not_null = bool(re.search(r"\s+not\s+null$", text, re.IGNORECASE))
+            text = re.sub(r"\s+not\s+null$", "", text, flags=re.IGNORECASE)
+            if not (isinstance(name, str) and IDENTIFIER.match(name)) or not _spark_type(text):
+                self.add(
+                    "DQ024",
+                    f"schema: {_show(name)}: {_show(written)} is not a column and a Spark SQL type",
+                    "write e.g. amount: decimal(12,2) (string, bigint, date, timestamp, ...)",
+                )
+                continue
+            columns.append(Column(name, text, not_null))
+        return tuple(columns)
+
+
+def _spark_type(text: str) -> bool:
+    """Whether `text` is a Spark SQL data type (parsed by sqlglot, as the constraints are)."""
+    if not text:
+        return False
+    try:
+        parsed = exp.DataType.build(text, dialect="spark")
+    except (ParseError, TokenError, ValueError):
+        return False
+    return parsed.this != exp.DataType.Type.USERDEFINED
+
 
 def value_kind(value: object) -> str | None:
     """The kind of an example value, compared across a rule's examples; None for NULL."""
@@ -348,7 +585,7 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
         dataset = data.get("dataset", dataset)
         layer = data.get("layer", layer)
         entries = data.get("rules", [])
-        if "rules" not in data:
+        if "rules" not in data and not ("checks" in data or "schema" in data):
             reader.add(
                 "DQ004",
                 "missing field 'rules'",
@@ -391,6 +628,7 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
                 }
             )
         file_threshold, owner, quarantine = None, "", None
+        data = {}  # checks and a schema contract are the native format's
 
     if dataset is not None and not isinstance(dataset, str):
         reader.add(
@@ -454,11 +692,15 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
         rule_owner = reader.text(entry, "owner", label) or owner
         examples = reader.examples(entry.get("examples"), columns, label)
         rules.append(Rule(name, constraint, action, description, rule_owner, threshold, examples))
-    if not rules and not reader.problems:
+    checks = reader.checks(data.get("checks"), seen)
+    schema = reader.schema(data.get("schema"))
+    if not (rules or checks or schema) and not reader.problems:
         reader.add("DQ003", "no rules in file", "add at least one rule or delete the file")
     if reader.problems:
         raise DataQualityError(reader.problems)
-    return RuleSet(dataset, layer, tuple(rules), file, file_threshold, owner, quarantine)
+    return RuleSet(
+        dataset, layer, tuple(rules), file, file_threshold, owner, quarantine, checks, schema
+    )
 
 
 def load(name: str | Path | Traversable, *, dataset: str | None = None) -> RuleSet:

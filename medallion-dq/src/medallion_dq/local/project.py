@@ -18,6 +18,7 @@ from pathlib import Path
 from medallion_dq import gate
 from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
+from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import register_tables
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
@@ -39,7 +40,11 @@ class TaskResult:
         if self.update:
             out["update"] = self.update.to_dict()
         if self.gate:
-            out["gate"] = {"passed": self.gate.passed, "table": self.gate.table()}
+            out["gate"] = {
+                "passed": self.gate.passed,
+                "table": self.gate.table(),
+                "checks": [check.to_dict() for check in self.gate.checks],
+            }
         if self.message:
             out["message"] = self.message
         return out
@@ -74,6 +79,7 @@ class LocalProject:
         variables: dict | None = None,
         landing: Path | None = None,
         database: str | None = None,
+        as_of: str | None = None,
         log: Callable[[str], None] | None = None,
     ):
         self.root = Path(root).resolve()
@@ -81,10 +87,16 @@ class LocalProject:
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
         self.runner = Runner(local, log=log)
+        if database:  # a test's slice of the lake has its own history (volume checks read it)
+            self.runner.event_log = EventLog(local.spark, local.work_dir / "event_logs" / database)
         self.log = self.runner.log
         self.landing = Path(landing) if landing else local.work_dir / "landing"
+        settings = load_config(self.root, "local")
+        # The time freshness checks are judged at: data standing for a fixed day (the project's
+        # fixtures) is fresh as of that day, not as of today ([tool.medallion.local] as_of).
+        self.as_of = as_of or settings.get("as_of")
         # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
-        alias_catalogs(local.spark, load_config(self.root, "local").get("catalogs", []))
+        alias_catalogs(local.spark, settings.get("catalogs", []))
 
     def open_lake(self) -> list[UpdateResult]:
         """Make a lake written by earlier runs usable: register its tables with this server and
@@ -175,6 +187,7 @@ class LocalProject:
         job = self.bundle.jobs[key]
         result, started = JobResult(key), time.perf_counter()
         done: dict[str, TaskResult] = {}
+        pipelines_of_tasks = {t.key: t.pipeline_key for t in job.topological_order()}
         for task in job.topological_order():
             upstream = [done[d] for d in task.depends_on]
             if task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream):
@@ -196,7 +209,7 @@ class LocalProject:
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
             elif task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate":
-                outcome = self._gate(task, upstream)
+                outcome = self._gate(task, upstream, pipelines_of_tasks)
             else:
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
@@ -210,16 +223,19 @@ class LocalProject:
         result.seconds = time.perf_counter() - started
         return result
 
-    def _gate(self, task, upstream: list[TaskResult]) -> TaskResult:
-        """The gate task, locally: the same code as on Databricks, over the local event log."""
-        update = next((u.update for u in reversed(upstream) if u.update), None)
-        events = self.runner.event_log.read()
-        if update is not None:
-            events = events.where(events.origin.update_id == update.update_id)
+    def _gate(self, task, upstream: list[TaskResult], pipelines: dict) -> TaskResult:
+        """The gate task, locally: the same code as on Databricks, over the local event log
+        (all of it: a volume check compares with earlier updates) and the pipeline's tables."""
+        done = next((u for u in reversed(upstream) if u.update), None)
+        update = done.update if done else None
+        pipeline = self.bundle.pipelines.get(pipelines.get(done.key) or "") if done else None
+        schema = self.database or (pipeline.schema if pipeline else None)
         verdict = gate.run_gate(
-            events,
+            self.runner.event_log.read(),
             update_id=update.update_id if update else None,
             rule_files=rules_dirs(self.root),
+            table_prefix=f"{schema}." if schema else "",
+            as_of=self.as_of,
         )
         self.log(str(verdict))
         return TaskResult(
@@ -235,6 +251,7 @@ def _gate_reason(verdict: gate.GateResult) -> str:
     reasons = ["failure rate over threshold"] if verdict.failures else []
     if verdict.empty and not verdict.allow_empty:
         reasons.append(f"no rows arrived for {', '.join(verdict.empty)}")
+    reasons += [f"check {check}" for check in verdict.checks if not check.passed]
     return "; ".join(reasons) or "nothing to evaluate"
 
 

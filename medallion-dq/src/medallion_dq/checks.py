@@ -1,0 +1,253 @@
+"""Dataset-level checks, judged by the quality gate after the validation update.
+
+Row rules catch a bad value; these catch a bad dataset. They are declared in the rule files
+(`checks:` and `schema:`, see rules.py) and judged here, by the gate's code, on Databricks and
+locally alike, from what both have: the pipeline's event log and the tables it wrote.
+
+- volume: rows the update wrote to the dataset (the event log's
+  `flow_progress.metrics.num_output_rows`, summed over the update's events) against the median
+  of the same figure over the dataset's last `history` updates (ratios), and absolute bounds.
+  Without history (the first update) the ratios pass, with a note.
+- freshness: the newest value of a timestamp column, at most `max_age` before the update (the
+  time of its last event), or before `as_of` when given: data standing for a fixed day (test
+  fixtures) is judged as of that day.
+- references: every non-NULL `column` value is a `key` of another dataset of the same schema;
+  orphan rows are counted over the whole table (at most `max_orphans`, default 0, or a
+  `max_fraction`), a few orphan keys shown.
+- schema: each contract column exists in the table with the declared type (extra columns are
+  allowed: the contract says what is published, not what else is carried).
+
+Each check gives a `CheckResult` (value, bound, pass/fail): the gate prints and judges them with
+the expectation metrics, and the local runner records them in the event log for the report.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from medallion_dq import rules
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_HISTORY = 7
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_ROWS_PATH = "$.flow_progress.metrics.num_output_rows"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    dataset: str
+    name: str
+    kind: str  # volume | freshness | references | schema
+    value: str  # what was measured, e.g. "3 orphan rows of 96"
+    bound: str  # what is allowed, e.g. "at most 0"
+    passed: bool
+    note: str = ""  # e.g. "first update: no history yet", a few orphan keys
+
+    @property
+    def status(self) -> str:
+        return "PASS" if self.passed else "FAIL"
+
+    def __str__(self) -> str:
+        text = f"{self.dataset}.{self.name} ({self.kind}): {self.value}; bound {self.bound}"
+        return f"{text}; {self.status}" + (f" ({self.note})" if self.note else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "status": self.status}
+
+
+def seconds(duration: str) -> float:
+    """'90m', '36h', '2d' -> seconds (the format rules.py validates)."""
+    number, unit = rules.DURATION.match(duration).groups()
+    return float(number) * _SECONDS[unit]
+
+
+def _short(name: str) -> str:
+    return name.replace("`", "").split(".")[-1]
+
+
+def _quote(name: str) -> str:
+    return ".".join(f"`{part}`" for part in name.replace("`", "").split("."))
+
+
+# --------------------------------------------------------------------------- the event log
+
+
+def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
+    """Per update and dataset: rows written and the update's time, from flow_progress events."""
+    from pyspark.sql import functions as F
+
+    from medallion_dq.gate import _details_json
+
+    rows = F.get_json_object(_details_json(events_df), _ROWS_PATH).cast("bigint")
+    frame = (
+        events_df.filter(F.col("event_type") == "flow_progress")
+        .filter(F.col("origin.update_id").isNotNull())
+        .select(
+            F.col("origin.update_id").alias("update_id"),
+            F.coalesce("origin.dataset_name", "origin.flow_name").alias("dataset"),
+            F.col("timestamp"),
+            rows.alias("rows"),
+        )
+        .groupBy("update_id", "dataset")
+        .agg(F.max("timestamp").alias("time"), F.sum("rows").alias("rows"))
+    )
+    return [{**row.asDict(), "dataset": _short(row["dataset"] or "")} for row in frame.collect()]
+
+
+def volume(check: rules.Check, dataset: str, written: list[dict], update_id: str) -> CheckResult:
+    ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
+    now = next((w for w in ours if w["update_id"] == update_id), None)
+    if now is None:
+        note = "the dataset reported no rows written in this update"
+        return CheckResult(dataset, check.name, "volume", "-", "-", True, note)
+    rows = int(now["rows"])
+    value, bounds, failed, note = f"{rows:,} rows", [], False, ""
+    low, high = check.get("min_rows"), check.get("max_rows")
+    if low is not None or high is not None:
+        bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
+        failed |= (low is not None and rows < low) or (high is not None and rows > high)
+    low_ratio, high_ratio = check.get("min_ratio"), check.get("max_ratio")
+    earlier = sorted((w for w in ours if w["time"] < now["time"]), key=lambda w: w["time"])
+    earlier = earlier[-int(check.get("history", DEFAULT_HISTORY)) :]
+    if (low_ratio is not None or high_ratio is not None) and not earlier:
+        note = "first update: no history to compare with yet"
+    elif low_ratio is not None or high_ratio is not None:
+        median = statistics.median(int(w["rows"]) for w in earlier)
+        ratio = rows / median if median else (float("inf") if rows else 1.0)
+        span = f"{low_ratio or 0}x to {'any' if high_ratio is None else f'{high_ratio}x'}"
+        bounds.append(f"{span} the median {median:,.0f} of the last {len(earlier)} update(s)")
+        failed |= (low_ratio is not None and ratio < low_ratio) or (
+            high_ratio is not None and ratio > high_ratio
+        )
+        value = f"{rows:,} rows ({ratio:.2f}x the median)"
+    return CheckResult(
+        dataset, check.name, "volume", value, "; ".join(bounds) or "-", not failed, note
+    )
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def freshness(
+    spark: SparkSession, check: rules.Check, dataset: str, table: str, as_of: str
+) -> CheckResult:
+    """`as_of`: a Spark SQL timestamp expression (the update's time, or a fixed day)."""
+    column = str(check.get("column"))
+    row = spark.sql(
+        f"SELECT max(CAST(`{column}` AS TIMESTAMP)) AS newest, {as_of} AS as_of, "
+        f"unix_timestamp({as_of}) - unix_timestamp(max(CAST(`{column}` AS TIMESTAMP))) AS age "
+        f"FROM {_quote(table)}"
+    ).collect()[0]
+    limit = str(check.get("max_age"))
+    bound = f"at most {limit} before {row['as_of']:%Y-%m-%d %H:%M}"
+    if row["newest"] is None:
+        return CheckResult(dataset, check.name, "freshness", f"no {column} at all", bound, False)
+    hours = row["age"] / 3600
+    value = f"newest {column} {row['newest']:%Y-%m-%d %H:%M} ({hours:,.1f} h old)"
+    passed = row["age"] <= seconds(limit)
+    return CheckResult(dataset, check.name, "freshness", value, bound, passed)
+
+
+def references(
+    spark: SparkSession, check: rules.Check, dataset: str, table: Callable[[str], str]
+) -> CheckResult:
+    column, other = str(check.get("column")), str(check.get("dataset"))
+    key = str(check.get("key") or column)
+    row = spark.sql(
+        f"""SELECT count(*) AS total, count_if(r.k IS NULL) AS orphans,
+                   slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.v END)), 1, 5) AS keys
+            FROM (SELECT `{column}` AS v FROM {_quote(table(dataset))}
+                  WHERE `{column}` IS NOT NULL) AS d
+            LEFT JOIN (SELECT DISTINCT `{key}` AS k FROM {_quote(table(other))}) AS r
+              ON d.v = r.k"""
+    ).collect()[0]
+    total, orphans = int(row["total"]), int(row["orphans"])
+    fraction = check.get("max_fraction")
+    if fraction is not None:
+        bound = f"at most {float(fraction):.2%} of rows without a {other}.{key}"
+        passed = orphans <= float(fraction) * total
+    else:
+        allowed = int(check.get("max_orphans", 0))
+        bound = f"at most {allowed:,} row(s) without a {other}.{key}"
+        passed = orphans <= allowed
+    value = f"{orphans:,} of {total:,} rows with a {column} not in {other}"
+    note = f"e.g. {', '.join(map(str, row['keys']))}" if orphans else ""
+    return CheckResult(dataset, check.name, "references", value, bound, passed, note)
+
+
+def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckResult:
+    """The table's columns against the contract: missing columns and changed types fail."""
+    declared = spark.sql(
+        "SELECT " + ", ".join(f"CAST(NULL AS {c.type}) AS `{c.name}`" for c in contract.schema)
+    ).schema
+    actual = {f.name.lower(): f.dataType for f in spark.read.table(_quote(table)).schema}
+    drift = []
+    for field in declared:
+        found = actual.get(field.name.lower())
+        if found is None:
+            drift.append(f"{field.name} is missing")
+        elif found.simpleString() != field.dataType.simpleString():
+            drift.append(
+                f"{field.name} is {found.simpleString()}, not {field.dataType.simpleString()}"
+            )
+    value = "; ".join(drift) if drift else f"{len(declared)} column(s) as declared"
+    bound = "the contract's columns and types"
+    return CheckResult(contract.dataset, "schema", "schema", value, bound, not drift)
+
+
+def judge(
+    spark: SparkSession,
+    events_df: DataFrame,
+    update_id: str,
+    rulesets: Iterable[rules.RuleSet],
+    datasets: set[str],
+    *,
+    table: Callable[[str], str] = lambda name: name,
+    as_of: str | None = None,
+) -> list[CheckResult]:
+    """Every check and contract of the rule sets whose dataset ran in this update (`datasets`,
+    short names). `table`: a dataset's table name (the pipeline's catalog and schema);
+    `as_of`: an ISO timestamp freshness is judged at (default: the update's time)."""
+    chosen = [r for r in rulesets if _short(r.dataset) in datasets and (r.checks or r.schema)]
+    if not chosen:
+        return []
+    volumes = any(c.kind == "volume" for r in chosen for c in r.checks)
+    written = rows_written(events_df) if volumes else []
+    if as_of is not None:
+        if not re.match(r"^[0-9T:\-+ .Z]+$", as_of):
+            raise ValueError(f"as_of: not a timestamp: {as_of!r}")
+        moment = f"CAST('{as_of}' AS TIMESTAMP)"
+    else:
+        moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
+    results = []
+    for ruleset in chosen:
+        name = _short(ruleset.dataset)
+        for check in ruleset.checks:
+            if check.kind == "volume":
+                results.append(volume(check, name, written, update_id))
+            elif check.kind == "freshness":
+                results.append(freshness(spark, check, name, table(name), moment))
+            else:
+                results.append(references(spark, check, name, table))
+        if ruleset.schema:
+            results.append(schema(spark, ruleset, table(name)))
+    return results
+
+
+def _update_time(events_df: DataFrame, update_id: str) -> str:
+    from pyspark.sql import functions as F
+
+    row = (
+        events_df.filter(F.col("origin.update_id") == F.lit(update_id))
+        .agg(F.date_format(F.max("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("time"))
+        .collect()[0]
+    )
+    if row["time"] is None:
+        raise ValueError(f"no events of update {update_id}")
+    return row["time"]

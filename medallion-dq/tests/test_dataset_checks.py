@@ -1,0 +1,148 @@
+"""Dataset-level checks (volume, freshness, references, schema contract), judged by the quality
+gate over real updates of the sample's validation pipeline: two normal days, then a bad one with
+a third of the volume, only old orders, unknown customers and a contract the table breaks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from medallion_dq import gate
+from medallion_dq.testing import Lake, assert_update_ok
+from sample import sample_project
+
+pytestmark = pytest.mark.spark
+
+RULES = """dataset: silver_orders
+layer: silver
+rules:
+  - name: valid_order_id
+    constraint: order_id IS NOT NULL
+    action: drop
+checks:
+  - name: daily_volume
+    volume: {min_ratio: 0.5, max_ratio: 2.0, history: 7}
+  - name: fresh_orders
+    freshness: {column: order_ts, max_age: 2d}
+  - name: known_customer
+    references: {column: customer_id, dataset: crm_customers, key: id}
+schema:
+  order_id: string
+  amount: decimal(12,2)
+  quantity: QUANTITY_TYPE
+"""
+
+
+def fixture(day: str) -> tuple[str, list[dict]]:
+    """A sample landing file as text, and its records that parse (one is broken on purpose)."""
+    text = (sample_project() / "fixtures" / "landing" / "orders" / f"orders-{day}.json").read_text()
+    rows = []
+    for line in text.splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return text, rows
+
+
+@pytest.fixture(scope="module")
+def days(local_spark, tmp_path_factory):
+    """Three updates and the gate's verdict after each: {day: (update, verdict)}."""
+    lake = Lake(local_spark, sample_project())
+    (lake.landing / "customers").mkdir()  # the sample's other source: nothing lands there
+    (first_text, first), (second_text, second) = fixture("2026-11-01"), fixture("2026-11-04")
+    customers = sorted({r["customer_id"] for r in first + second if r.get("customer_id")})
+    lake.seed("crm_customers", [(c,) for c in customers], "id STRING")
+    bad = [
+        {**row, "order_id": f"B-{i:04d}", "order_ts": "2026-10-20T10:00:00"}
+        for i, row in enumerate(second[:25])
+    ]
+    for row in bad[:3]:
+        row["customer_id"] = f"C-9{row['order_id'][-3:]}"  # customers nobody has heard of
+    rules_dir = tmp_path_factory.mktemp("rules")
+    out = {}
+    for day, rows, as_of, quantity in (
+        ("2026-11-01", first_text, "2026-11-04 12:00:00", "int"),
+        ("2026-11-04", second_text, "2026-11-07 12:00:00", "int"),
+        ("2026-11-07", bad, "2026-11-10 00:00:00", "bigint"),  # the contract says bigint now
+    ):
+        lake.land("orders", f"orders-{day}", rows)
+        update = lake.run("validation")
+        assert_update_ok(update)
+        (rules_dir / "orders.yml").write_text(RULES.replace("QUANTITY_TYPE", quantity))
+        verdict = gate.run_gate(
+            lake.project.runner.event_log.read(),
+            update_id=update.update_id,
+            rule_files=[rules_dir],
+            table_prefix=f"{lake.schema}.",
+            as_of=as_of,
+            default_threshold=0.05,  # the sample's rules, as its own rule files judge them
+            allow_empty=True,  # no customer files land in this test
+        )
+        out[day] = (update, verdict, lake)
+    return out
+
+
+def checks_of(verdict) -> dict:
+    return {c.name: c for c in verdict.checks}
+
+
+def test_a_normal_first_day_passes_and_says_volume_has_no_history(days):
+    update, verdict, _ = days["2026-11-01"]
+    checks = checks_of(verdict)
+    assert verdict.passed, str(verdict)
+    assert set(checks) == {"daily_volume", "fresh_orders", "known_customer", "schema"}
+    kept = update.output_rows["silver_orders"]
+    assert checks["daily_volume"].value == f"{kept:,} rows"
+    assert checks["daily_volume"].note == "first update: no history to compare with yet"
+    assert checks["known_customer"].passed
+    assert checks["schema"].value == "3 column(s) as declared"
+
+
+def test_a_normal_second_day_is_compared_with_the_first(days):
+    first = days["2026-11-01"][0].output_rows["silver_orders"]
+    update, verdict, _ = days["2026-11-04"]
+    assert verdict.passed, str(verdict)
+    volume = checks_of(verdict)["daily_volume"]
+    rows = update.output_rows["silver_orders"]
+    assert volume.value == f"{rows:,} rows ({rows / first:.2f}x the median)"
+    assert volume.bound == f"0.5x to 2.0x the median {first:,} of the last 1 update(s)"
+
+
+def test_the_bad_day_fails_each_check_with_its_value_and_bound(days):
+    first, second = (days[d][0].output_rows["silver_orders"] for d in ("2026-11-01", "2026-11-04"))
+    update, verdict, lake = days["2026-11-07"]
+    checks = checks_of(verdict)
+    assert not verdict.passed
+    assert {n for n, c in checks.items() if not c.passed} == {
+        "daily_volume",
+        "fresh_orders",
+        "known_customer",
+        "schema",
+    }
+    median = (first + second) / 2
+    assert checks["daily_volume"].value == f"25 rows ({25 / median:.2f}x the median)"
+    # the newest order is still the second day's: nothing newer arrived
+    newest = lake.spark.sql(f"SELECT max(order_ts) AS t FROM {lake.schema}.silver_orders").first()
+    assert checks["fresh_orders"].value.startswith(f"newest order_ts {newest.t:%Y-%m-%d %H:%M}")
+    assert checks["fresh_orders"].bound == "at most 2d before 2026-11-10 00:00"
+    orphans = lake.spark.sql(
+        f"SELECT count(*) AS n FROM {lake.schema}.silver_orders o "
+        f"LEFT ANTI JOIN {lake.schema}.crm_customers c ON o.customer_id = c.id "
+        "WHERE o.customer_id IS NOT NULL"
+    ).first()
+    total = lake.table("silver_orders").where("customer_id IS NOT NULL").count()
+    assert orphans.n == 3
+    assert checks["known_customer"].value == (
+        f"3 of {total:,} rows with a customer_id not in crm_customers"
+    )
+    assert checks["known_customer"].note == "e.g. C-9000, C-9001, C-9002"
+    assert checks["schema"].value == "quantity is int, not bigint"
+    # The gate's message names the check, the dataset, the value and the bound.
+    summary = verdict.summary()
+    assert "4 dataset check(s) failed" in summary
+    assert (
+        f"silver_orders.known_customer (references): 3 of {total:,} rows with a customer_id not "
+        "in crm_customers; bound at most 0 row(s) without a crm_customers.id; FAIL" in summary
+    )
