@@ -532,3 +532,37 @@ def test_every_code_is_documented():
     text = (PROJECT / "CONVENTIONS.md").read_text(encoding="utf-8")
     missing = [code for code in conventions.CODES if code not in text]
     assert not missing, f"CONVENTIONS.md does not explain {missing}"
+
+
+def test_dataset_checks_belong_on_silver_and_name_a_defined_dataset(project: Path):
+    """Volume, freshness and references checks are judged by the gate before publishing: on a
+    gold (or bronze) dataset they would judge nothing in time (DQC011); a references check must
+    name a dataset a pipeline defines (DQC012)."""
+    write(
+        project,
+        "src/pkg/rules/silver/orders.yml",
+        SILVER_RULES
+        + """\
+checks:
+  - name: known_customer
+    references: {column: customer_id, dataset: silver_customerz}
+""",
+    )
+    write(
+        project,
+        "src/pkg/rules/gold/revenue.yml",
+        """\
+dataset: gold_revenue
+layer: gold
+checks:
+  - name: daily_volume
+    volume: {min_ratio: 0.5}
+""",
+    )
+    problems = conventions.check(project)
+    assert codes(problems) == ["DQC011", "DQC012"]
+    by_code = {p.code: p for p in problems}
+    assert "volume check 'daily_volume' on gold dataset 'gold_revenue'" in str(by_code["DQC011"])
+    assert by_code["DQC011"].file == "src/pkg/rules/gold/revenue.yml"
+    assert "names 'silver_customerz', which no pipeline file defines" in str(by_code["DQC012"])
+    assert "silver_orders" in by_code["DQC012"].fix

@@ -146,3 +146,53 @@ def test_the_bad_day_fails_each_check_with_its_value_and_bound(days):
         f"silver_orders.known_customer (references): 3 of {total:,} rows with a customer_id not "
         "in crm_customers; bound at most 0 row(s) without a crm_customers.id; FAIL" in summary
     )
+
+
+def databricks_event(update: str, day: str, status: str, rows: int | None) -> tuple:
+    """A flow_progress row as Databricks' event_log() returns it: a catalog-qualified dataset,
+    details as JSON text, rows per micro-batch in RUNNING events, none in COMPLETED."""
+    progress: dict = {"status": status}
+    if rows is not None:
+        progress["metrics"] = {"num_output_rows": rows}
+    origin = ("p-1", "acme_validation", update, "silver_orders", "`dev`.`acme`.`silver_orders`")
+    details = json.dumps({"flow_progress": progress})
+    return (f"{update}-{status}-{rows}", day, "flow_progress", "INFO", "", origin, details)
+
+
+def test_volume_reads_the_databricks_event_log_shape(spark):
+    from medallion_dq import checks, rules
+
+    schema = (
+        "id STRING, timestamp TIMESTAMP, event_type STRING, level STRING, message STRING, "
+        "origin STRUCT<pipeline_id: STRING, pipeline_name: STRING, update_id: STRING, "
+        "flow_name: STRING, dataset_name: STRING>, details STRING"
+    )
+    rows = [
+        databricks_event("u1", "2026-11-01 06:00:00", "RUNNING", 100),
+        databricks_event("u1", "2026-11-01 06:00:05", "COMPLETED", None),
+        databricks_event("u2", "2026-11-02 06:00:00", "RUNNING", 70),
+        databricks_event("u2", "2026-11-02 06:00:01", "RUNNING", 50),  # two micro-batches
+        databricks_event("u2", "2026-11-02 06:00:05", "COMPLETED", None),
+        databricks_event("u3", "2026-11-03 06:00:00", "RUNNING", 40),
+        databricks_event("u3", "2026-11-03 06:00:05", "COMPLETED", None),
+    ]
+    events = spark.sql(
+        "SELECT id, CAST(timestamp AS TIMESTAMP) AS timestamp, event_type, level, message, "
+        "origin, details FROM VALUES "
+        + ", ".join(
+            f"('{r[0]}', '{r[1]}', '{r[2]}', '{r[3]}', '{r[4]}', "
+            f"named_struct('pipeline_id', '{r[5][0]}', 'pipeline_name', '{r[5][1]}', "
+            f"'update_id', '{r[5][2]}', 'flow_name', '{r[5][3]}', 'dataset_name', '{r[5][4]}'), "
+            f"'{r[6]}')"
+            for r in rows
+        )
+        + " AS t(id, timestamp, event_type, level, message, origin, details)"
+    )
+    assert events.schema.simpleString() == spark.createDataFrame([], schema).schema.simpleString()
+    written = checks.rows_written(events)
+    check = rules.Check("daily_volume", "volume", (("min_ratio", 0.5), ("max_ratio", 2.0)))
+    result = checks.volume(check, "silver_orders", written, "u3")
+    assert not result.passed  # 40 rows against the median of 100 and 120
+    assert result.value == "40 rows (0.36x the median)"
+    assert result.bound == "0.5x to 2.0x the median 110 of the last 2 update(s)"
+    assert checks.volume(check, "silver_orders", written, "u2").passed  # 120 vs 100

@@ -21,6 +21,7 @@ RULES = sample_project() / "src" / "acme_orders" / "rules"  # the sample project
 
 FILE = "rules/silver/orders.yml"
 HEAD = "dataset: silver_orders\nlayer: silver\nrules:\n"
+HEAD_CHECKS = HEAD + "  - name: valid_amount\n    constraint: amount >= 0\n"
 
 
 def one_rule(constraint: str, name: str = "valid_amount", action: str = "drop") -> str:
@@ -144,6 +145,45 @@ MALFORMED = [
         rule_with("    examples: {pass: [{amount: 1}], fail: [{amount: minus one}]}\n"),
         ["DQ020"],
         "valid_amount",
+    ),
+    # dataset-level checks and the schema contract
+    ("checks_a_mapping", HEAD_CHECKS + "checks: {volume: {min_ratio: 0.5}}\n", ["DQ022"], None),
+    (
+        "check_two_kinds_no_name",
+        HEAD_CHECKS
+        + "checks:\n  - volume: {min_ratio: 0.5}\n    freshness: {column: ts, max_age: 1d}\n",
+        ["DQ022", "DQ022"],
+        None,
+    ),
+    (
+        "check_unknown_option_and_bad_ratio",
+        HEAD_CHECKS + "checks:\n  - name: v\n    volume: {min_ratio: half, window: 7}\n",
+        ["DQ023", "DQ023"],
+        None,
+    ),
+    (
+        "check_freshness_bad_age",
+        HEAD_CHECKS + "checks:\n  - name: f\n    freshness: {column: order_ts, max_age: 2 days}\n",
+        ["DQ023"],
+        None,
+    ),
+    (
+        "check_references_no_dataset",
+        HEAD_CHECKS + "checks:\n  - name: r\n    references: {column: customer_id}\n",
+        ["DQ023"],
+        None,
+    ),
+    (
+        "check_named_like_a_rule",
+        HEAD_CHECKS + "checks:\n  - name: valid_amount\n    volume: {min_rows: 1}\n",
+        ["DQ001"],
+        None,
+    ),
+    (
+        "schema_unknown_type",
+        HEAD_CHECKS + "schema: {amount: money, order_id: string}\n",
+        ["DQ024"],
+        None,
     ),
     ("threshold_word", rule_with("    threshold: high\n"), ["DQ014"], "valid_amount"),
     ("threshold_above_one", rule_with("    threshold: 1.5\n"), ["DQ014"], "valid_amount"),
@@ -279,7 +319,7 @@ def test_the_table_is_broad():
     assert len({case[0] for case in MALFORMED}) == len(MALFORMED)
     codes = {code for case in MALFORMED for code in case[2]}
     # DQ011, DQ015: run time and decorators; DQ017: test_quarantine_form; DQ021: on Spark
-    assert codes == {f"DQ{n:03d}" for n in range(1, 21)} - {"DQ011", "DQ015", "DQ017"}
+    assert codes == {f"DQ{n:03d}" for n in range(1, 25)} - {"DQ011", "DQ015", "DQ017", "DQ021"}
 
 
 def test_every_problem_of_a_file_at_once():

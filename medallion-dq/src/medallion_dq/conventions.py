@@ -15,6 +15,10 @@ and returns every problem, the rule files' own DQ0xx problems included:
                     or a view where it says (or defaults to) `quarantine: table`
     DQC008 error    a quarantine view whose SQL does not apply the rule file's drop rules
     DQC010 warning  withColumn / drop / columns / schema / count() in a pipeline query function
+    DQC011 error    a volume, freshness or references check on a bronze or gold dataset: the
+                    gate judges checks between validation and publishing, so they belong on
+                    silver (a gold dataset declares its schema contract in the decorator)
+    DQC012 error    a references check naming a dataset no pipeline defines
 
 Per project, in pyproject.toml::
 
@@ -53,6 +57,8 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC007": ("error", "quarantine form differs from the rule file's 'quarantine:'"),
     "DQC008": ("error", "quarantine view does not apply the rule file's drop rules"),
     "DQC010": ("warning", "DataFrame analysis or eager column call in a pipeline query function"),
+    "DQC011": ("error", "dataset-level check outside silver"),
+    "DQC012": ("error", "references check names a dataset no pipeline defines"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -230,6 +236,8 @@ class _Collector:
         self.rulesets: dict[str, tuple[rules.RuleSet, str]] = {}
         # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
         self.forms: dict[str, tuple[str, str, str]] = {}
+        # (dataset, layer, check, rule file) of every dataset-level check
+        self.checks: list[tuple[str, str | None, rules.Check, str]] = []
 
     def add(
         self,
@@ -260,7 +268,7 @@ class _Collector:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             raw = None  # rules.load reports it
-        native = isinstance(raw, dict) and "rules" in raw
+        native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)
         # A Lakehouse Plumber file names no dataset (the pipeline passes it): use the file name.
         lhp_dataset = path.stem if isinstance(raw, dict) and not native else None
         try:
@@ -271,6 +279,7 @@ class _Collector:
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
         if layer == "silver":
             self.rulesets[ruleset.dataset] = (ruleset, where)
+        self.checks += [(ruleset.dataset, layer, check, where) for check in ruleset.checks]
         file_description = ""
         if native and isinstance(raw.get("description"), str):
             file_description = raw["description"].strip()
@@ -457,6 +466,28 @@ class _Collector:
                     f"a number wrong ({effect})",
                     "use fail, or move the rule to silver",
                     label,
+                )
+
+        defined = set().union(*self.datasets.values())
+        for dataset, layer, check, where in self.checks:
+            if layer in ("bronze", "gold"):
+                self.add(
+                    "DQC011",
+                    where,
+                    f"{check.kind} check {check.name!r} on {layer} dataset {dataset!r}: the "
+                    "quality gate judges checks after the validation pipeline, before gold is "
+                    "published, and bronze keeps everything as it landed",
+                    "declare it on the silver dataset (gold: a schema contract, enforced by "
+                    "the update)",
+                )
+            other = check.get("dataset") if check.kind == "references" else None
+            if other and self.datasets and _short(str(other)) not in defined:
+                self.add(
+                    "DQC012",
+                    where,
+                    f"references check {check.name!r} of {dataset!r} names {other!r}, which no "
+                    "pipeline file defines",
+                    f"name a dataset of the pipelines ({', '.join(sorted(defined)[:5])}, ...)",
                 )
 
         suffix = self.settings.quarantine_suffix

@@ -28,7 +28,10 @@ from medallion_dq.gate import (
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["FILE_NAME", "history", "html", "latest", "text_table", "write"]
+__all__ = [
+    *("FILE_NAME", "checks_history", "checks_table", "history", "html", "latest"),
+    *("text_table", "write"),
+]
 
 FILE_NAME = "dq-report.html"
 _EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
@@ -116,6 +119,78 @@ def history(events_df: DataFrame) -> list[dict[str, Any]]:
             }
         )
     return sorted(rows, key=_order)
+
+
+def checks_history(events_df: DataFrame) -> list[dict[str, Any]]:
+    """The quality gate's dataset-level checks recorded in the event log (`data_quality_check`
+    events), oldest first: {"update_id", "timestamp", "pipeline", "dataset", "check", "kind",
+    "value", "bound", "status", "note"}."""
+    from pyspark.sql import functions as F
+
+    details = F.col("details")
+    fields = ("name", "kind", "value", "bound", "status", "note")
+    found = (
+        events_df.filter(F.col("event_type") == "data_quality_check")
+        .select(
+            "timestamp",
+            F.col("origin.update_id").alias("update_id"),
+            F.col("origin.pipeline_name").alias("pipeline"),
+            F.col("origin.dataset_name").alias("dataset"),
+            *(F.get_json_object(details, f"$.data_quality_check.{f}").alias(f) for f in fields),
+        )
+        .collect()
+    )
+    rows = [{**r.asDict(), "check": r["name"]} for r in found]
+    for row in rows:
+        row.pop("name")
+    return sorted(rows, key=lambda r: (_aware(r["timestamp"]), r["dataset"], r["check"]))
+
+
+def latest_checks(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The checks of each pipeline's latest judged update."""
+    rows = list(rows)
+    last: dict[str, Any] = {}
+    for r in rows:
+        if r["pipeline"] not in last or _aware(r["timestamp"]) > _aware(last[r["pipeline"]][1]):
+            last[r["pipeline"]] = (r["update_id"], r["timestamp"])
+    return [r for r in rows if last[r["pipeline"]][0] == r["update_id"]]
+
+
+def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
+    """Plain-text table of the latest update's dataset checks: check, value, bound, status."""
+    rows = latest_checks(rows)
+    if not rows:
+        return ""
+    header = ("check", "value", "bound", "status")
+    body = [
+        (f"{r['dataset']}.{r['check']} ({r['kind']})", r["value"], r["bound"], r["status"])
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    lines = [header, tuple("-" * w for w in widths), *body]
+    table = "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+    )
+    return f"dataset checks, update {rows[0]['update_id']}\n{table}"
+
+
+def _checks_section(rows: list[Mapping[str, Any]]) -> str:
+    if not rows:
+        return ""
+    body = "".join(
+        f"<tr><td><code>{_attr(r['dataset'])}.{_attr(r['check'])}</code></td>"
+        f"<td>{_attr(r['kind'])}</td><td>{_attr(r['value'])}</td><td>{_attr(r['bound'])}</td>"
+        f'<td><span class="tag {"ok" if r["status"] == "PASS" else "fail"}">'
+        f"{_attr(r['status'])}</span>"
+        + (f" {_attr(r['note'])}" if r.get("note") else "")
+        + "</td></tr>"
+        for r in latest_checks(rows)
+    )
+    return (
+        "<section><h2>Dataset checks (latest gate)</h2><table><thead><tr><th>check</th>"
+        "<th>kind</th><th>value</th><th>bound</th><th>status</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></section>"
+    )
 
 
 def _order(row: Mapping[str, Any]) -> tuple:
@@ -453,6 +528,7 @@ def html(
     *,
     thresholds: Mapping[str, float] | None = None,
     generated_at: datetime | None = None,
+    checks: Iterable[Mapping[str, Any]] = (),
 ) -> str:
     """One self-contained HTML page: latest update per pipeline, failure-rate chart, all updates.
 
@@ -496,6 +572,7 @@ def html(
             "<section><h2>Latest update</h2>",
             _latest_table(last, thresholds),
             "</section>",
+            _checks_section(list(checks)),
             "<section><h2>Failed rows per rule over updates (%)</h2>",
             _chart(rows),
             "</section>",
@@ -526,6 +603,11 @@ def write(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / FILE_NAME
-    page = html(history(events_df), title, thresholds=thresholds or None)
+    page = html(
+        history(events_df),
+        title,
+        thresholds=thresholds or None,
+        checks=checks_history(events_df),
+    )
     path.write_text(page, encoding="utf-8")
     return path

@@ -19,6 +19,9 @@ SCHEMA = (
 )
 
 
+CHECK_EVENT = "data_quality_check"  # the gate's dataset-level checks, recorded after it ran
+
+
 def _schema():
     """SCHEMA as a StructType, built here: a DDL string would cost a round trip to the server
     (Spark Connect parses it there) at every append."""
@@ -84,6 +87,28 @@ class EventLog:
             )
         if rows:
             # One commit per update, whatever the number of flows.
+            self.spark.createDataFrame(rows, _schema()).write.format("delta").mode("append").save(
+                str(self.path)
+            )
+
+    def append_checks(self, pipeline: str, update_id: str, results) -> None:
+        """The quality gate's dataset-level checks of an update, one `data_quality_check` event
+        each (details: {"data_quality_check": {name, dataset, kind, value, bound, passed, ...}}),
+        so the report shows them beside the expectation metrics."""
+        now = datetime.now(timezone.utc)
+        rows = [
+            (
+                uuid.uuid4().hex,
+                now,
+                CHECK_EVENT,
+                "INFO" if result.passed else "ERROR",
+                str(result),
+                (pipeline, pipeline, update_id, None, result.dataset),
+                json.dumps({CHECK_EVENT: result.to_dict()}),
+            )
+            for result in results
+        ]
+        if rows:
             self.spark.createDataFrame(rows, _schema()).write.format("delta").mode("append").save(
                 str(self.path)
             )

@@ -238,6 +238,8 @@ class LocalProject:
             as_of=self.as_of,
         )
         self.log(str(verdict))
+        if update is not None and verdict.checks:
+            self.runner.event_log.append_checks(update.pipeline, update.update_id, verdict.checks)
         return TaskResult(
             task.key,
             task.kind,
