@@ -532,6 +532,117 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
     return sizes
 
 
+# -- profile ------------------------------------------------------------------------------------
+def _plan_scans(df) -> list[str]:
+    """The scan nodes of a query's physical plan (its tree, before the nodes' details)."""
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        df.explain(mode="formatted")
+    tree = text.getvalue().split("\n\n")[0]
+    return [line.strip(" +-:") for line in tree.splitlines() if "Scan" in line]
+
+
+def bench_profile(project: Project, rows: int, work: Path) -> dict:
+    """`medallion-dq profile` of `rows` landed orders: the generated orders table written as
+    JSON lines, every value text (as landed), then read with the project's landing reader:
+    (1) read only: every column counted, the cost of reading and parsing the files once;
+    (2) profile of every row (sampling off): one aggregation;
+    (3) profile sampled down to a tenth (--sample-above rows/10).
+    One pass is shown by the plan (one file scan) and by (2) / (1)."""
+    profile = importlib.import_module("medallion_dq.profile")
+    from pyspark.sql import functions as F
+
+    print(f"\n== profile of {rows:,} landed rows (a Spark server of its own)", flush=True)
+    local = start(project, work / "spark-profile")
+    try:
+        spark = local.spark
+        data = generate(spark, rows)
+        folder = work / "landing" / "orders"
+        started = time.perf_counter()
+        text = spark.read.table(RAW).select(*[F.col(c).cast("string") for c in COLUMNS])
+        text.repartition(8).write.mode("overwrite").json(str(folder))
+        landed = time.perf_counter() - started
+        files = profile.landing_files(folder, "json")
+        size = sum(f.stat().st_size for f in files)
+        print(f"   landed {len(files)} files, {size / 1e6:.0f} MB, in {landed:.1f} s", flush=True)
+        source = profile.landing_input(spark, folder, "json")
+        query, _ = profile.aggregate(source.frame)
+        scans = _plan_scans(query)
+        load_before = load()
+
+        def timed(label: str, action) -> tuple[float, object]:
+            started = time.perf_counter()
+            value = action()
+            seconds = time.perf_counter() - started
+            print(f"   {label}: {seconds:.1f} s", flush=True)
+            return round(seconds, 1), value
+
+        read_only, counts = timed(
+            "read only (every column counted)",
+            lambda: source.frame.agg(*[F.count(c) for c in COLUMNS], F.count(F.lit(1))).first(),
+        )
+        full, found = timed(
+            "profile, every row", lambda: profile.run(source, sample_above=rows * 10)
+        )
+        sampled, part = timed(
+            "profile, sampled to a tenth",
+            lambda: profile.run(source, sample_above=max(rows // 10, 1)),
+        )
+        suggested = profile.rules.parse(profile.render(found, "bench_orders"), "bench.yml")
+        return {
+            "rows": rows,
+            "rows_read": counts[-1],
+            "rows_profiled": found.rows,
+            "rows_sampled": part.rows,
+            "estimated_rows": source.estimated_rows,
+            "files": len(files),
+            "megabytes": round(size / 1e6),
+            "landed_seconds": round(landed, 1),
+            "read_only_seconds": read_only,
+            "profile_seconds": full,
+            "profile_sampled_seconds": sampled,
+            "plan_scans": scans,
+            "rules": {a: sum(r.action == a for r in suggested.rules) for a in ("drop", "warn")},
+            "generated": data,
+            "load_average": {"before": load_before, "after": load()},
+            "jvm_peak_mb": jvm_peak_mb(),
+        }
+    finally:
+        local.stop()
+
+
+def _profile_md(results: dict) -> list[str]:
+    p = results.get("profile")
+    if not p:
+        return []
+    scans = ", ".join(p["plan_scans"])
+    return [
+        "## Profile (`medallion-dq profile`)",
+        "",
+        (
+            f"{p['rows']:,} orders landed as {p['files']} JSON-lines files ({p['megabytes']} MB, "
+            "every value text), read with the project's landing reader "
+            f"(load average {p['load_average']['before'][0]:.1f} before):"
+        ),
+        "",
+        "| what | wall s |",
+        "|---|---|",
+        f"| read only: every column counted | {p['read_only_seconds']:.1f} |",
+        f"| profile, all {p['rows_profiled']:,} rows | {p['profile_seconds']:.1f} |",
+        f"| profile, sampled ({p['rows_sampled']:,} rows) | {p['profile_sampled_seconds']:.1f} |",
+        "",
+        (
+            f"One pass: the profile's query plan has one file scan ({scans}); it is one Spark "
+            f"action, at {p['profile_seconds'] / p['read_only_seconds']:.2f} × the read alone. "
+            f"Suggested: {p['rules']['drop']} drop and {p['rules']['warn']} warn rules."
+        ),
+        "",
+    ]
+
+
 # -- the test loop --------------------------------------------------------------------------------
 # Where a warm update's time goes (UpdateResult.timings, medallion_dq.local.runner.PHASES).
 PHASE_LABELS = {
@@ -663,6 +774,7 @@ def markdown(results: dict) -> str:
     md += _cost(results) + _memory(results)
     md += session_ready.markdown(results["session_ready"]) if "session_ready" in results else []
     md += _loop(results)
+    md += _profile_md(results)
     return "\n".join(md) + "\n"
 
 
@@ -865,6 +977,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --loop: keep this run as the baseline the next ones are compared with",
     )
     parser.add_argument("--nox", action="store_true", help="also time the baked project's nox")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="only time `medallion-dq profile` of the first --rows size landed as JSON files; "
+        "the other results in results.json/.md are kept",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
         "--project",
@@ -900,6 +1018,21 @@ def main(argv: list[str] | None = None) -> int:
         "rules": {"drop": DROP, "warn": WARN, "fail": FAIL},
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
+    if args.profile:  # a measurement of its own, merged into the last full results
+        try:
+            measured = bench_profile(project, sorted(args.rows or DEFAULT_ROWS)[0], work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        measured["command"], measured["environment"] = command.strip(), env
+        try:
+            results = json.loads((args.out / "results.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            results = {**results, "sizes": [], "total_seconds": 0.0}
+        results["profile"] = measured
+        (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
+        (args.out / "results.md").write_text(markdown(results), "utf-8")
+        print("\n" + "\n".join(_profile_md(results)))
+        return 0
     try:
         if not args.no_loop:
             results["session_ready"] = session_ready.measure(project_dir)

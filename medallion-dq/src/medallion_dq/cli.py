@@ -284,6 +284,30 @@ def cmd_diff(args) -> int:
     )
 
 
+def cmd_profile(args) -> int:
+    """A starting rule file from the data (profile.py); a project is optional."""
+    from medallion_dq import profile
+
+    try:
+        root = config.find_root(args.root)
+    except config.ProjectNotFound:
+        root = None
+    return profile.command(
+        args.source,
+        args.dataset,
+        root=root,
+        layer=args.layer,
+        out=args.out,
+        force=args.force,
+        file_format=args.format,
+        schema=args.schema,
+        sample_above=args.sample_above,
+        max_values=args.max_values,
+        owner=args.owner,
+        backend=args.backend,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -346,6 +370,31 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
     diff.add_argument("--json", help="write the diff as JSON")
     diff.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    profile = sub.add_parser(
+        "profile", help="suggest a rule file from a landing folder or a table (you review it)"
+    )
+    profile.add_argument("source", help="landing folder (e.g. fixtures/landing/orders) or table")
+    profile.add_argument("--dataset", required=True, help="dataset the rule file is for")
+    profile.add_argument("--layer", choices=["bronze", "silver", "gold"], default="silver")
+    profile.add_argument("--out", help="write the rule file here (default: print it)")
+    profile.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    profile.add_argument(
+        "--format", choices=["json", "csv"], help="landing file format (default: the bundle's)"
+    )
+    profile.add_argument("--schema", help="landing columns as DDL (default: from the files)")
+    profile.add_argument(
+        "--sample-above",
+        type=int,
+        metavar="ROWS",
+        help="sample down to about this many rows above it (default 1,000,000)",
+    )
+    profile.add_argument(
+        "--max-values",
+        type=int,
+        help="text columns with at most this many values get an IN rule (default 20)",
+    )
+    profile.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
+    profile.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
     args = parser.parse_args(argv)
     commands = {
         "check": cmd_check,
@@ -353,5 +402,6 @@ def main(argv: list[str] | None = None) -> int:
         "report": cmd_report,
         "spark": cmd_spark,
         "diff": cmd_diff,
+        "profile": cmd_profile,
     }
     return commands[args.command](args)
