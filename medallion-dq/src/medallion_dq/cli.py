@@ -51,11 +51,34 @@ def cmd_check(args) -> int:
 
     root = _root(args.root)
     problems = [*validate_bundle(root), *conventions.check(root), *_code_problems(root)]
+    examples = ""
+    if args.examples and not any(p.code.startswith("DQ0") for p in problems):
+        from medallion_dq.local.spark import BackendUnavailable
+
+        try:
+            judged, failed = _check_examples(root, args.backend)
+        except BackendUnavailable as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        problems += failed
+        examples = f", {judged - len(failed)} of {judged} rule example(s) as written"
     for problem in problems:
         print(problem)
     errors = [p for p in problems if getattr(p, "severity", "error") == "error"]
-    print(f"check: {len(errors)} error(s), {len(problems) - len(errors)} warning(s)")
+    print(f"check: {len(errors)} error(s), {len(problems) - len(errors)} warning(s){examples}")
     return 1 if errors else 0
+
+
+def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
+    """Every rule example of the project, judged in one query on the project's warm server."""
+    from medallion_dq import examples
+    from medallion_dq.local import spark as local_spark
+
+    local = local_spark.start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
+    try:
+        return examples.check(local.spark, root)
+    finally:
+        local.stop()
 
 
 def _lake(root: Path, target: str, fresh: bool) -> Path:
@@ -232,6 +255,9 @@ def cmd_report(args) -> int:
             events = frame if events is None else events.unionByName(frame)
         rows = report.history(events)
         print(report.text_table(rows))
+        checks = report.checks_table(report.checks_history(events))
+        if checks:
+            print(f"\n{checks}")
         thresholds = gate.thresholds_from_rule_files(config.rules_dirs(root))
         out = report.write(
             events, Path(args.out) if args.out else root / STATE_DIR, thresholds=thresholds
@@ -315,7 +341,15 @@ def main(argv: list[str] | None = None) -> int:
         "--root", help="project folder (default: the one holding databricks.yml, here or above)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("check", help="validate rules, layer conventions and bundle YAML (no Spark)")
+    check = sub.add_parser(
+        "check", help="validate rules, layer conventions and bundle YAML (no Spark)"
+    )
+    check.add_argument(
+        "--examples",
+        action="store_true",
+        help="also judge every rule's example rows on Spark (one query; the warm server)",
+    )
+    check.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
     run = sub.add_parser("run", help="run a pipeline or the whole job on this machine")
     what = run.add_mutually_exclusive_group(required=True)
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
