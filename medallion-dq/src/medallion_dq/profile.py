@@ -607,7 +607,9 @@ def _value_rule(profile: Profile, c: Column, sql: str, guard: str):
     if c.type in ("text", "integer") and nonnull >= 2 and c.distinct >= UNIQUE * nonnull:
         sampled = " in the sample" if profile.fraction else ""
         return [
-            f"{col}: about {c.distinct:,} distinct values in {nonnull:,} non-NULL rows{sampled}: "
+            # HyperLogLog may count a few more than there are values
+            f"{col}: about {min(c.distinct, nonnull):,} distinct values in {nonnull:,} non-NULL "
+            f"rows{sampled}: "
             "looks like a key",
             "  uniqueness is not a row rule: check it in an aggregate view with a fail rule,",
             f"  count(*) - count(DISTINCT {col}) = 0, as rules/gold/order_keys.yml does",
