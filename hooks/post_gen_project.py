@@ -25,11 +25,12 @@ REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
             "source_format",
             keep,
             tuple(
-                f"fixtures/{folder}/orders/orders-{day}.{drop}"
-                for folder, day in (
-                    ("landing", "2026-11-01"),
-                    ("landing", "2026-11-04"),
-                    ("bad_day", "2026-11-07"),
+                f"fixtures/{folder}/{source}/{source}-{day}.{drop}"
+                for folder, source, day in (
+                    ("landing", "orders", "2026-11-01"),
+                    ("landing", "orders", "2026-11-04"),
+                    ("landing", "customers", "2026-11-01"),
+                    ("bad_day", "orders", "2026-11-07"),
                 )
             ),
         )

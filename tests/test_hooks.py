@@ -414,6 +414,7 @@ def test_post_gen_removal_list_is_data() -> None:
     assert removed == [
         "fixtures/landing/orders/orders-2026-11-01.csv",
         "fixtures/landing/orders/orders-2026-11-04.csv",
+        "fixtures/landing/customers/customers-2026-11-01.csv",
         "fixtures/bad_day/orders/orders-2026-11-07.csv",
     ]
     assert post_gen.paths_to_remove({"source_format": "xml"}) == []

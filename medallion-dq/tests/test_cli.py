@@ -83,7 +83,13 @@ def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
         "error",
     }
     rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
-    assert rows == {"bronze_orders": 201, "silver_orders": 188, "silver_orders_quarantine": 13}
+    assert rows == {
+        "bronze_orders": 201,
+        "silver_orders": 188,
+        "silver_orders_quarantine": 13,
+        "bronze_customers": 62,
+        "silver_customers": 59,
+    }
     silver = validate["datasets"]["silver_orders"]
     assert (silver["input_records"], silver["dropped_records"]) == (201, 13)
     assert {e["name"]: e["failed_records"] for e in silver["expectations"]} == {
@@ -188,10 +194,10 @@ def test_bad_day_stops_at_the_gate_exit_1(tmp_path):
     """The CLI, as a team runs it: exit code 1, JSON summary, publish never ran."""
     medallion_project = sample_project()
     landing = tmp_path / "landing"
-    for source in ("landing", "bad_day"):
-        for file in (medallion_project / "fixtures" / source / "orders").iterdir():
-            (landing / "orders").mkdir(parents=True, exist_ok=True)
-            (landing / "orders" / file.name).write_bytes(file.read_bytes())
+    for source, folder in (("landing", "orders"), ("landing", "customers"), ("bad_day", "orders")):
+        for file in (medallion_project / "fixtures" / source / folder).iterdir():
+            (landing / folder).mkdir(parents=True, exist_ok=True)
+            (landing / folder / file.name).write_bytes(file.read_bytes())
     summary = tmp_path / "summary.json"
     done = subprocess.run(
         [

@@ -6,6 +6,7 @@ The CLI runs in a copy of the sample project, as a team runs it: its lake is
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,8 @@ def project(tmp_path_factory):
     landing.mkdir(parents=True)
     (fixtures,) = [p for p in (root / "fixtures" / "landing" / "orders").glob("*-11-01.*")]
     (landing / fixtures.name).write_bytes(fixtures.read_bytes())
+    # The customers, delivered once: the second day brings orders only.
+    shutil.copytree(root / "fixtures" / "landing" / "customers", root / "deliveries" / "customers")
     summary = root / "first.json"
     done = cli(root, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -83,6 +86,8 @@ def test_second_run_reads_only_the_new_file_and_duplicates_nothing(project):
         "bronze_orders": 81,  # only the new file: 80 orders and a truncated record
         "silver_orders": 74,
         "silver_orders_quarantine": 7,
+        "bronze_customers": 0,  # no new customers file
+        "silver_customers": 59,  # a materialized view: every customer, judged again
     }
     assert datasets["silver_orders"]["input_records"] == 81
     assert result["tasks"]["publish"]["status"] == "SKIPPED"

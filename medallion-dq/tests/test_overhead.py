@@ -73,6 +73,7 @@ class _Counting:
 
 def test_an_update_asks_no_history_and_says_where_its_time_went(lake):
     lake.land_fixtures()
+    lake.land_fixtures("customers")
     runner = lake.project.runner
     counting = _Counting(runner.spark)
     runner.spark = counting

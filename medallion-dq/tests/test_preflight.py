@@ -124,14 +124,16 @@ def test_schema_with_no_value_in_the_target(project):
 def test_landing_one_level_too_deep(project):
     text = one(check(project, landing="fixtures/landing/orders"), "RUN009")
     assert text == (
-        "RUN009 --landing fixtures/landing/orders: no orders/ folder in it (it holds data files "
-        "itself); the sources read <landing>/orders/; fix: did you mean --landing fixtures/landing?"
+        "RUN009 --landing fixtures/landing/orders: no customers/, orders/ folder in it (it holds "
+        "data files itself); the sources read <landing>/customers/, <landing>/orders/; fix: did "
+        "you mean --landing fixtures/landing?"
     )
 
 
 def test_landing_one_level_too_high_prefers_the_landing_folder(project):
     text = one(check(project, landing="fixtures"), "RUN009")
-    assert text.endswith("fix: did you mean --landing fixtures/landing or fixtures/bad_day?")
+    # fixtures/bad_day holds orders/ only, not every source the pipelines read (customers/).
+    assert text.endswith("fix: did you mean --landing fixtures/landing?")
 
 
 def test_landing_missing_or_a_file(project):
@@ -154,7 +156,7 @@ def test_landing_relative_to_the_current_folder_and_absolute(project):
 
 def test_landing_holding_the_files_directly(project, tmp_path):
     drop = tmp_path / "drop"
-    drop.mkdir()
+    (drop / "customers").mkdir(parents=True)  # the other source is in place
     (drop / "orders-1.json").write_text("{}\n")
     text = one(check(project, landing=str(drop)), "RUN009")
     assert text.endswith(
@@ -171,6 +173,9 @@ def test_default_landing_missing(project):
 
 def test_source_folder_without_files_of_the_format_is_a_warning(project):
     (project / "fixtures" / "empty" / "orders").mkdir(parents=True)
+    shutil.copytree(  # the other source has its file
+        project / "fixtures" / "landing" / "customers", project / "fixtures" / "empty" / "customers"
+    )
     problems = check(project, landing="fixtures/empty")
     assert [(p.code, p.severity) for p in problems] == [("RUN010", "warning")]
     assert "orders/ holds no *.json file" in str(problems[0])
@@ -485,7 +490,7 @@ def test_cli_landing_one_level_too_deep_is_exit_2_before_spark(project):
     done = cli(project, "run", "--pipeline", "validation", "--landing", "fixtures/landing/orders")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
-    assert "RUN009 --landing fixtures/landing/orders: no orders/ folder in it" in output
+    assert "RUN009 --landing fixtures/landing/orders: no customers/, orders/ folder in it" in output
     assert "Traceback" not in output and "Spark (" not in output  # Spark never started
 
 

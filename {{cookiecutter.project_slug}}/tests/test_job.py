@@ -7,6 +7,7 @@ pytestmark = pytest.mark.spark
 
 def test_job_on_sample_data_publishes_and_counts_match(lake):
     lake.land_fixtures()
+    lake.land_fixtures("customers")
     job = lake.project.run_job("medallion")  # in the test's own schema
     assert job.ok, job.to_dict()
     assert [t.key for t in job.tasks] == ["validate", "quality_gate", "publish"]
@@ -17,6 +18,8 @@ def test_job_on_sample_data_publishes_and_counts_match(lake):
         "bronze_orders": 201,
         "silver_orders": 188,
         "silver_orders_quarantine": 13,
+        "bronze_customers": 62,
+        "silver_customers": 59,  # 3 dropped, shown by the view silver_customers_quarantine
     }
     assert job.tasks[1].gate.passed
     orders = lake.table("gold_daily_revenue").selectExpr("sum(orders) AS n").first()["n"]
@@ -25,6 +28,7 @@ def test_job_on_sample_data_publishes_and_counts_match(lake):
 
 def test_bad_day_stops_at_the_gate_and_gold_is_untouched(lake):
     lake.land_fixtures()
+    lake.land_fixtures("customers")
     lake.land_fixtures(source=lake.root / "fixtures" / "bad_day" / "orders")
     job = lake.project.run_job("medallion")
     assert not job.ok

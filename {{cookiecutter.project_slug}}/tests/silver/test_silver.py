@@ -11,6 +11,7 @@ from medallion_dq.testing import (
 pytestmark = pytest.mark.spark
 
 BRONZE = "order_id STRING, customer_id STRING, order_ts STRING, channel STRING, currency STRING, amount STRING, quantity STRING, _source_file STRING, _ingested_at TIMESTAMP"
+BRONZE_CUSTOMERS = "customer_id STRING, name STRING, email STRING, country STRING, signup_date STRING, _source_file STRING, _ingested_at TIMESTAMP"
 
 
 def order(
@@ -22,6 +23,10 @@ def order(
     quantity="1",
 ):
     return (order_id, "C-1", order_ts, channel, currency, amount, quantity, "seed", None)
+
+
+def customer(customer_id, email="anna@example.com", country="DE", signup_date="2024-03-01"):
+    return (customer_id, "Anna Schmidt", email, country, signup_date, "seed", None)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +49,20 @@ def rules_update(module_lake):
             order("zero", quantity="0"),  # warn only: kept
         ],
         BRONZE,
+    )
+    module_lake.seed(
+        "bronze_customers",
+        [
+            customer("C-1"),
+            customer("C-2", email=" Anna.Schmidt@Example.COM ", country=" gb"),  # cleaned, kept
+            customer("C-3", signup_date="31/02/2023"),  # warn only (not a date -> NULL): kept
+            customer(None),  # valid_customer_id
+            customer("at-at", email="anna@@example.com"),  # valid_email
+            customer("no-email", email=None),  # NULL is a violation
+            customer("uk", country="UK"),  # known_country: the ISO code is GB
+            customer("two", email="anna@example", country="XX"),  # two drop rules at once
+        ],
+        BRONZE_CUSTOMERS,
     )
     result = module_lake.run("validation", ["silver"])
     assert_update_ok(result)
@@ -102,8 +121,43 @@ def test_every_row_is_kept_or_quarantined_none_lost(rules_update):
     )
 
 
+def test_customers_are_cleaned_kept_or_quarantined_with_the_rules_they_broke(rules_update):
+    lake, _ = rules_update
+    kept = lake.rows("silver_customers", "customer_id")
+    assert set(kept) == {"C-1", "C-2", "C-3"}
+    assert (kept["C-2"]["email"], kept["C-2"]["country"]) == ("anna.schmidt@example.com", "GB")
+    # A view over bronze_customers: the same rows, judged when queried, nothing stored.
+    quarantine = lake.table("silver_customers_quarantine")
+    assert_quarantined(
+        quarantine,
+        "customer_id",
+        {
+            None: {"valid_customer_id"},
+            "at-at": {"valid_email"},
+            "no-email": {"valid_email"},
+            "uk": {"known_country"},
+            "two": {"valid_email", "known_country"},
+        },
+    )
+    assert_nothing_lost(
+        lake.table("bronze_customers"), lake.table("silver_customers"), quarantine, "customer_id"
+    )
+
+
+def test_each_customer_rule_counts_its_failures(rules_update):
+    _, result = rules_update
+    assert_expectations(
+        result,
+        "silver_customers",
+        {"valid_customer_id": 1, "valid_email": 3, "known_country": 2, "has_signup_date": 1},
+        input_records=8,
+    )
+    assert result.metrics["silver_customers"].dropped_records == 5
+
+
 def test_streaming_over_two_updates_counts_each_update_once(lake):
     lake.seed("bronze_orders", [order("a"), order("b", amount="-1")], BRONZE)
+    lake.seed("bronze_customers", [], BRONZE_CUSTOMERS)  # silver reads it too: none needed here
     first = lake.run("validation", ["silver"])
     assert_expectations(first, "silver_orders", {"valid_amount": 1}, input_records=2)
 
