@@ -532,6 +532,129 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
     return sizes
 
 
+# -- dataset checks -------------------------------------------------------------------------------
+CHECKS_RULES = """\
+dataset: silver_orders
+layer: silver
+checks:
+  - name: daily_volume
+    volume: {min_ratio: 0.5, max_ratio: 2.0, history: 7}
+  - name: fresh_orders
+    freshness: {column: order_ts, max_age: 3650d}
+  - name: known_customer
+    references: {column: customer_id, dataset: customers, key: customer_id, max_fraction: 0.01}
+schema:
+  order_id: string
+  customer_id: string
+  order_ts: timestamp
+  amount: decimal(12,2)
+  quantity: int
+"""
+
+
+def bench_checks(project: Project, rows: int, repeats: int, work: Path, package: str) -> dict:
+    """The gate's dataset-level checks (volume, freshness, references to a 1M-key customers
+    table, schema contract) after a silver update of `rows` rows with the ten expectations
+    (b'): the update alone, then the gate with the checks, interleaved; the checks' cost is
+    (update + gate) / update."""
+    gate = importlib.import_module("medallion_dq.gate")
+    from pyspark.sql import functions as F
+
+    print(
+        f"\n== dataset checks after a {rows:,}-row update (a Spark server of its own)", flush=True
+    )
+    local = start(project, work / "spark-checks")
+    runner = project.runner.Runner(local, log=Quiet())
+    file = write_pipelines(work / "pipelines-checks", package, ["b'"])["b'"]
+    rules_dir = work / "rules-checks"
+    rules_dir.mkdir(parents=True)
+    (rules_dir / "orders.yml").write_text(CHECKS_RULES, "utf-8")
+    database = "bench_" + SLUG["b'"]
+    try:
+        spark = local.spark
+        data = generate(spark, rows)
+        customers = spark.range(1_000_000).select(
+            F.format_string("C-%06d", F.col("id")).alias("customer_id")
+        )
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+        customers.write.format("delta").mode("overwrite").saveAsTable(f"{database}.customers")
+        run_variant(project, runner, "b'", file)  # untimed: creates the table, warms the JVM
+        updates, plain, gates, kinds, verdict = [], [], [], {}, None
+        for repeat in range(repeats):
+            run = run_variant(project, runner, "b'", file)
+            updates.append(run["wall"])
+            for rule_files, out in (([], plain), ([rules_dir], gates)):
+                started = time.perf_counter()
+                verdict = gate.run_gate(
+                    runner.event_log.read(),
+                    update_id=run["result"].update_id,
+                    rule_files=rule_files,
+                    default_threshold=1.0,  # the rules' own figures are the cost benchmark's
+                    table_prefix=f"{database}.",
+                )
+                out.append(time.perf_counter() - started)
+            for check in verdict.checks:
+                kinds.setdefault(check.kind, []).append(check.seconds)
+            print(
+                f"   repeat {repeat + 1}/{repeats}: update {updates[-1]:.1f} s, gate "
+                f"{plain[-1]:.1f} s, with the checks {gates[-1]:.1f} s",
+                flush=True,
+            )
+        update, without, with_checks = map(statistics.median, (updates, plain, gates))
+        cost = with_checks - without
+        return {
+            "rows": rows,
+            "generated": data,
+            "update_seconds": round(update, 2),
+            "gate_seconds": round(without, 2),
+            "gate_with_checks_seconds": round(with_checks, 2),
+            "checks_seconds": {k: round(statistics.median(v), 2) for k, v in kinds.items()},
+            "ratio": round((update + cost) / update, 2),
+            "runs": {
+                "update": [round(x, 1) for x in updates],
+                "gate": [round(x, 1) for x in plain],
+                "gate_with_checks": [round(x, 1) for x in gates],
+            },
+            "checks": [str(c) for c in verdict.checks],
+            "load_average": load(),
+        }
+    finally:
+        local.stop()
+
+
+def _checks_md(results: dict) -> list[str]:
+    c = results.get("dataset_checks")
+    if not c:
+        return []
+    return [
+        "## Dataset-level checks (the quality gate's volume, freshness, references, schema)",
+        "",
+        (
+            f"One silver update of {c['rows']:,} rows with the ten expectations (b'), then the "
+            "gate with the four checks of `CHECKS_RULES` (references: every customer_id against "
+            f"a 1,000,000-key table), medians of {len(c['runs']['update'])} interleaved runs "
+            f"(load average {c['load_average'][0]:.1f} at the end):"
+        ),
+        "",
+        "| update s | gate s | gate with the checks s | (update + checks) / update |",
+        "|---:|---:|---:|---:|",
+        (
+            f"| {c['update_seconds']:.2f} | {c['gate_seconds']:.2f} | "
+            f"{c['gate_with_checks_seconds']:.2f} | {c['ratio']:.2f} |"
+        ),
+        "",
+        (
+            "The checks' cost is the gate's time with them less without them; by kind (median "
+            "s): " + ", ".join(f"{k} {v:.2f}" for k, v in c["checks_seconds"].items()) + "."
+        ),
+        "",
+        "What the gate found:",
+        "",
+        *(f"- `{line}`" for line in c["checks"]),
+        "",
+    ]
+
+
 # -- profile ------------------------------------------------------------------------------------
 def _plan_scans(df) -> list[str]:
     """The scan nodes of a query's physical plan (its tree, before the nodes' details)."""
@@ -775,6 +898,7 @@ def markdown(results: dict) -> str:
     md += session_ready.markdown(results["session_ready"]) if "session_ready" in results else []
     md += _loop(results)
     md += _profile_md(results)
+    md += _checks_md(results)
     return "\n".join(md) + "\n"
 
 
@@ -983,6 +1107,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only time `medallion-dq profile` of the first --rows size landed as JSON files; "
         "the other results in results.json/.md are kept",
     )
+    parser.add_argument(
+        "--checks",
+        action="store_true",
+        help="only time the gate's dataset-level checks after an update of the first --rows "
+        "size; the other results in results.json/.md are kept",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
         "--project",
@@ -1018,9 +1148,14 @@ def main(argv: list[str] | None = None) -> int:
         "rules": {"drop": DROP, "warn": WARN, "fail": FAIL},
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
-    if args.profile:  # a measurement of its own, merged into the last full results
+    if args.profile or args.checks:  # a measurement of its own, merged into the last results
+        rows = sorted(args.rows or DEFAULT_ROWS)[0]
         try:
-            measured = bench_profile(project, sorted(args.rows or DEFAULT_ROWS)[0], work)
+            if args.profile:
+                key, measured = "profile", bench_profile(project, rows, work)
+            else:
+                measured = bench_checks(project, rows, args.repeats, work, package)
+                key = "dataset_checks"
         finally:
             shutil.rmtree(work, ignore_errors=True)
         measured["command"], measured["environment"] = command.strip(), env
@@ -1028,10 +1163,10 @@ def main(argv: list[str] | None = None) -> int:
             results = json.loads((args.out / "results.json").read_text("utf-8"))
         except (OSError, ValueError):
             results = {**results, "sizes": [], "total_seconds": 0.0}
-        results["profile"] = measured
+        results[key] = measured
         (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
         (args.out / "results.md").write_text(markdown(results), "utf-8")
-        print("\n" + "\n".join(_profile_md(results)))
+        print("\n" + "\n".join(_profile_md(results) if args.profile else _checks_md(results)))
         return 0
     try:
         if not args.no_loop:

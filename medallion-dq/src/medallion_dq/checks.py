@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import rules
@@ -48,6 +49,7 @@ class CheckResult:
     bound: str  # what is allowed, e.g. "at most 0"
     passed: bool
     note: str = ""  # e.g. "first update: no history yet", a few orphan keys
+    seconds: float = field(default=0.0, compare=False)  # what judging it took (benchmarks)
 
     @property
     def status(self) -> str:
@@ -188,13 +190,13 @@ def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckRes
     ).schema
     actual = {f.name.lower(): f.dataType for f in spark.read.table(_quote(table)).schema}
     drift = []
-    for field in declared:
-        found = actual.get(field.name.lower())
+    for column in declared:
+        found = actual.get(column.name.lower())
         if found is None:
-            drift.append(f"{field.name} is missing")
-        elif found.simpleString() != field.dataType.simpleString():
+            drift.append(f"{column.name} is missing")
+        elif found.simpleString() != column.dataType.simpleString():
             drift.append(
-                f"{field.name} is {found.simpleString()}, not {field.dataType.simpleString()}"
+                f"{column.name} is {found.simpleString()}, not {column.dataType.simpleString()}"
             )
     value = "; ".join(drift) if drift else f"{len(declared)} column(s) as declared"
     bound = "the contract's columns and types"
@@ -226,17 +228,23 @@ def judge(
     else:
         moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
     results = []
+
+    def timed(judge: Callable[..., CheckResult], *args) -> None:
+        started = time.perf_counter()
+        result = judge(*args)
+        results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
+
     for ruleset in chosen:
         name = _short(ruleset.dataset)
         for check in ruleset.checks:
             if check.kind == "volume":
-                results.append(volume(check, name, written, update_id))
+                timed(volume, check, name, written, update_id)
             elif check.kind == "freshness":
-                results.append(freshness(spark, check, name, table(name), moment))
+                timed(freshness, spark, check, name, table(name), moment)
             else:
-                results.append(references(spark, check, name, table))
+                timed(references, spark, check, name, table)
         if ruleset.schema:
-            results.append(schema(spark, ruleset, table(name)))
+            timed(schema, spark, ruleset, table(name))
     return results
 
 
