@@ -50,7 +50,6 @@ def fixture(day: str) -> tuple[str, list[dict]]:
 def days(local_spark, tmp_path_factory):
     """Three updates and the gate's verdict after each: {day: (update, verdict)}."""
     lake = Lake(local_spark, sample_project())
-    (lake.landing / "customers").mkdir()  # the sample's other source: nothing lands there
     (first_text, first), (second_text, second) = fixture("2026-11-01"), fixture("2026-11-04")
     customers = sorted({r["customer_id"] for r in first + second if r.get("customer_id")})
     lake.seed("crm_customers", [(c,) for c in customers], "id STRING")

@@ -21,7 +21,12 @@ def test_job_on_sample_data_publishes_and_counts_match(lake):
         "bronze_customers": 62,
         "silver_customers": 59,  # 3 dropped, shown by the view silver_customers_quarantine
     }
-    assert job.tasks[1].gate.passed
+    gate = job.tasks[1].gate
+    assert gate.passed, str(gate)
+    checks = {c.name: c.status for c in gate.checks}  # rules/silver/orders.yml: checks, schema
+    assert checks == dict.fromkeys(
+        ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
+    )
     orders = lake.table("gold_daily_revenue").selectExpr("sum(orders) AS n").first()["n"]
     assert orders == 188
 
@@ -37,5 +42,12 @@ def test_bad_day_stops_at_the_gate_and_gold_is_untouched(lake):
     silver = validate.update.metrics["silver_orders"]
     assert (silver.input_records, silver.dropped_records) == (241, 23)
     assert "silver_orders.valid_amount" in gate.gate.table()
+    # Three orders of customers the CRM never sent: the references check names them.
+    kept = lake.table("silver_orders").where("customer_id IS NOT NULL").count()
+    assert (
+        f"check silver_orders.known_customer (references): 3 of {kept} rows with a customer_id "
+        "not in silver_customers; bound at most 0 row(s) without a silver_customers.customer_id; "
+        "FAIL (e.g. C-9001, C-9002, C-9003)"
+    ) in gate.message
     tables = {t.name for t in lake.spark.catalog.listTables(lake.schema)}
     assert "gold_daily_revenue" not in tables  # publish never ran

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from medallion_dq.local.project import LocalProject
 from medallion_dq.local.runner import UpdateResult
+from medallion_dq.preflight import landing_folders
 
 
 class Lake:
@@ -41,6 +42,11 @@ class Lake:
         self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {self.schema}")
         configuration = self.project.bundle.pipelines["validation"].configuration
         self.file_format = configuration.get("medallion.source.file_format", "json")
+        # Every source the pipelines read gets a landing folder, empty until a test lands files
+        # there: a test about orders needs no customers, and a missing folder fails the update.
+        files = [f for p in self.project.bundle.pipelines.values() for f in p.library_files]
+        for folder in landing_folders(files):
+            (self.landing / folder).mkdir(parents=True, exist_ok=True)
 
     # -- inputs ---------------------------------------------------------------------------------
     def land(self, folder: str, name: str, rows: Iterable[Mapping[str, object]] | str) -> Path:

@@ -30,12 +30,6 @@ CUSTOMERS_SCHEMA = {
 }
 
 
-def no_customers(lake):
-    """Every source the pipeline reads needs its landing folder (on Databricks too): the tests
-    that are about orders give customers an empty one."""
-    (lake.landing / "customers").mkdir(exist_ok=True)
-
-
 def test_bronze_lands_every_record_with_lineage(lake):
     lake.land_fixtures()
     lake.land_fixtures("customers")
@@ -78,7 +72,6 @@ def test_bronze_lands_every_record_with_lineage(lake):
 
 
 def test_bronze_is_incremental_and_ignores_other_files(lake):
-    no_customers(lake)
     lake.land("orders", "day1", [{"order_id": "A-1", "amount": "10.00"}])
     (lake.landing / "orders" / "README.txt").write_text("not data\n")
     assert_update_ok(lake.run("validation", ["bronze"]))
@@ -120,7 +113,6 @@ def awkward_day(module_lake):
     """A file with records that do not parse, one with fields the schema does not name, and a
     UTF-16 file, landed on one day and read by one update; each test below looks at its file."""
     lake = module_lake
-    no_customers(lake)
     lake.land("orders", "broken", BROKEN_FILE)
     lake.land("orders", "extra-fields", EXTRA_FIELDS_FILE)
     utf16 = lake.land("orders", "utf16", [{"order_id": "U-1", "amount": "9.50", "channel": "café"}])
@@ -165,7 +157,6 @@ def test_a_utf16_file_is_read_not_turned_into_empty_rows(awkward_day):
 def test_every_landed_record_is_in_bronze_or_reported_unread(lake):
     """Sub-folders and the usual extensions in any case are read; a file Spark and Auto Loader
     skip (name starting with `_` or `.`, another extension) is listed by `unread_files`."""
-    no_customers(lake)
     orders = lake.landing / "orders"
     extensions = ["jsonl", "JSON"] if lake.file_format == "json" else ["CSV"]
 

@@ -14,11 +14,11 @@ ORDER_KEYS = rules.load(RULES / "gold/order_keys.yml")
 @dp.materialized_view(
     name="gold_daily_revenue",
     comment="Revenue and order count per day, channel and currency.",
-    # Last line of defence for a published table: Delta enforces NOT NULL on every writer, in or
-    # out of this pipeline. The open-source engine accepts NOT NULL only where the query cannot
-    # produce NULL, and re-applies table properties on each refresh, which Delta refuses for
-    # CHECK constraints (DELTA_ADD_CONSTRAINTS): rules stay the expectations' job.
-    schema="order_date DATE, channel STRING, currency STRING, orders BIGINT NOT NULL, revenue DECIMAL(22,2)",
+    # The contract of rules/gold/daily_revenue.yml: a query whose columns do not fit it fails the
+    # update. Delta enforces NOT NULL on every writer, in or out of this pipeline (the open-source
+    # engine accepts it only where the query cannot produce NULL, and re-applies table properties
+    # on each refresh, which Delta refuses for CHECK constraints: rules stay the expectations').
+    schema=DAILY_REVENUE.schema_ddl,
 )
 @dp.expect_all_or_fail(DAILY_REVENUE.fail)
 def gold_daily_revenue():
