@@ -38,3 +38,19 @@ def sample_project() -> Path:
     sys.path.insert(0, src)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
     return project
+
+
+def typed_like_silver(frame):
+    """Landed order rows typed as the sample's silver pipeline types them (silver/orders.py),
+    written again here: tests compare the pipeline with an independent computation."""
+    from pyspark.sql import functions as F
+
+    return frame.select(
+        "order_id",
+        "customer_id",
+        F.expr("try_cast(order_ts AS TIMESTAMP)").alias("order_ts"),
+        F.lower(F.trim("channel")).alias("channel"),
+        F.upper(F.trim("currency")).alias("currency"),
+        F.expr("try_cast(amount AS DECIMAL(12,2))").alias("amount"),
+        F.expr("try_cast(quantity AS INT)").alias("quantity"),
+    )

@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from medallion_dq import cli
-from sample import sample_project
+from sample import sample_project, typed_like_silver
 
 pytestmark = pytest.mark.spark
 
@@ -87,15 +87,7 @@ def _independent(spark, root: Path):
     # reader keeps the fields it parsed before the error).
     intact = F.col("_corrupt_record").isNull()
     raw = raw.select(*(F.when(intact, F.col(c)).alias(c) for c in raw.columns[:-1]))
-    rows = raw.select(
-        "order_id",
-        "customer_id",
-        F.expr("try_cast(order_ts AS TIMESTAMP)").alias("order_ts"),
-        F.lower(F.trim("channel")).alias("channel"),
-        F.upper(F.trim("currency")).alias("currency"),
-        F.expr("try_cast(amount AS DECIMAL(12,2))").alias("amount"),
-        F.expr("try_cast(quantity AS INT)").alias("quantity"),
-    )
+    rows = typed_like_silver(raw)
 
     def ok(column):
         return F.coalesce(column, F.lit(False))

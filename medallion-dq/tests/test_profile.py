@@ -18,7 +18,7 @@ import pytest
 
 from medallion_dq import cli, profile, rules
 from medallion_dq.sources import CORRUPT_RECORD
-from sample import sample_project
+from sample import sample_project, typed_like_silver
 
 DATASET = "profiled_orders"  # no sample dataset has this name
 COLUMNS = ("order_id", "customer_id", "order_ts", "channel", "currency", "amount", "quantity")
@@ -82,15 +82,7 @@ def test_drop_rules_keep_every_row_silver_keeps(suggested, spark):
     silver = rules.load(silver_file)
     schema = ", ".join(f"{c} STRING" for c in COLUMNS) + f", {CORRUPT_RECORD} STRING"
     raw = spark.read.schema(schema).json(str(landing() / "*.json")).cache()
-    typed = raw.select(  # as src/pipelines/validation/silver/orders.py types bronze
-        "order_id",
-        "customer_id",
-        F.expr("try_cast(order_ts AS TIMESTAMP)").alias("order_ts"),
-        F.lower(F.trim("channel")).alias("channel"),
-        F.upper(F.trim("currency")).alias("currency"),
-        F.expr("try_cast(amount AS DECIMAL(12,2))").alias("amount"),
-        F.expr("try_cast(quantity AS INT)").alias("quantity"),
-    )
+    typed = typed_like_silver(raw)
     kept = typed.filter(drop_filter(silver))
     kept_ids = [r.order_id for r in kept.select("order_id").collect()]
     assert 150 < len(kept_ids) < 200  # silver drops some, keeps most

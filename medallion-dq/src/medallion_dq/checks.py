@@ -151,7 +151,8 @@ def freshness(
     if row["newest"] is None:
         return CheckResult(dataset, check.name, "freshness", f"no {column} at all", bound, False)
     hours = row["age"] / 3600
-    value = f"newest {column} {row['newest']:%Y-%m-%d %H:%M} ({hours:,.1f} h old)"
+    age = f"{hours:,.1f} h old" if hours >= 0 else f"{-hours:,.1f} h after that time"
+    value = f"newest {column} {row['newest']:%Y-%m-%d %H:%M} ({age})"
     passed = row["age"] <= seconds(limit)
     return CheckResult(dataset, check.name, "freshness", value, bound, passed)
 

@@ -1,5 +1,7 @@
-"""Command line: `medallion-dq check | run | report | spark` (also `python -m medallion_dq`), run in
-a project folder (the one holding databricks.yml, or below it) or given `--root`.
+"""Command line: `medallion-dq check | run | report | diff | profile | spark`.
+
+Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
+it) or given `--root`.
 
 Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, or `check` found
 errors; 2 the command could not start (no project, a wrong option, an error in pipeline code,
