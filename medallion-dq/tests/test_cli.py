@@ -57,15 +57,39 @@ def test_check_exit_1_names_the_file_and_rule(tmp_path):
     ) in done.stdout
 
 
-@pytest.mark.spark
-def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
-    project = tmp_path / "project"
+@pytest.fixture(scope="module")
+def two_days(tmp_path_factory):
+    """The sample job run twice, as a team runs it, in the project's lasting local lake: a
+    normal day, then the bad day's file added to the same landing folder."""
+    root = tmp_path_factory.mktemp("two-days")
+    project, landing = root / "project", root / "landing"
     subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-    summary = tmp_path / "summary.json"
-    done = cli("run", "--job", "medallion", "--json", str(summary), cwd=project)
+    subprocess.run(["cp", "-r", str(project / "fixtures" / "landing"), str(landing)], check=True)
+    days = []
+    for day in ("normal", "bad"):
+        if day == "bad":
+            for file in (project / "fixtures" / "bad_day" / "orders").iterdir():
+                (landing / "orders" / file.name).write_bytes(file.read_bytes())
+        summary = root / f"{day}.json"
+        done = cli(
+            "run",
+            "--job",
+            "medallion",
+            "--landing",
+            str(landing),
+            "--json",
+            str(summary),
+            cwd=project,
+        )
+        days.append((done, json.loads(summary.read_text())))
+    return project, days
+
+
+@pytest.mark.spark
+def test_run_job_writes_the_summary(two_days):
+    _, [(done, result), _] = two_days
     assert done.returncode == 0, done.stdout + done.stderr
     assert "job medallion: SUCCESS" in done.stdout
-    result = json.loads(summary.read_text())
     assert set(result) == {"job", "status", "seconds", "tasks"}
     assert result["status"] == "SUCCESS"
     assert list(result["tasks"]) == ["validate", "quality_gate", "publish"]
@@ -100,12 +124,51 @@ def test_run_job_writes_the_summary_and_report_reads_it(tmp_path):
         "valid_order_ts": 3,
         "known_currency": 3,
     }
-    assert result["tasks"]["quality_gate"]["gate"]["passed"] is True
+    gate = result["tasks"]["quality_gate"]["gate"]
+    assert gate["passed"] is True
+    assert {c["name"]: c["status"] for c in gate["checks"]} == dict.fromkeys(
+        ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
+    )
 
+
+@pytest.mark.spark
+def test_bad_day_stops_at_the_gate_exit_1(two_days):
+    """Exit 1, the summary says why (a rule over its threshold, a third of the usual volume,
+    orders of unknown customers), and publish never ran."""
+    _, [_, (done, report)] = two_days
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert report["status"] == "FAILED"
+    assert report["tasks"]["validate"]["status"] == "SUCCESS"
+    assert report["tasks"]["quality_gate"]["status"] == "FAILED"
+    gate = report["tasks"]["quality_gate"]["gate"]
+    assert "silver_orders.valid_amount" in gate["table"]
+    assert report["tasks"]["publish"]["status"] == "SKIPPED"
+    silver = report["tasks"]["validate"]["update"]["datasets"]["silver_orders"]
+    assert silver["input_records"] == 40 and silver["dropped_records"] == 10  # the new file only
+    checks = {c["name"]: c for c in gate["checks"]}
+    assert (checks["daily_volume"]["status"], checks["daily_volume"]["value"]) == (
+        "FAIL",
+        f"30 rows ({30 / 188:.2f}x the median)",
+    )
+    assert checks["known_customer"]["status"] == "FAIL"
+    assert checks["known_customer"]["note"] == "e.g. C-9001, C-9002, C-9003"
+    assert "quality gate FAILED" in done.stdout
+    assert (
+        "2 dataset check(s) failed: silver_orders.daily_volume, silver_orders.known_customer"
+        in (done.stdout)
+    )
+
+
+@pytest.mark.spark
+def test_report_reads_both_days_with_their_checks(two_days):
+    project, _ = two_days
     report = cli("report", cwd=project)
     assert report.returncode == 0, report.stdout + report.stderr
     assert "silver_orders" in report.stdout and "valid_amount" in report.stdout
-    assert (project / ".local" / "dq-report.html").is_file()
+    checks = report.stdout.split("dataset checks, update ")[1]
+    assert "silver_orders.daily_volume (volume)" in checks and "FAIL" in checks
+    page = (project / ".local" / "dq-report.html").read_text()
+    assert "Dataset checks (latest gate)" in page and "silver_orders.known_customer" in page
 
 
 @pytest.mark.spark
@@ -187,44 +250,3 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
     process.communicate(timeout=120)
     assert first.startswith("medallion-dq: run pipeline nope"), first
     assert elapsed < 1, f"the first line came after {elapsed:.2f} s"
-
-
-@pytest.mark.spark
-def test_bad_day_stops_at_the_gate_exit_1(tmp_path):
-    """The CLI, as a team runs it: exit code 1, JSON summary, publish never ran."""
-    medallion_project = sample_project()
-    landing = tmp_path / "landing"
-    for source, folder in (("landing", "orders"), ("landing", "customers"), ("bad_day", "orders")):
-        for file in (medallion_project / "fixtures" / source / folder).iterdir():
-            (landing / folder).mkdir(parents=True, exist_ok=True)
-            (landing / folder / file.name).write_bytes(file.read_bytes())
-    summary = tmp_path / "summary.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "medallion_dq",  # the `medallion-dq` command
-            "run",
-            "--job",
-            "medallion",
-            "--landing",
-            str(landing),
-            "--json",
-            str(summary),
-            "--fresh",
-        ],
-        cwd=medallion_project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 1, done.stdout + done.stderr
-    report = json.loads(summary.read_text())
-    assert report["status"] == "FAILED"
-    assert report["tasks"]["validate"]["status"] == "SUCCESS"
-    assert report["tasks"]["quality_gate"]["status"] == "FAILED"
-    assert "silver_orders.valid_amount" in report["tasks"]["quality_gate"]["gate"]["table"]
-    assert report["tasks"]["publish"]["status"] == "SKIPPED"
-    silver = report["tasks"]["validate"]["update"]["datasets"]["silver_orders"]
-    assert silver["input_records"] == 241 and silver["dropped_records"] == 23
-    assert "quality gate FAILED" in done.stdout
