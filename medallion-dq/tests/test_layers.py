@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "medallion_dq"
-ON_DATABRICKS = ("rules", "constraints", "quarantine", "gate", "sources", "problems")
+ON_DATABRICKS = ("rules", "constraints", "quarantine", "gate", "checks", "sources", "problems")
 PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines")  # what Databricks' runtime also has
 TOOLS = ("config", "conventions", "report", "cli", "testing", "pytest_plugin", "bundle", "examples")
 
