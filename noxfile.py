@@ -231,7 +231,9 @@ def package(session: nox.Session) -> None:
     session.log(f"medallion-dq wheel: {wheel} (UV_FIND_LINKS={wheel.parent})")
     session.install(f"{wheel}[local,container]", *package_group("test"))
     session.chdir(PACKAGE)
-    session.run("pytest", *session.posargs)
+    # Two test processes, a file each at a time (module fixtures run once): while one waits on
+    # its Spark server the other works; the suite takes about three quarters of the time.
+    session.run("pytest", "--numprocesses=2", "--dist=loadfile", *session.posargs)
 
 
 @nox.session(python="3.11")
