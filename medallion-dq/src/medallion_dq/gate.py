@@ -20,6 +20,10 @@ Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They
 rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
 up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
 
+The rule files' dataset-level checks (volume, freshness, references) and schema contracts of
+the datasets the update wrote are judged here too (checks.py), each with its value and bound:
+one that fails fails the gate, named in the summary with the dataset, the value and the bound.
+
 An empty delivery fails the gate too: a dataset with expectations that received no input
 records in the judged update (every rule's passed + failed is 0, or its flow completed without
 recording metrics at all, as a streaming flow with no new files does locally) is reported as
