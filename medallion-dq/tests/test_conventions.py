@@ -566,3 +566,43 @@ checks:
     assert by_code["DQC011"].file == "src/pkg/rules/gold/revenue.yml"
     assert "names 'silver_customerz', which no pipeline file defines" in str(by_code["DQC012"])
     assert "silver_orders" in by_code["DQC012"].fix
+
+
+def test_a_literal_schema_must_agree_with_the_contract(project: Path):
+    """The contract is declared once; a decorator that spells its own schema= is compared with
+    it (DQC013), and one that passes the contract (schema=RULES.schema_ddl) has nothing to
+    compare."""
+    write(
+        project,
+        "src/pkg/rules/gold/revenue.yml",
+        """\
+dataset: gold_revenue
+layer: gold
+schema:
+  day: date
+  revenue: decimal(22,2)
+  orders: bigint not null
+""",
+    )
+    gold = """\
+        from pyspark import pipelines as dp
+
+
+        @dp.materialized_view(name="gold_revenue", schema="day DATE, revenue DOUBLE, n BIGINT")
+        def gold_revenue():
+            return spark.read.table("silver_orders")
+        """
+    write(project, "src/pipelines/publish/gold/revenue.py", gold)
+    problems = conventions.check(project)
+    assert codes(problems) == ["DQC013"], report(problems)
+    (problem,) = problems
+    assert problem.file == "src/pipelines/publish/gold/revenue.py:4"
+    assert problem.message == (
+        "schema= of 'gold_revenue' differs from the contract in src/pkg/rules/gold/revenue.yml: "
+        "revenue is DOUBLE, the contract says DECIMAL(22, 2); orders is not declared"
+    )
+    agreeing = gold.replace(
+        "revenue DOUBLE, n BIGINT", "revenue DECIMAL(22,2), orders BIGINT NOT NULL"
+    )
+    write(project, "src/pipelines/publish/gold/revenue.py", agreeing)
+    assert conventions.check(project) == []

@@ -19,6 +19,8 @@ and returns every problem, the rule files' own DQ0xx problems included:
                     gate judges checks between validation and publishing, so they belong on
                     silver (a gold dataset declares its schema contract in the decorator)
     DQC012 error    a references check naming a dataset no pipeline defines
+    DQC013 error    a dataset decorator's literal `schema=` that differs from the rule file's
+                    `schema:` contract (a missing column or another type)
 
 Per project, in pyproject.toml::
 
@@ -37,7 +39,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import sqlglot
 import yaml
+from sqlglot import exp
 
 from medallion_dq import rules
 from medallion_dq.config import load_config, rules_dirs
@@ -59,6 +63,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC010": ("warning", "DataFrame analysis or eager column call in a pipeline query function"),
     "DQC011": ("error", "dataset-level check outside silver"),
     "DQC012": ("error", "references check names a dataset no pipeline defines"),
+    "DQC013": ("error", "declared schema differs from the rule file's contract"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -238,6 +243,9 @@ class _Collector:
         self.forms: dict[str, tuple[str, str, str]] = {}
         # (dataset, layer, check, rule file) of every dataset-level check
         self.checks: list[tuple[str, str | None, rules.Check, str]] = []
+        # dataset -> (schema contract, rule file); dataset -> (literal schema= DDL, file:line)
+        self.contracts: dict[str, tuple[tuple[rules.Column, ...], str]] = {}
+        self.declared: dict[str, tuple[str, str]] = {}
 
     def add(
         self,
@@ -280,6 +288,8 @@ class _Collector:
         if layer == "silver":
             self.rulesets[ruleset.dataset] = (ruleset, where)
         self.checks += [(ruleset.dataset, layer, check, where) for check in ruleset.checks]
+        if ruleset.schema:
+            self.contracts[ruleset.dataset] = (ruleset.schema, where)
         file_description = ""
         if native and isinstance(raw.get("description"), str):
             file_description = raw["description"].strip()
@@ -387,6 +397,10 @@ class _Collector:
                     key = "target" if kind == "append_flow" else "name"
                     dataset_names.append(_kwarg_str(call, key) or func.name)
             dataset = _short(dataset_names[0]) if dataset_names else func.name
+            for deco in func.decorator_list:
+                kind, call = module.decorator(deco)
+                if kind in DATASET_DECORATORS and (ddl := _kwarg_str(call, "schema")):
+                    self.declared[dataset] = (ddl, f"{rel}:{deco.lineno}")
             kinds = [module.decorator(d)[0] for d in func.decorator_list]
             if "table" in kinds or "materialized_view" in kinds:
                 self.forms.setdefault(dataset, ("table", f"{rel}:{func.lineno}", ""))
@@ -490,6 +504,10 @@ class _Collector:
                     f"name a dataset of the pipelines ({', '.join(sorted(defined)[:5])}, ...)",
                 )
 
+        for dataset, (ddl, where) in sorted(self.declared.items()):
+            if dataset in self.contracts:
+                self.judge_declared_schema(dataset, ddl, where, *self.contracts[dataset])
+
         suffix = self.settings.quarantine_suffix
         silver_defined = self.datasets.get("silver", set())
         dropping: dict[str, str] = {}
@@ -509,6 +527,36 @@ class _Collector:
                 )
             else:
                 self.judge_quarantine_form(dataset, dataset + suffix)
+
+    def judge_declared_schema(
+        self, dataset: str, ddl: str, where: str, contract: tuple, rule_file: str
+    ) -> None:
+        """A literal `schema=` in code against the contract: every contract column declared,
+        with the same type (sqlglot reads both as Spark types)."""
+        try:
+            create = sqlglot.parse_one(f"CREATE TABLE t ({ddl})", read="spark")
+            declared = {
+                column.name.lower(): column.args["kind"].sql("spark")
+                for column in create.find_all(exp.ColumnDef)
+            }
+        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, KeyError, AttributeError):
+            return  # the engine reports a schema it cannot read
+        drift = []
+        for column in contract:
+            wanted = exp.DataType.build(column.type, dialect="spark").sql("spark")
+            found = declared.get(column.name.lower())
+            if found is None:
+                drift.append(f"{column.name} is not declared")
+            elif found.upper() != wanted.upper():
+                drift.append(f"{column.name} is {found}, the contract says {wanted}")
+        if drift:
+            self.add(
+                "DQC013",
+                where,
+                f"schema= of {dataset!r} differs from the contract in {rule_file}: "
+                + "; ".join(drift),
+                "pass the contract itself, schema=RULES.schema_ddl, or make the two agree",
+            )
 
     def judge_quarantine_form(self, dataset: str, name: str) -> None:
         """DQC007 / DQC008: the quarantine has the form its rule file declares, and a quarantine
