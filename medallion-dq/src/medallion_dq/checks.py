@@ -63,6 +63,18 @@ class CheckResult:
         return {**asdict(self), "status": self.status}
 
 
+def table(rows: Iterable[tuple[str, str, str, str, str, str]]) -> str:
+    """Plain-text table of checks, one row per (dataset, name, kind, value, bound, status): the
+    gate's and the report's."""
+    header = ("check", "value", "bound", "status")
+    body = [(f"{d}.{n} ({k})", value, bound, status) for d, n, k, value, bound, status in rows]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = [header, tuple("-" * w for w in widths), *body]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+    )
+
+
 def seconds(duration: str) -> float:
     """'90m', '36h', '2d' -> seconds (the format rules.py validates)."""
     number, unit = rules.DURATION.match(duration).groups()

@@ -250,14 +250,10 @@ class GateResult:
 
     def checks_table(self) -> str:
         """Plain-text table of the dataset-level checks: check, value, bound, status."""
-        header = ("check", "value", "bound", "status")
-        body = [
-            (f"{c.dataset}.{c.name} ({c.kind})", c.value, c.bound, c.status) for c in self.checks
-        ]
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-        lines = [header, tuple("-" * w for w in widths), *body]
-        return "\n".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+        from medallion_dq import checks
+
+        return checks.table(
+            (c.dataset, c.name, c.kind, c.value, c.bound, c.status) for c in self.checks
         )
 
     def summary(self) -> str:

@@ -161,15 +161,10 @@ def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
     rows = latest_checks(rows)
     if not rows:
         return ""
-    header = ("check", "value", "bound", "status")
-    body = [
-        (f"{r['dataset']}.{r['check']} ({r['kind']})", r["value"], r["bound"], r["status"])
-        for r in rows
-    ]
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    lines = [header, tuple("-" * w for w in widths), *body]
-    table = "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
+    from medallion_dq import checks
+
+    table = checks.table(
+        (r["dataset"], r["check"], r["kind"], r["value"], r["bound"], r["status"]) for r in rows
     )
     return f"dataset checks, update {rows[0]['update_id']}\n{table}"
 
