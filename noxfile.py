@@ -253,6 +253,21 @@ def container(session: nox.Session) -> None:
     session.run("pytest", "tests/test_container.py", *session.posargs, env=env)
 
 
+@nox.session(python="3.11")
+def cluster(session: nox.Session) -> None:
+    """The package's cluster-backend tests (a Spark standalone cluster in Docker: a master, two
+    workers, the Spark Connect server as its driver), with the light client; skipped when
+    Docker is not running."""
+    if not docker_running():
+        session.skip("Docker is not running")
+    session.install(*group("runner"))
+    wheel = build_wheel(session)
+    session.install(f"{wheel}[client,container]", *package_group("test"))
+    session.chdir(PACKAGE)
+    env = {"DQ_BACKEND": "cluster"}
+    session.run("pytest", "tests/test_cluster.py", *session.posargs, env=env)
+
+
 def package_group(name: str) -> tuple[str, ...]:
     """A [dependency-groups] entry of the package's own pyproject.toml."""
     return nox.project.dependency_groups(nox.project.load_toml(PACKAGE / "pyproject.toml"), name)

@@ -98,4 +98,14 @@ def container(session: nox.Session) -> None:
     env = {"DQ_BACKEND": "container"}
     paths = [path for name in LAYERS for path in layer(name)]
     pytest(session, *paths, group="container", env=env)
+
+
+@nox.session(python=PYTHON)
+def cluster(session: nox.Session) -> None:
+    """Run the layer tests and the job on a Spark standalone cluster in Docker (a master, two
+    workers, the Spark Connect server as its driver), as on a multi-node cluster; pytest's
+    summary says how many tasks ran on each worker. Needs Docker, not Java."""
+    env = {"DQ_BACKEND": "cluster"}
+    examples = [path for name in LAYERS for path in layer(name)[1:]]  # the rule files
+    pytest(session, "tests", *examples, group="container", env=env)
 {%- endif %}

@@ -23,6 +23,9 @@ from pathlib import Path
 from medallion_dq import __version__, config
 from medallion_dq.config import STATE_DIR
 
+# local.spark.BACKENDS, written again: importing it would import pyspark for every command.
+BACKENDS = ("embedded", "container", "cluster", "remote")
+
 PROG = "medallion-dq"
 
 
@@ -351,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also judge every rule's example rows on Spark (one query; the warm server)",
     )
-    check.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    check.add_argument("--backend", choices=BACKENDS, default=None)
     run = sub.add_parser("run", help="run a pipeline or the whole job on this machine")
     what = run.add_mutually_exclusive_group(required=True)
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
@@ -368,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument(
         "--backend",
-        choices=["embedded", "container", "remote"],
+        choices=BACKENDS,
         default=None,
         help="Spark backend (default: $DQ_BACKEND or embedded)",
     )
@@ -389,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
     report.add_argument("--out", help="folder for dq-report.html (default: .local)")
-    report.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    report.add_argument("--backend", choices=BACKENDS, default=None)
     spark = sub.add_parser(
         "spark", help="the warm Spark server test runs share: status, or stop it"
     )
@@ -405,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--examples", type=int, default=5, help="example rows per kind (default 5)")
     diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
     diff.add_argument("--json", help="write the diff as JSON")
-    diff.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    diff.add_argument("--backend", choices=BACKENDS, default=None)
     profile = sub.add_parser(
         "profile", help="suggest a rule file from a landing folder or a table (you review it)"
     )
@@ -430,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         help="text columns with at most this many values get an IN rule (default 20)",
     )
     profile.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
-    profile.add_argument("--backend", choices=["embedded", "container", "remote"], default=None)
+    profile.add_argument("--backend", choices=BACKENDS, default=None)
     args = parser.parse_args(argv)
     commands = {
         "check": cmd_check,

@@ -3,7 +3,7 @@
 - `medallion_project` (session): the project folder, the one holding databricks.yml at or
   above pytest's root folder; override it in a conftest.py to test another project.
 - `local_spark` (session): a Spark Connect session, backend from $DQ_BACKEND (embedded |
-  container | remote). Embedded, it is the project's warm server, started by the first test
+  container | cluster | remote). Embedded, it is the project's warm server, started by the first test
   process that needs it and reused by the next ones (`medallion_dq.local.server`; DQ_REUSE=0
   starts a server per test session instead).
 - `spark`: its session.
@@ -56,7 +56,7 @@ def medallion_project(pytestconfig) -> Path:
 
 
 @pytest.fixture(scope="session")
-def local_spark(tmp_path_factory, medallion_project):
+def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     from medallion_dq.local import spark as spark_backend
 
     backend = os.environ.get("DQ_BACKEND", "embedded")
@@ -65,12 +65,28 @@ def local_spark(tmp_path_factory, medallion_project):
             backend, work_dir=tmp_path_factory.mktemp("spark"), reuse=medallion_project
         )
     except spark_backend.BackendUnavailable as error:
-        if backend == "container":
-            pytest.skip(f"container backend unavailable: {error}")
+        if backend in ("container", "cluster"):
+            pytest.skip(f"{backend} backend unavailable: {error}")
         pytest.fail(f"Spark backend {backend!r} cannot start: {error}", pytrace=False)
     print(f"\nSpark {backend} backend ready in {local.started_in:.1f} s ({local.work_dir})")
     yield local
+    if backend == "cluster":  # where the work ran, for the session's summary
+        try:
+            tasks = local.server.tasks_by_worker()
+        except Exception as error:  # the cluster is gone: the tests have said why
+            tasks = {"(unknown)": f"{error}"[:200]}
+        pytestconfig.stash[_CLUSTER_TASKS] = tasks
     local.stop()
+
+
+_CLUSTER_TASKS = pytest.StashKey[dict]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    tasks = config.stash.get(_CLUSTER_TASKS, None)
+    if tasks is not None:
+        spread = ", ".join(f"{worker}: {n}" for worker, n in sorted(tasks.items()))
+        terminalreporter.write_line(f"Spark cluster, tasks run per worker: {spread}")
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,13 @@
-"""Container backend: a Spark Connect server in Docker, from an image this project builds.
+"""Container and cluster backends: Spark in Docker, from an image this project builds.
 
     image = build_image("dq-spark-connect", jars=[delta_spark], plugins=[listener_java])
     with start_server(confs={...}, mounts=[tmp_path], image=image) as server:
         spark = SparkSession.builder.remote(server.url).getOrCreate()
+
+``start_cluster`` starts the same image as a Spark standalone cluster on a Docker network of its
+own: a master, ``workers`` workers and the Spark Connect server (the driver, ``--master`` the
+cluster), each its own container, so executors run in other containers than the driver, as on a
+multi-node cluster; ``tasks_by_worker()`` says where tasks ran.
 
 Folders in ``mounts`` appear at the same path inside the container, so paths in settings
 (warehouse, metrics file, pipeline storage) mean the same on both sides. That needs a daemon
@@ -21,15 +26,19 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import json
 import os
 import re
 import shutil
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 PORT = 15002
+MASTER_PORT = 7077
+UI_PORT = 4040  # the driver's UI: its REST API says which executor ran how many tasks
 READY_LINE = "Spark Connect server started"
 DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
 DEFAULT_IMAGE = "medallion-dq-spark-connect"
@@ -343,6 +352,40 @@ def _stop_all() -> None:
         server.stop()
 
 
+def _node(image: str, mounts: list[Path], user: str | None, backend: str, **kwargs: Any) -> Any:
+    """A container of ``image`` with ``mounts`` at the same path inside, run as the caller
+    (``kwargs``: more of docker's create() arguments)."""
+    from testcontainers.core.container import DockerContainer
+
+    container = DockerContainer(image).with_kwargs(
+        user=user or f"{os.getuid()}:{os.getgid()}",
+        labels={"dq.backend": backend, "dq.mounts": ",".join(map(str, mounts))},
+        **kwargs,
+    )
+    for mount in mounts:
+        path = Path(mount).resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        container.with_volume_mapping(str(path), str(path), mode="rw")
+    return container
+
+
+def _check_image(image: str) -> None:
+    if not _has_image(_client(), image):  # testcontainers would try a registry pull instead
+        raise ContainerBackendError(
+            f"image {image} not found locally: build it with build_image()."
+        )
+
+
+def _conf_args(confs: dict[str, str]) -> list[str]:
+    return [arg for key, value in confs.items() for arg in ("--conf", f"{key}={value}")]
+
+
+def _url(container: Any) -> str:
+    host = container.get_container_host_ip()
+    host = f"[{host}]" if ":" in host else host
+    return f"sc://{host}:{container.get_exposed_port(PORT)}"
+
+
 def start_server(
     *,
     confs: dict[str, str],
@@ -356,39 +399,169 @@ def start_server(
     ``user`` defaults to the caller's uid:gid so files the server writes into ``mounts`` belong
     to the caller (a root-owned warehouse could not be deleted by a normal user).
     """
-    client = _client()
-    if not _has_image(client, image):  # testcontainers would try a registry pull instead
-        raise ContainerBackendError(
-            f"image {image} not found locally: build it with build_image()."
-        )
-
-    from testcontainers.core.container import DockerContainer
-
-    command: list[str] = []
-    for key, value in confs.items():
-        command += ["--conf", f"{key}={value}"]
+    _check_image(image)
     container = (
-        DockerContainer(image)
+        _node(image, mounts, user, "container")
         .with_exposed_ports(PORT)
-        .with_command(command)
-        .with_kwargs(
-            user=user or f"{os.getuid()}:{os.getgid()}",
-            labels={"dq.backend": "container", "dq.mounts": ",".join(map(str, mounts))},
-        )
+        .with_command(_conf_args(confs))
     )
-    for mount in mounts:
-        path = Path(mount).resolve()
-        path.mkdir(parents=True, exist_ok=True)
-        container.with_volume_mapping(str(path), str(path), mode="rw")
-
     server = ContainerServer(container)
     _LIVE.add(server)
     try:
         container.start()
         server._wait_ready(startup_timeout)
-        host = container.get_container_host_ip()
-        host = f"[{host}]" if ":" in host else host
-        server.url = f"sc://{host}:{container.get_exposed_port(PORT)}"
+        server.url = _url(container)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+# Master and workers run Spark's own launcher from the image; the user needs a passwd entry
+# (Hadoop asks for the name of the uid), as the image's server entrypoint adds for itself.
+_SPARK_CLASS = (
+    'whoami >/dev/null 2>&1 || echo "spark:x:$(id -u):$(id -g):spark:/tmp:/bin/sh" >> /etc/passwd;'
+    ' exec spark-class "$@"'
+)
+
+
+class ClusterServer(ContainerServer):
+    """A standalone cluster: the Spark Connect server (the driver) with its master and workers,
+    on a network of their own. ``.url``, ``.tasks_by_worker()``, ``.stop()`` stops them all."""
+
+    def __init__(self, driver: Any, nodes: list[Any], network: Any) -> None:
+        super().__init__(driver)
+        self._nodes = nodes  # master first, then the workers
+        self._network = network
+
+    def _rest(self, path: str) -> Any:
+        host = self._container.get_container_host_ip()
+        port = self._container.get_exposed_port(UI_PORT)
+        with urllib.request.urlopen(f"http://{host}:{port}/api/v1/{path}", timeout=5) as answer:
+            return json.load(answer)
+
+    def executors(self) -> list[dict]:
+        """The application's executors (not the driver), from the driver's REST API."""
+        (app,) = self._rest("applications")
+        return [
+            e for e in self._rest(f"applications/{app['id']}/allexecutors") if e["id"] != "driver"
+        ]
+
+    def tasks_by_worker(self) -> dict[str, int]:
+        """Tasks finished so far by the executors on each worker (its host name)."""
+        tasks: dict[str, int] = {}
+        for executor in self.executors():
+            host = executor["hostPort"].rsplit(":", 1)[0]
+            tasks[host] = tasks.get(host, 0) + executor["completedTasks"]
+        return tasks
+
+    def _wait_executors(self, workers: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            with contextlib.suppress(Exception):  # the UI may not answer yet
+                if len({e["hostPort"] for e in self.executors() if e["isActive"]}) >= workers:
+                    return
+            if time.monotonic() > deadline:
+                raise ContainerBackendError(
+                    f"the cluster's {workers} workers gave no executors within {timeout:.0f} s. "
+                    + self.state()
+                )
+            time.sleep(0.5)
+
+    def state(self) -> str:
+        states = [super().state()]
+        for node in self._nodes:
+            with contextlib.suppress(Exception):
+                wrapped = node.get_wrapped_container()
+                wrapped.reload()
+                if wrapped.status != "running":
+                    states.append(f"{wrapped.name}: {wrapped.status}")
+        return "; ".join(states)
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        super().stop()
+        for node in reversed(self._nodes):
+            with contextlib.suppress(Exception):
+                node.stop()
+        with contextlib.suppress(Exception):
+            self._network.remove()
+
+
+def start_cluster(
+    *,
+    confs: dict[str, str],
+    mounts: list[Path],
+    image: str,
+    workers: int = 2,
+    executor_memory: str = "1g",
+    startup_timeout: float = 180,
+    user: str | None = None,
+) -> ClusterServer:
+    """Start a master, ``workers`` workers (one core each) and the Spark Connect server of
+    ``confs`` as the cluster's driver; wait until every worker runs an executor for it.
+
+    Every node mounts ``mounts`` at the same path: the warehouse, checkpoints and landing
+    files are one storage that executors and driver see alike.
+    """
+    from testcontainers.core.network import Network
+
+    _check_image(image)
+    network = Network().create()
+    suffix = network.name[:8]  # host names must not clash with another cluster's
+
+    def node(name: str, *args: str) -> Any:
+        entrypoint = ["/bin/sh", "-c", _SPARK_CLASS, "sh"]
+        return (
+            _node(image, mounts, user, "cluster", hostname=name, entrypoint=entrypoint)
+            .with_network(network)
+            .with_network_aliases(name)
+            .with_env("SPARK_LOCAL_HOSTNAME", name)  # executors are known by this name
+            .with_command(list(args))
+        )
+
+    master_host = f"master-{suffix}"
+    master = node(master_host, "org.apache.spark.deploy.master.Master", "--host", master_host)
+    nodes = [master]
+    for index in range(1, workers + 1):
+        host = f"worker{index}-{suffix}"
+        nodes.append(
+            node(
+                host,
+                "org.apache.spark.deploy.worker.Worker",
+                *("--host", host, "--cores", "1", "--memory", executor_memory),
+                f"spark://{master_host}:{MASTER_PORT}",
+            ).with_env("SPARK_WORKER_DIR", "/tmp/spark-worker")
+        )
+    driver_host = f"connect-{suffix}"
+    cluster_confs = {
+        **confs,
+        "spark.ui.enabled": "true",
+        "spark.ui.port": str(UI_PORT),
+        "spark.driver.host": driver_host,
+        "spark.driver.bindAddress": "0.0.0.0",
+        "spark.executor.cores": "1",
+        "spark.executor.memory": executor_memory,
+        "spark.cores.max": str(workers),
+    }
+    driver = (
+        _node(image, mounts, user, "cluster", hostname=driver_host)
+        .with_network(network)
+        .with_network_aliases(driver_host)
+        .with_env("SPARK_MASTER", f"spark://{master_host}:{MASTER_PORT}")
+        .with_env("SPARK_LOCAL_HOSTNAME", driver_host)
+        .with_exposed_ports(PORT, UI_PORT)
+        .with_command(_conf_args(cluster_confs))
+    )
+    server = ClusterServer(driver, nodes, network)
+    _LIVE.add(server)
+    try:
+        for container in [*nodes, driver]:  # workers retry until the master answers
+            container.start()
+        server._wait_ready(startup_timeout)
+        server._wait_executors(workers, startup_timeout)
+        server.url = _url(driver)
     except BaseException:
         server.stop()
         raise

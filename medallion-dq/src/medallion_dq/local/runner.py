@@ -295,7 +295,7 @@ class Runner:
     def _warehouse(self) -> Path | None:
         """The server's warehouse as a folder of this machine (the container mounts it at the
         same path); None for a remote server."""
-        if self.local.backend not in ("embedded", "container"):
+        if self.local.backend not in ("embedded", "container", "cluster"):
             return None
         return getattr(self.local, "warehouse", None) or self.local.work_dir / "warehouse"
 

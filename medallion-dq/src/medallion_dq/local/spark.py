@@ -1,6 +1,12 @@
-"""Spark Connect sessions for local runs: embedded (default), container, or remote.
+"""Spark Connect sessions for local runs: embedded (default), container, cluster, or remote.
 
-All three give the same thing: a Spark Connect session whose server has Delta Lake and the
+- embedded: a Spark Connect server on this machine (Java 17+), shared by a project's tests;
+- container: that server in Docker (the host needs Docker only);
+- cluster: a Spark standalone cluster in Docker (a master, two workers, the server as the
+  driver), where executors run in other containers than the driver, as on a multi-node cluster;
+- remote: any Spark Connect endpoint ($SPARK_REMOTE) with Delta and the plugins jar.
+
+All give the same thing: a Spark Connect session whose server has Delta Lake and the
 metrics listener, a warehouse folder of its own, and a file where observed metrics land.
 """
 
@@ -22,7 +28,8 @@ import pyspark
 
 from medallion_dq.local import server as shared_server
 
-BACKENDS = ("embedded", "container", "remote")
+BACKENDS = ("embedded", "container", "cluster", "remote")
+CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener and the catalog alias. The jar ships in the
 # wheel (built by `nox -s plugins` against the pinned pyspark); it records the digest of the
@@ -320,7 +327,7 @@ class LocalSpark:
     work_dir: Path
     started_in: float
     _stop: list = field(default_factory=list)
-    server: object = None  # the container backend's ContainerServer
+    server: object = None  # the container's ContainerServer, the cluster's ClusterServer
     # A shared server's own folder (warehouse, metrics file); None: the server's is work_dir.
     server_dir: Path | None = None
 
@@ -347,7 +354,8 @@ class LocalSpark:
         else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
-        check = " or check the Docker daemon" if self.backend == "container" else ""
+        docker = self.backend in ("container", "cluster")
+        check = " or check the Docker daemon" if docker else ""
         return ServerLost(
             f"the {self.backend} Spark Connect server stopped answering mid-run. Every table"
             " keeps its last committed Delta version and streaming tables their checkpoints;"
@@ -537,7 +545,7 @@ def start(
         if jars is None:
             keep_fetched_delta_jars()
         stops = [spark.stop]
-    elif backend == "container":
+    elif backend in ("container", "cluster"):
         try:
             from medallion_dq.local import container
         except ImportError as error:
@@ -559,7 +567,17 @@ def start(
                 build_args={"DELTA_JARS": " ".join(delta_artifacts())},
             )
             folders = [work_dir, *(Path(m).resolve() for m in mounts)]
-            server = container.start_server(confs=confs, mounts=folders, image=image)
+            if backend == "cluster":
+                progress(f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers")
+                server = container.start_cluster(
+                    confs=confs,
+                    mounts=folders,
+                    image=image,
+                    workers=CLUSTER_WORKERS,
+                    executor_memory=os.environ.get("DQ_EXECUTOR_MEMORY", "1g"),
+                )
+            else:
+                server = container.start_server(confs=confs, mounts=folders, image=image)
         except container.ContainerBackendUnavailable as error:
             raise BackendUnavailable(str(error)) from error
         from pyspark.sql.connect.session import SparkSession as ConnectSession
