@@ -365,7 +365,7 @@ def bench(session: nox.Session) -> None:
     pyspark_wheel(session)
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench")
-    session.install("-e", str(project), f"{wheel}[local]", env=find_links(wheel.parent))
+    session.install("-e", str(project), f"{wheel}[local,container]", env=find_links(wheel.parent))
     env = find_links(wheel.parent)  # --nox runs the baked project's own nox
     session.run("python", str(script), "--project", str(project), *session.posargs, env=env)
 
