@@ -89,6 +89,44 @@ def test_container_killed_mid_run_ends_the_run_with_a_clear_error():
     assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
 
 
+def test_remote_backend_on_a_spark_connect_service(local_spark, tmp_path, monkeypatch):
+    """The remote backend on a Spark Connect service set up as the README says (this image,
+    sharing a folder with this machine): expectation metrics arrive. A service whose metrics
+    file is elsewhere is refused at the start, naming the setting."""
+    shared = local_spark.work_dir  # the container's server keeps warehouse and metrics here
+    monkeypatch.setenv("DQ_REMOTE_DIR", str(shared))
+    remote = spark_backend.start("remote", remote=local_spark.server.url)
+    try:
+        assert remote.work_dir.parent == shared  # landing files and checkpoints: shared
+        remote.spark.createDataFrame([(1,), (-2,), (None,)], "amount INT").write.saveAsTable(
+            "remote_raw"
+        )
+        pipeline = remote.work_dir / "pipeline.py"
+        pipeline.write_text(
+            textwrap.dedent("""
+                from pyspark import pipelines as dp
+
+                @dp.materialized_view
+                @dp.expect_or_drop("valid_amount", "amount >= 0")
+                def remote_kept():
+                    return spark.read.table("remote_raw")
+            """)
+        )
+        result = Runner(remote).run(PipelineSpec("remote", [pipeline], remote.work_dir))
+        assert_update_ok(result)
+        assert_expectations(result, "remote_kept", {"valid_amount": 2}, input_records=3)
+    finally:
+        remote.stop()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("DQ_REMOTE_DIR", str(elsewhere))
+    with pytest.raises(spark_backend.BackendUnavailable) as caught:
+        spark_backend.start("remote", remote=local_spark.server.url)
+    message = str(caught.value)
+    assert f"--conf spark.dq.metricsFile={elsewhere}/dq-metrics.jsonl (it has {shared}" in message
+    assert f"--conf spark.sql.warehouse.dir={elsewhere}/warehouse" in message
+
+
 def test_pyspark_testing_helpers_work_with_the_light_client():
     """pyspark-client's assertDataFrameEqual looks for a Spark home it never uses; the plugin
     points it at the package, so a team's tests compare DataFrames on the light client too."""

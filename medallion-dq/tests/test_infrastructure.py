@@ -237,6 +237,24 @@ def test_remote_without_spark_remote(value, tmp_path, monkeypatch, no_side_effec
     assert "SPARK_REMOTE=sc://host:port" in str(caught.value)
 
 
+def test_remote_needs_a_folder_it_shares_with_the_server(tmp_path, monkeypatch, no_side_effects):
+    """Landing files and the metrics file must be where the server sees them: without a shared
+    folder, or with a lake outside it, the start stops before connecting, saying how."""
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:1")
+    monkeypatch.delenv("DQ_REMOTE_DIR", raising=False)
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start(backend="remote")
+    assert "the remote backend needs DQ_REMOTE_DIR" in str(caught.value)
+    assert "--conf spark.dq.metricsFile=<dir>/dq-metrics.jsonl" in str(caught.value)
+    monkeypatch.setenv("DQ_REMOTE_DIR", str(tmp_path / "shared"))
+    with pytest.raises(BackendUnavailable, match="is not a folder on this machine"):
+        spark.start(backend="remote")
+    (tmp_path / "shared").mkdir()
+    with pytest.raises(BackendUnavailable) as caught:
+        spark.start(backend="remote", work_dir=tmp_path / "lake")
+    assert f"the remote server cannot see {tmp_path / 'lake'}" in str(caught.value)
+
+
 # -- Docker --------------------------------------------------------------------------------------
 
 

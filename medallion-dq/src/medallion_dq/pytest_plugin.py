@@ -61,9 +61,9 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
 
     backend = os.environ.get("DQ_BACKEND", "embedded")
     try:
-        local = spark_backend.start(
-            backend, work_dir=tmp_path_factory.mktemp("spark"), reuse=medallion_project
-        )
+        # A remote server's test folders go in the folder it shares with us (DQ_REMOTE_DIR).
+        work_dir = None if backend == "remote" else tmp_path_factory.mktemp("spark")
+        local = spark_backend.start(backend, work_dir=work_dir, reuse=medallion_project)
     except spark_backend.BackendUnavailable as error:
         if backend in ("container", "cluster"):
             pytest.skip(f"{backend} backend unavailable: {error}")

@@ -293,9 +293,9 @@ class Runner:
         return f"{spec.database}.{name}" if spec.database else name
 
     def _warehouse(self) -> Path | None:
-        """The server's warehouse as a folder of this machine (the container mounts it at the
-        same path); None for a remote server."""
-        if self.local.backend not in ("embedded", "container", "cluster"):
+        """The server's warehouse as a folder of this machine (containers mount it at the
+        same path, a remote server shares it: DQ_REMOTE_DIR); None if not known."""
+        if self.local.backend == "remote" and self.local.server_dir is None:
             return None
         return getattr(self.local, "warehouse", None) or self.local.work_dir / "warehouse"
 

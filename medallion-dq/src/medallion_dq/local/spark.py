@@ -4,7 +4,8 @@
 - container: that server in Docker (the host needs Docker only);
 - cluster: a Spark standalone cluster in Docker (a master, two workers, the server as the
   driver), where executors run in other containers than the driver, as on a multi-node cluster;
-- remote: any Spark Connect endpoint ($SPARK_REMOTE) with Delta and the plugins jar.
+- remote: any Spark Connect endpoint ($SPARK_REMOTE) with Delta and the plugins jar, sharing a
+  folder with this machine ($DQ_REMOTE_DIR).
 
 All give the same thing: a Spark Connect session whose server has Delta Lake and the
 metrics listener, a warehouse folder of its own, and a file where observed metrics land.
@@ -23,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pyspark
 
@@ -496,7 +498,8 @@ def start(
             "the remote backend needs SPARK_REMOTE=sc://host:port (a Spark Connect endpoint "
             "with Delta and medallion-dq's server plugins)"
         )
-    work_dir = Path(work_dir or tempfile.mkdtemp(prefix="dq-spark-")).resolve()
+    shared_dir = _remote_dir(work_dir) if backend == "remote" else None
+    work_dir = Path(work_dir or tempfile.mkdtemp(prefix="dq-spark-", dir=shared_dir)).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
@@ -589,8 +592,65 @@ def start(
 
         spark = ConnectSession.builder.remote(url).create()
         stops = [spark.stop]
+        try:
+            _check_remote(spark, url, shared_dir)
+        except BaseException:
+            spark.stop()
+            raise
     if backend != "remote":
         from pyspark.sql.connect.client.retries import DefaultPolicy
 
         spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
-    return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops, server)
+    return LocalSpark(
+        spark, backend, work_dir, time.perf_counter() - started, stops, server, shared_dir
+    )
+
+
+REMOTE_DIR_HELP = (
+    "DQ_REMOTE_DIR: a folder this machine and the remote server (driver and executors) see at"
+    " the same path (a shared volume), where the server keeps its warehouse and metrics file:"
+    " start it with --conf spark.sql.warehouse.dir=<dir>/warehouse --conf"
+    " spark.dq.metricsFile=<dir>/dq-metrics.jsonl"
+)
+
+
+def _remote_dir(work_dir: Path | None) -> Path:
+    """The folder a remote server shares with this machine; test folders are made in it."""
+    value = os.environ.get("DQ_REMOTE_DIR")
+    if not value:
+        raise BackendUnavailable(
+            f"the remote backend needs {REMOTE_DIR_HELP}. Without it the pipelines' landing"
+            " files are not where the server looks, and no expectation metric reaches the gate"
+        )
+    shared = Path(value).resolve()
+    if not shared.is_dir():
+        raise BackendUnavailable(f"DQ_REMOTE_DIR={value} is not a folder on this machine")
+    if work_dir is not None and not Path(work_dir).resolve().is_relative_to(shared):
+        raise BackendUnavailable(
+            f"the remote server cannot see {work_dir}: it is outside DQ_REMOTE_DIR={value}."
+            " Run the project from a folder under it (or keep its lake there)"
+        )
+    return shared
+
+
+def _check_remote(spark, url: str, shared: Path) -> None:
+    """The server has Delta, medallion-dq's metrics listener, and its warehouse and metrics
+    file in the shared folder; else one error naming each setting that is missing."""
+    wanted = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.extraListeners": LISTENER_CLASS,
+        "spark.dq.metricsFile": str(shared / "dq-metrics.jsonl"),
+        "spark.sql.warehouse.dir": str(shared / "warehouse"),
+    }
+    wrong = []
+    for key, value in wanted.items():
+        found = spark.conf.get(key, "") or ""
+        paths = [urlparse(v).path if v.startswith("file:") else v for v in found.split(",")]
+        if value not in [path.strip().rstrip("/") for path in paths]:
+            wrong.append(f"--conf {key}={value} (it has {found or 'none'})")
+    if wrong:
+        raise BackendUnavailable(
+            f"the Spark Connect server at {url} is not set up for medallion-dq: start it with "
+            + "; ".join(wrong)
+            + ". It also needs the Delta jars and medallion-dq's plugins jar on --jars"
+        )
