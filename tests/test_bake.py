@@ -43,11 +43,13 @@ COMBINATIONS = [
 Bake = Callable[..., Path]
 
 
-def container_backend(project: Path) -> tuple[bool, bool]:
-    """(the noxfile has a container session, the project depends on the container extra)."""
+def container_backend(project: Path) -> tuple[bool, bool, bool]:
+    """(the noxfile has a container session, a cluster session, the project depends on the
+    container extra)."""
     noxfile = (project / "noxfile.py").read_text(encoding="utf-8")
     pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
-    return "def container(" in noxfile, "medallion-dq[client,container]" in pyproject
+    sessions = "def container(" in noxfile, "def cluster(" in noxfile
+    return (*sessions, "medallion-dq[client,container]" in pyproject)
 
 
 def test_template_files_are_valid_jinja() -> None:
@@ -105,7 +107,7 @@ def test_combination_answers_reach_the_project(answers: dict[str, Any], bake_ses
     for name, value in answers.items():
         assert saved[name] == value
     container = saved["include_container_backend"]
-    assert container_backend(project) == (container, container)
+    assert container_backend(project) == (container,) * 3
 
 
 def test_container_switch_changes_only_the_session_and_the_extra(bake_session: Bake) -> None:
@@ -118,8 +120,8 @@ def test_container_switch_changes_only_the_session_and_the_extra(bake_session: B
         if (with_container / path).read_bytes() != (without / path).read_bytes()
     }
     assert changed == {"noxfile.py", "pyproject.toml", ".cookiecutter.json"}
-    assert container_backend(with_container) == (True, True)
-    assert container_backend(without) == (False, False)
+    assert container_backend(with_container) == (True,) * 3
+    assert container_backend(without) == (False,) * 3
 
 
 def test_the_project_is_thin(default_project: Path) -> None:
