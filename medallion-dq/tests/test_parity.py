@@ -17,6 +17,7 @@ import datetime as dt
 import os
 import textwrap
 import time
+import warnings
 import zoneinfo
 from collections import defaultdict
 
@@ -56,6 +57,7 @@ def backends(tmp_path_factory):
                 SECONDS[f"{name} start"] = time.perf_counter() - began
             except spark_backend.BackendUnavailable as error:
                 unavailable[name] = str(error).splitlines()[0]
+                warnings.warn(f"parity without {name}: {unavailable[name]}", stacklevel=1)
         if len(started) < 2:
             pytest.skip(f"parity needs two backends; started {list(started)}, not {unavailable}")
         yield started
