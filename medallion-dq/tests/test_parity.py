@@ -12,7 +12,6 @@ changed on one backend must show as a difference (1 more update there).
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import textwrap
@@ -38,7 +37,6 @@ if "DQ_PARITY_BACKENDS" not in os.environ:
         allow_module_level=True,
     )
 BACKENDS = [b.strip() for b in os.environ["DQ_PARITY_BACKENDS"].split(",") if b.strip()]
-TOKEN = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 SECONDS: dict[str, float] = defaultdict(float)  # time spent in the cases, per backend
 
 
@@ -50,10 +48,9 @@ def backends(tmp_path_factory):
         for name in BACKENDS:
             try:
                 began = time.perf_counter()
-                with token_of_embedded_servers_hidden(name != "embedded"):
-                    started[name] = spark_backend.start(
-                        name, work_dir=tmp_path_factory.mktemp(f"parity-{name}")
-                    )
+                started[name] = spark_backend.start(
+                    name, work_dir=tmp_path_factory.mktemp(f"parity-{name}")
+                )
                 SECONDS[f"{name} start"] = time.perf_counter() - began
             except spark_backend.BackendUnavailable as error:
                 unavailable[name] = str(error).splitlines()[0]
@@ -65,19 +62,6 @@ def backends(tmp_path_factory):
         for local in started.values():
             local.stop()
         print("\nparity seconds:", {k: round(v, 1) for k, v in SECONDS.items()})
-
-
-@contextlib.contextmanager
-def token_of_embedded_servers_hidden(hide: bool):
-    """pyspark puts the token of an embedded server it starts in the environment, where every
-    later session of the process finds it, and then connects with TLS: a server in Docker
-    refuses that. Sessions read it when they open their channel, so hide it meanwhile."""
-    token = os.environ.pop(TOKEN, None) if hide else None
-    try:
-        yield
-    finally:
-        if token is not None:
-            os.environ[TOKEN] = token
 
 
 def on_every_backend(backends, run_case) -> list[parity.Outcome]:

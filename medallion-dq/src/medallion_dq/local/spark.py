@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import pyspark
 from medallion_dq.local import server as shared_server
 
 BACKENDS = ("embedded", "container", "cluster", "remote")
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener and the catalog alias. The jar ships in the
@@ -415,14 +417,25 @@ def _start_embedded(confs: dict[str, str], log: Path):
     console output goes to ``log``."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    port = shared_server.free_port()
+    port, token = shared_server.free_port(), secrets.token_hex(16)
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
-    with _stderr_to(log):
-        ConnectSession._start_connect_server(
-            "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
-        )
+    # pyspark hands the server its token through this variable and leaves it set, and every
+    # later session of the process would send it: to a container's server too, which has none
+    # (a TLS handshake error). Set for the start only; this session carries it in its URL.
+    previous = os.environ.get(TOKEN_VARIABLE)
+    os.environ[TOKEN_VARIABLE] = token
+    try:
+        with _stderr_to(log):
+            ConnectSession._start_connect_server(
+                "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
+            )
+    finally:
+        if previous is None:
+            os.environ.pop(TOKEN_VARIABLE, None)
+        else:
+            os.environ[TOKEN_VARIABLE] = previous
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
-    return ConnectSession.builder.remote(f"sc://localhost:{port}").create()
+    return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
 
 
 def _java_binary() -> str:
