@@ -1,6 +1,6 @@
 """Sessions for the template repository (`nox -l` lists them).
 
-Default: lint, tests, package, container, generated.
+Default: lint, tests, package, container, cluster, generated.
 
 The framework is the package in medallion-dq/: `package` builds its wheel (build/wheels/<digest>/)
 and runs its tests against a project baked from the template; baked projects install the wheel
@@ -29,7 +29,7 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "package", "container", "generated"]
+nox.options.sessions = ["lint", "tests", "package", "container", "cluster", "generated"]
 nox.options.error_on_external_run = True
 nox.options.reuse_venv = "yes"
 
@@ -233,7 +233,8 @@ def package(session: nox.Session) -> None:
     session.chdir(PACKAGE)
     # Two test processes, a file each at a time (module fixtures run once): while one waits on
     # its Spark server the other works; the suite takes about three quarters of the time.
-    session.run("pytest", "--numprocesses=2", "--dist=loadfile", *session.posargs)
+    # The 15 slowest tests are listed: where CI's time goes, run after run.
+    session.run("pytest", "--numprocesses=2", "--dist=loadfile", "--durations=15", *session.posargs)
 
 
 @nox.session(python="3.11")
@@ -256,16 +257,19 @@ def container(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def cluster(session: nox.Session) -> None:
     """The package's cluster-backend tests (a Spark standalone cluster in Docker: a master, two
-    workers, the Spark Connect server as its driver), with the light client; skipped when
-    Docker is not running."""
+    workers, the Spark Connect server as its driver), then the parity suite: the same cases on
+    embedded, container and that cluster, compared row by row and metric by metric. Skipped
+    when Docker is not running."""
     if not docker_running():
         session.skip("Docker is not running")
     session.install(*group("runner"))
+    pyspark_wheel(session)
     wheel = build_wheel(session)
-    session.install(f"{wheel}[client,container]", *package_group("test"))
+    session.install(f"{wheel}[local,container]", *package_group("test"))
     session.chdir(PACKAGE)
-    env = {"DQ_BACKEND": "cluster"}
-    session.run("pytest", "tests/test_cluster.py", *session.posargs, env=env)
+    env = {"DQ_BACKEND": "cluster", "DQ_PARITY_BACKENDS": "embedded,container,cluster"}
+    tests = ("tests/test_cluster.py", "tests/test_parity.py")
+    session.run("pytest", *tests, *session.posargs, env=env)
 
 
 def package_group(name: str) -> tuple[str, ...]:
@@ -286,7 +290,7 @@ def plugins(session: nox.Session) -> None:
 @nox.session
 def generated(session: nox.Session) -> None:
     """Bake the default project, set it up on this medallion-dq, upgrade it to a newer build and
-    run its own nox (and `container` when Docker is up); arguments after `--` go to that nox."""
+    run its own nox (and `cluster` when Docker is up); arguments after `--` go to that nox."""
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
     wheel = build_wheel(session)
@@ -310,7 +314,9 @@ def generated(session: nox.Session) -> None:
         session.error(f"the project did not upgrade: {installed}")
     session.run(medallion_dq, "spark", "stop", external=True)
     if docker_running():
-        session.run("nox", "-s", "container", env=env)
+        # The cluster session runs in Docker as the container session does, on more nodes,
+        # and the job too; `nox -s cluster` here has compared the container backend with it.
+        session.run("nox", "-s", "cluster", env=env)
 
 
 def bump_patch(session: nox.Session, work: Path) -> Path:

@@ -5,6 +5,7 @@ fix, and none of them hangs. Only the tests marked `spark` start a server.
 
 from __future__ import annotations
 
+import os
 import socket
 import stat
 import time
@@ -215,7 +216,7 @@ def test_unknown_backend(name, tmp_path, no_side_effects):
         spark.start(backend=name, work_dir=tmp_path)
     message = str(caught.value)
     assert repr(name) in message
-    assert "embedded, container, remote" in message
+    assert "embedded, container, cluster, remote" in message
 
 
 def test_unknown_backend_from_environment(tmp_path, monkeypatch, no_side_effects):
@@ -334,9 +335,12 @@ def test_embedded_server_avoids_the_default_port(monkeypatch, tmp_path, no_side_
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     server_confs = {}
-    monkeypatch.setattr(
-        ConnectSession, "_start_connect_server", lambda master, opts: server_confs.update(opts)
-    )
+    monkeypatch.delenv(spark.TOKEN_VARIABLE, raising=False)
+
+    def start_server(master, opts):  # the server reads its token from the environment
+        server_confs.update(opts, token=os.environ[spark.TOKEN_VARIABLE])
+
+    monkeypatch.setattr(ConnectSession, "_start_connect_server", start_server)
     monkeypatch.setattr(
         ConnectSession.Builder, "create", lambda builder: builder._options["spark.remote"]
     )
@@ -348,7 +352,9 @@ def test_embedded_server_avoids_the_default_port(monkeypatch, tmp_path, no_side_
         for sock in held:
             sock.close()
     port = int(server_confs["spark.connect.grpc.binding.port"])
-    assert url == f"sc://localhost:{port}"
+    # The session carries the token; the environment does not keep it for later sessions.
+    assert url == f"sc://localhost:{port}/;token={server_confs['token']}"
+    assert spark.TOKEN_VARIABLE not in os.environ
     assert port != 15002 and port not in taken
     assert server_confs["spark.ui.enabled"] == "false"
 

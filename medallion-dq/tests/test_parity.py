@@ -41,16 +41,21 @@ SECONDS: dict[str, float] = defaultdict(float)  # time spent in the cases, per b
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory):
-    """One LocalSpark per backend that can start here; the module skips with fewer than two."""
-    started, unavailable = {}, {}
+def backends(tmp_path_factory, request):
+    """One LocalSpark per backend that can start here; the module skips with fewer than two.
+    The session's own backend ($DQ_BACKEND, the `local_spark` fixture) is reused, not started
+    again: `nox -s cluster` starts one cluster for its tests and this suite."""
+    started, unavailable, own = {}, {}, os.environ.get("DQ_BACKEND")
     try:
         for name in BACKENDS:
             try:
                 began = time.perf_counter()
-                started[name] = spark_backend.start(
-                    name, work_dir=tmp_path_factory.mktemp(f"parity-{name}")
-                )
+                if name == own:
+                    started[name] = request.getfixturevalue("local_spark")
+                else:
+                    started[name] = spark_backend.start(
+                        name, work_dir=tmp_path_factory.mktemp(f"parity-{name}")
+                    )
                 SECONDS[f"{name} start"] = time.perf_counter() - began
             except spark_backend.BackendUnavailable as error:
                 unavailable[name] = str(error).splitlines()[0]
@@ -59,8 +64,9 @@ def backends(tmp_path_factory):
             pytest.skip(f"parity needs two backends; started {list(started)}, not {unavailable}")
         yield started
     finally:
-        for local in started.values():
-            local.stop()
+        for name, local in started.items():
+            if name != own:
+                local.stop()
         print("\nparity seconds:", {k: round(v, 1) for k, v in SECONDS.items()})
 
 
