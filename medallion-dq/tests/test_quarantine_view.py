@@ -59,10 +59,8 @@ def held():
 
 
 def run(lake, folder, rules, python=PIPELINE, name=None):
-    # The open-source engine creates a persisted view like CREATE VIEW IF NOT EXISTS: a view
-    # that exists keeps its old query (test_engine_replaces_a_changed_view below). Views hold
-    # no data: drop it, as Databricks replaces it.
-    lake.spark.sql(f"DROP VIEW IF EXISTS {lake.schema}.held_view")
+    # Hypothesis runs every example in one lake: held_view exists from the example before, and
+    # takes this example's rules (test_a_changed_view_takes_its_new_query).
     (folder / "p.py").write_text(textwrap.dedent(python.format(rules=rules)))
     (folder / "held_view.sql").write_text(quarantine.view_sql("held_view", "raw", rules))
     result = lake.project.runner.run(
@@ -134,15 +132,13 @@ def test_view_is_published_as_a_view(lake, tmp_path):
     assert by_id(lake.table("held_view")) == {1: ["valid_a"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pyspark 4.2's engine runs CreateViewCommand(allowExisting=true, replace=true) for a "
-    "persisted view: an existing view keeps its query until it is dropped; the local runner "
-    "does not drop it yet",
-)
-def test_engine_replaces_a_changed_view(lake, tmp_path):
+def test_a_changed_view_takes_its_new_query(lake, tmp_path):
+    """pyspark 4.2's engine keeps an existing persisted view as it was (CreateViewCommand with
+    allowExisting); the runner replaces it after a successful update, as Databricks does: a
+    rule added to the file shows in the quarantine view at once."""
     lake.seed("raw", [(0, None, None)], "id INT, a INT, b STRING")
     run(lake, tmp_path, {"valid_a": "a >= 0"})
+    assert by_id(lake.table("held_view")) == {0: ["valid_a"]}
     (tmp_path / "held_view.sql").write_text(
         quarantine.view_sql("held_view", "raw", {"valid_a": "a >= 0", "r2": "a IS NOT NULL"})
     )

@@ -286,6 +286,29 @@ class Runner:
         else:
             raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
 
+    def _replace_views(self, spec: PipelineSpec) -> None:
+        """Give each persisted view its SQL file's query of now: pyspark 4.2's engine keeps an
+        existing view as it was (Databricks replaces it). Names resolve in the pipeline's
+        default schema, as in the engine. A view that cannot be replaced is said, not fatal:
+        the update's tables are committed, the view holds no data."""
+        views = sql_files.persisted_views(spec.libraries)
+        if not views:
+            return
+        current = self.spark.catalog.currentDatabase()
+        try:
+            if spec.database:
+                self.spark.catalog.setCurrentDatabase(spec.database)
+            for name, statement in views.items():
+                try:
+                    self.spark.sql(statement)
+                except Exception as error:  # noqa: BLE001 - the server's own message says why
+                    self.log(
+                        f"[{spec.name}] view {name} keeps its previous query: replacing it failed"
+                        f" ({str(error).splitlines()[0][:300]}); drop it to take the new one"
+                    )
+        finally:
+            self.spark.catalog.setCurrentDatabase(current)
+
     # -- Delta bookkeeping ----------------------------------------------------------------------
     def _qualified(self, spec: PipelineSpec, name: str) -> str:
         if "." in name:
@@ -453,6 +476,8 @@ class Runner:
 
         with shielded(self.log) as arrived:
             restored, removed = put_back(self.spark, journal) if failed else ([], [])
+            if not failed:
+                self._replace_views(spec)
             if restored or removed:
                 self.log(
                     f"[{spec.name}] {'canceled' if interrupted else 'failed'} update put back:"

@@ -133,6 +133,23 @@ def outputs_of(files: list[Path]) -> dict[str, str]:
     return out
 
 
+def persisted_views(files: list[Path]) -> dict[str, str]:
+    """The persisted views (`CREATE VIEW`) the SQL files among `files` define: name -> the
+    statement as `CREATE OR REPLACE VIEW`. pyspark 4.2's engine creates a persisted view only
+    if it does not exist, so a changed view keeps its old query; the runner replaces it."""
+    out = {}
+    for file in files:
+        if file.suffix != ".sql":
+            continue
+        for statement in _split(file.read_text(encoding="utf-8"), ";"):
+            head = _strip_comments(statement).strip()
+            match = _CREATE.match(head)
+            if match and " ".join(match["kind"].upper().split()) == "VIEW":
+                replace = f"CREATE OR REPLACE VIEW {match['name']} {head[match.end() :].strip()}"
+                out[match["name"].strip("`")] = replace
+    return out
+
+
 def register(text: str, rel_path: Path, registry, spark) -> None:
     """Register one SQL file, lifting CONSTRAINT clauses into local expectations."""
     from pyspark import pipelines as dp
