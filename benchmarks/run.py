@@ -734,7 +734,7 @@ def _cluster_md(results: dict) -> list[str]:
             for k in ("embedded", "cluster")
         ),
         "",
-        f"Cluster / embedded: **{c['ratio']:.2f}×** wall. Tasks per worker (the whole run): {tasks}.",
+        f"Cluster / embedded: **{c['ratio']:.2f}×** wall. Tasks per worker (whole run): {tasks}.",
         "",
         (
             "On this 2-core machine the cluster cannot be faster: its driver and both executors "
