@@ -2,10 +2,12 @@
 Connect server as the driver), where executors run in other containers than the driver."""
 
 import os
+import textwrap
 
 import pytest
 
-from medallion_dq.testing import assert_nothing_lost, assert_update_ok
+from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.testing import assert_expectations, assert_nothing_lost, assert_update_ok
 
 pytestmark = pytest.mark.spark
 
@@ -13,28 +15,52 @@ if os.environ.get("DQ_BACKEND") != "cluster":
     pytest.skip("runs with DQ_BACKEND=cluster (nox -s cluster)", allow_module_level=True)
 
 
-def test_the_sample_validation_runs_its_tasks_on_both_workers(local_spark, lake):
-    """The sample's validation pipeline on the cluster: the same kept, quarantined and counted
-    rows as on one machine, and its own tasks ran on each worker (the driver's executors)."""
+def test_an_update_runs_its_tasks_on_both_workers(local_spark, lake, tmp_path):
+    """A pipeline update with expectations and a quarantine on the cluster: exact per-rule
+    counts, rows split as on one machine, and its own tasks ran on each worker (the driver's
+    executors). The parity suite compares the sample's whole job with embedded Spark."""
     cluster = local_spark.server
-    lake.land_fixtures()
-    lake.land_fixtures("customers")
+    rows = [(i, None if i % 7 == 0 else i % 50 - 5) for i in range(10_000)]
+    lake.spark.createDataFrame(rows, "id INT, amount INT").repartition(8).write.saveAsTable(
+        f"{lake.schema}.raw"
+    )
+    pipeline = tmp_path / "pipeline.py"
+    pipeline.write_text(
+        textwrap.dedent("""
+            from pyspark import pipelines as dp
+            from medallion_dq import quarantine
+
+            RULES = {"valid_amount": "amount >= 0", "small_amount": "amount < 40"}
+
+            @dp.materialized_view
+            @dp.expect_all_or_drop(RULES)
+            def kept():
+                return spark.read.table("raw")
+
+            @dp.materialized_view
+            def held():
+                return quarantine.quarantined(spark.read.table("raw"), RULES)
+        """)
+    )
     before = cluster.tasks_by_worker()
     assert len(before) == 2, f"executors of two workers expected: {before}"
 
-    result = lake.run("validation")
+    result = lake.project.runner.run(
+        PipelineSpec("spread", [pipeline], tmp_path, {}, None, lake.schema)
+    )
 
     assert_update_ok(result)
-    silver = result.metrics["silver_orders"]
-    assert (silver.input_records, silver.dropped_records) == (201, 13)
-    customers = result.metrics["silver_customers"]
-    assert (customers.input_records, customers.dropped_records) == (62, 3)
-    assert lake.table("silver_orders_quarantine").count() == 13
-    tables = [lake.table(t) for t in ("bronze_orders", "silver_orders", "silver_orders_quarantine")]
-    assert_nothing_lost(*tables, key="order_id")
+    nulls = sum(1 for _, amount in rows if amount is None)
+    negative = sum(1 for _, amount in rows if amount is not None and amount < 0)
+    large = sum(1 for _, amount in rows if amount is not None and amount >= 40)
+    assert_expectations(
+        result, "kept", {"valid_amount": nulls + negative, "small_amount": nulls + large}
+    )
+    assert lake.table("kept").count() == len(rows) - nulls - negative - large
+    assert_nothing_lost(lake.table("raw"), lake.table("kept"), lake.table("held"), "id")
     after = cluster.tasks_by_worker()
     ran = {worker: after[worker] - before.get(worker, 0) for worker in after}
-    assert all(tasks > 0 for tasks in ran.values()) and len(ran) == 2, ran
+    assert len(ran) == 2 and all(tasks > 0 for tasks in ran.values()), ran
 
 
 def test_files_written_by_executors_are_on_this_machine(local_spark, lake):
