@@ -97,7 +97,8 @@ def _client(timeout: float = 10) -> Any:
         from testcontainers.core.docker_client import DockerClient
     except ImportError as exc:
         raise ContainerBackendUnavailable(
-            "The container backend needs testcontainers (and docker): pip install 'testcontainers'."
+            "The container and cluster backends need testcontainers (and docker): pip install"
+            " 'medallion-dq[container]'."
         ) from exc
     try:
         client = DockerClient(timeout=timeout).client
