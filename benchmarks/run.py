@@ -329,9 +329,19 @@ class Quiet:
         return "\n".join(self.lines[-30:])
 
 
-def start(project: Project, work: Path):
+def start(project: Project, work: Path, codegen: bool = True):
+    """A Spark server of the benchmark's own. Table sizes run with Spark's generated code, as
+    on a cluster (DQ_CODEGEN=1); the test loop (codegen=False) with the local default, as the
+    project's tests run (interpreted unless DQ_CODEGEN is set)."""
     work.mkdir(parents=True, exist_ok=True)
-    return project.spark.start("embedded", work_dir=work)
+    given = os.environ.get("DQ_CODEGEN")
+    if codegen and given is None:
+        os.environ["DQ_CODEGEN"] = "1"  # read when the server starts, not after
+    try:
+        return project.spark.start("embedded", work_dir=work)
+    finally:
+        if given is None:
+            os.environ.pop("DQ_CODEGEN", None)
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -664,6 +674,7 @@ def bench_cluster(project: Project, rows: int, repeats: int, work: Path, package
     print(f"\n== cluster vs embedded: a {rows:,}-row silver update, variant (b)", flush=True)
     file = write_pipelines(work / "pipelines-cluster", package, ["b"])["b"]
     backends = {}
+    os.environ.setdefault("DQ_CODEGEN", "1")  # large data on both backends, as in start()
     try:
         for backend in ("embedded", "cluster"):
             folder = work / f"spark-{backend}"
@@ -875,7 +886,7 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
     The first round of updates warms the JVM and is not counted in the medians."""
     print("\n== test loop of the baked project (sample fixtures)", flush=True)
     load_before = load()
-    local = start(project, work / "spark-loop")
+    local = start(project, work / "spark-loop", codegen=False)
     runs: dict[str, list[dict]] = {"validation": [], "publish": []}
     try:
         for _ in range(repeats):

@@ -1,14 +1,35 @@
-"""The whole job on this machine: validate -> quality gate -> publish, as the bundle defines it."""
+"""The whole job on this machine: validate -> quality gate -> publish, as the bundle defines it.
+
+Two deliveries on one lake, as on the dev target: a good day publishes, then a bad day stops at
+the gate and gold keeps the good day's figures."""
 
 import pytest
 
 pytestmark = pytest.mark.spark
 
 
-def test_job_on_sample_data_publishes_and_counts_match(lake):
+def rows_of(lake, table: str) -> list[str]:
+    return sorted(map(str, lake.table(table).collect()))
+
+
+@pytest.fixture(scope="module")
+def good_day(module_lake):
+    lake = module_lake
     lake.land_fixtures()
     lake.land_fixtures("customers")
-    job = lake.project.run_job("medallion")  # in the test's own schema
+    return lake, lake.project.run_job("medallion")  # in the test's own schema
+
+
+@pytest.fixture(scope="module")
+def bad_day(good_day):
+    lake, _ = good_day
+    gold = lake.version("gold_daily_revenue"), rows_of(lake, "gold_daily_revenue")
+    lake.land_fixtures(source=lake.root / "fixtures" / "bad_day" / "orders")
+    return lake, lake.project.run_job("medallion"), gold
+
+
+def test_job_on_sample_data_publishes_and_counts_match(good_day):
+    lake, job = good_day
     assert job.ok, job.to_dict()
     assert [t.key for t in job.tasks] == ["validate", "quality_gate", "publish"]
     validate = job.tasks[0].update
@@ -31,16 +52,13 @@ def test_job_on_sample_data_publishes_and_counts_match(lake):
     assert orders == 188
 
 
-def test_bad_day_stops_at_the_gate_and_gold_is_untouched(lake):
-    lake.land_fixtures()
-    lake.land_fixtures("customers")
-    lake.land_fixtures(source=lake.root / "fixtures" / "bad_day" / "orders")
-    job = lake.project.run_job("medallion")
+def test_bad_day_stops_at_the_gate_and_gold_keeps_the_good_day(bad_day):
+    lake, job, (gold_version, gold_rows) = bad_day
     assert not job.ok
     validate, gate, publish = job.tasks
     assert (validate.status, gate.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
     silver = validate.update.metrics["silver_orders"]
-    assert (silver.input_records, silver.dropped_records) == (241, 23)
+    assert (silver.input_records, silver.dropped_records) == (40, 10)  # the new file only
     assert "silver_orders.valid_amount" in gate.gate.table()
     # Three orders of customers the CRM never sent: the references check names them.
     kept = lake.table("silver_orders").where("customer_id IS NOT NULL").count()
@@ -49,5 +67,6 @@ def test_bad_day_stops_at_the_gate_and_gold_is_untouched(lake):
         "not in silver_customers; bound at most 0 row(s) without a silver_customers.customer_id; "
         "FAIL (e.g. C-9001, C-9002, C-9003)"
     ) in gate.message
-    tables = {t.name for t in lake.spark.catalog.listTables(lake.schema)}
-    assert "gold_daily_revenue" not in tables  # publish never ran
+    # Publish never ran: gold is the good day's, version and rows.
+    assert lake.version("gold_daily_revenue") == gold_version
+    assert rows_of(lake, "gold_daily_revenue") == gold_rows

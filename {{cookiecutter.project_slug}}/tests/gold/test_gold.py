@@ -24,8 +24,10 @@ def snapshot(lake):
     }
 
 
-def test_daily_revenue_is_correct(lake):
-    lake.seed(
+@pytest.fixture(scope="module")
+def published(module_lake):
+    """One publish update over a few orders; the tests below each show one part of it."""
+    module_lake.seed(
         "silver_orders",
         [
             order("a", "10.00"),
@@ -35,8 +37,13 @@ def test_daily_revenue_is_correct(lake):
         ],
         SILVER,
     )
-    result = lake.run("publish")
+    result = module_lake.run("publish")
     assert_update_ok(result)
+    return module_lake, result
+
+
+def test_daily_revenue_is_correct(published):
+    lake, result = published
     expected = lake.spark.createDataFrame(
         [
             (date(2026, 11, 2), "web", "EUR", 2, Decimal("15.50")),
@@ -51,6 +58,15 @@ def test_daily_revenue_is_correct(lake):
     assert_expectations(
         result, "gold_daily_revenue", {"non_negative_revenue": 0, "has_orders": 0}, input_records=3
     )
+
+
+def test_published_table_refuses_bad_rows_from_any_writer(published):
+    lake, _ = published
+    with pytest.raises(Exception, match="DELTA_NOT_NULL_CONSTRAINT_VIOLATED"):
+        lake.spark.sql(
+            f"INSERT INTO {lake.schema}.gold_daily_revenue VALUES (DATE'2026-11-09', 'web', 'EUR', NULL, 1.00)"
+        )
+    assert lake.table("gold_daily_revenue").count() == 3  # the three days' rows, nothing added
 
 
 def test_fail_rule_stops_the_update_and_tables_keep_previous_contents(lake):
@@ -99,13 +115,3 @@ def test_duplicate_order_ids_fail_the_uniqueness_check(lake):
         "unique_order_id",
     )
     assert result.error.record == {"duplicate_order_ids": 1}
-
-
-def test_published_table_refuses_bad_rows_from_any_writer(lake):
-    lake.seed("silver_orders", [order("a", "10.00")], SILVER)
-    assert_update_ok(lake.run("publish"))
-    with pytest.raises(Exception, match="DELTA_NOT_NULL_CONSTRAINT_VIOLATED"):
-        lake.spark.sql(
-            f"INSERT INTO {lake.schema}.gold_daily_revenue VALUES (DATE'2026-11-09', 'web', 'EUR', NULL, 1.00)"
-        )
-    assert lake.table("gold_daily_revenue").count() == 1

@@ -475,7 +475,9 @@ class Runner:
         )
 
         with shielded(self.log) as arrived:
-            restored, removed = put_back(self.spark, journal) if failed else ([], [])
+            restored, removed = (
+                put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
+            )
             if not failed:
                 self._replace_views(spec)
             if restored or removed:
@@ -534,7 +536,7 @@ class Runner:
         results = []
         for journal in Journal.left_behind(self.local.work_dir):
             with shielded(self.log):
-                restored, removed = put_back(self.spark, journal)
+                restored, removed = put_back(self.spark, journal, self._warehouse())
                 result = UpdateResult(
                     journal.pipeline,
                     journal.update_id,

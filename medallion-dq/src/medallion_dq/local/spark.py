@@ -254,6 +254,14 @@ def build_plugin_jar(jar: Path) -> Path:
     return jar
 
 
+def _codegen_confs(on: bool) -> dict[str, str]:
+    """Whole-stage and expression code generation on (Spark's defaults), or both interpreted."""
+    return {
+        "spark.sql.codegen.wholeStage": "true" if on else "false",
+        "spark.sql.codegen.factoryMode": "FALLBACK" if on else "NO_CODEGEN",
+    }
+
+
 def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
     """Static settings of the Spark Connect server (they cannot go in a pipeline's configuration)."""
     log4j = work_dir / "log4j2.properties"
@@ -281,14 +289,19 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.driver.memory": os.environ.get("DQ_DRIVER_MEMORY", "2g"),
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
         "spark.sql.connect.serverStacktrace.enabled": "false",
-        # The engine checks its flows' state every pollingInterval seconds (whole seconds): each
-        # level of the graph waits up to 1 s to start after its upstream finished, and an update
-        # 1-2 s to return after its last flow. DQ_ENGINE_POLL_SECONDS=0 removes that wait (idle
-        # 1.5 s -> 0.01 s) but the engine's loop then spins, yielding, for the whole update
-        # (measured on a loaded 2-core machine: +40 % server CPU on a validation update): opt-in.
+        # The engine checks its flows' state every pollingInterval seconds, whole seconds: at 1
+        # each level of the graph waited up to 1 s after its upstream, and an update 1-2 s after
+        # its last flow ("idle"). At 0 the loop only yields: idle fell from 1.5 s to 0.01 s with
+        # the same server CPU (benchmarks/FINDINGS.md, 2026-11-30). DQ_ENGINE_POLL_SECONDS=1 is
+        # the engine's default, for a machine where that loop would compete for a core.
         "spark.sql.pipelines.execution.streamstate.pollingInterval": os.environ.get(
-            "DQ_ENGINE_POLL_SECONDS", "1"
+            "DQ_ENGINE_POLL_SECONDS", "0"
         ),
+        # Tests and local runs move a few hundred rows: compiling generated code for every new
+        # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
+        # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
+        # generated code back, for large data (the benchmark's table sizes use it).
+        **_codegen_confs(os.environ.get("DQ_CODEGEN", "0") not in ("0", "false", "no", "off")),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
