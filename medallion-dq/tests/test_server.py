@@ -117,6 +117,38 @@ def test_a_server_left_unused_stops_itself(tmp_path):
     )
 
 
+def jvm_of(supervisor: int) -> int:
+    (jvm,) = [pid for pid in processes_in_group(supervisor) if pid != supervisor]
+    return jvm
+
+
+def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
+    """The first server of this Spark and Java records the classes it loaded as it stops; the
+    next cold start maps them (AppCDS) instead of reading them from the jars again."""
+    root = project(tmp_path)
+    cache = tmp_path / "cache"  # a cache of its own, with this machine's Delta jars
+    cache.mkdir()
+    (cache / "jars").symlink_to(spark.cache_dir() / "jars")
+    archives = cache / "class-archives"
+
+    first, _ = finish(client(root, DQ_CACHE_DIR=str(cache)))
+    recording = Path(f"/proc/{jvm_of(first['pid'])}/cmdline").read_bytes().decode()
+    assert "-XX:ArchiveClassesAtExit=" in recording and "SharedArchiveFile" not in recording
+    assert medallion_dq(root, "spark", "stop").returncode == 0
+    (archive,) = archives.iterdir()  # renamed into place whole, nothing left half written
+    assert archive.suffix == ".jsa" and archive.stat().st_size > 10_000_000
+
+    second, _ = finish(client(root, DQ_CACHE_DIR=str(cache)))
+    jvm = jvm_of(second["pid"])
+    assert f"-XX:SharedArchiveFile={archive}" in Path(f"/proc/{jvm}/cmdline").read_bytes().decode()
+    assert str(archive) in Path(f"/proc/{jvm}/maps").read_text()  # mapped, not refused
+    assert medallion_dq(root, "spark", "stop").returncode == 0
+
+    off, _ = finish(client(root, DQ_CACHE_DIR=str(cache), DQ_CLASS_ARCHIVE="0"))
+    assert "Archive" not in Path(f"/proc/{jvm_of(off['pid'])}/cmdline").read_bytes().decode()
+    medallion_dq(root, "spark", "stop")
+
+
 def test_a_server_is_shared_only_with_the_same_settings_and_jars(tmp_path, monkeypatch):
     """Same bytes in another venv: shared. Other settings or another jar: another server."""
     jar = tmp_path / "a" / "plugins.jar"

@@ -437,6 +437,13 @@ def _start_embedded(confs: dict[str, str], log: Path):
     # (a TLS handshake error). Set for the start only; this session carries it in its URL.
     previous = os.environ.get(TOKEN_VARIABLE)
     os.environ[TOKEN_VARIABLE] = token
+    archive = shared_server.class_archive()
+    if archive is not None and archive.is_file():  # recorded by a shared server as it stopped
+        java_options = confs.get("spark.driver.extraJavaOptions", "")
+        confs = {
+            **confs,
+            "spark.driver.extraJavaOptions": f"{java_options} -XX:SharedArchiveFile={archive}",
+        }
     try:
         with _stderr_to(log):
             ConnectSession._start_connect_server(
