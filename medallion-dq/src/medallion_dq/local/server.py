@@ -45,6 +45,7 @@ STATE = Path(".local") / "spark"
 STATE_FILE = "server.json"
 DEFAULT_IDLE_TIMEOUT = 900.0
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
+ARCHIVE_UNUSED_DAYS = 14
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
@@ -288,6 +289,7 @@ def _archive_options(archive: Path | None) -> tuple[str, Path | None]:
     if archive is None:
         return "", None
     if archive.is_file():
+        os.utime(archive)  # its time says when it was last used (see _keep_archive)
         return f"-XX:SharedArchiveFile={archive}", None
     archive.parent.mkdir(parents=True, exist_ok=True)
     for partial in archive.parent.glob(f"{archive.stem}.*.tmp"):  # a JVM killed while writing
@@ -306,6 +308,11 @@ def _keep_archive(partial: Path | None, archive: Path | None) -> None:
         partial.replace(archive)  # whole or not at all: another server may map it next
         print(f"medallion-dq: kept the class archive for the next start: {archive}", flush=True)
     partial.unlink(missing_ok=True)
+    # About 170 MB each, one per Spark install (venv): those unused for two weeks go.
+    for other in archive.parent.glob("*.jsa"):
+        with contextlib.suppress(OSError):
+            if time.time() - other.stat().st_mtime > ARCHIVE_UNUSED_DAYS * 86400:
+                other.unlink()
 
 
 def supervise(folder: Path) -> int:

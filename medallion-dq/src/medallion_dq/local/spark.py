@@ -439,6 +439,7 @@ def _start_embedded(confs: dict[str, str], log: Path):
     os.environ[TOKEN_VARIABLE] = token
     archive = shared_server.class_archive()
     if archive is not None and archive.is_file():  # recorded by a shared server as it stopped
+        os.utime(archive)  # in use: not to be pruned
         java_options = confs.get("spark.driver.extraJavaOptions", "")
         confs = {
             **confs,
