@@ -265,9 +265,9 @@ def free_port() -> int:
 def class_archive() -> Path | None:
     """The JVM's class-data archive (AppCDS) for this Spark install and Java, in the user's
     cache: a cold server start mapped from it took 7.2 s instead of 13 s (the JVM otherwise
-    loads and verifies some 20,000 classes from Spark's jars). Keyed by the Spark home and the
-    Java binary (and pyspark's version), because the JVM ignores an archive made with another
-    classpath or Java build.
+    reads, parses and verifies each class from Spark's jars). Keyed by the Spark home and the
+    Java binary (pyspark's version, when its jars were installed), because the JVM ignores an
+    archive made with another classpath, other jar files or another Java build.
     None when turned off (DQ_CLASS_ARCHIVE=0)."""
     if os.environ.get("DQ_CLASS_ARCHIVE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
@@ -277,8 +277,16 @@ def class_archive() -> Path | None:
 
     java = Path(spark._java_binary() or "java")
     made = java.stat() if java.is_file() else None
-    home = str(_spark_home().resolve())
-    key = [home, pyspark.__version__, str(java), made and (made.st_size, made.st_mtime_ns)]
+    home = _spark_home().resolve()
+    jars = home / "jars"  # reinstalled jars (new mtimes) would make the JVM refuse the archive
+    installed = jars.stat().st_mtime_ns if jars.is_dir() else None
+    key = [
+        str(home),
+        pyspark.__version__,
+        installed,
+        str(java),
+        made and (made.st_size, made.st_mtime_ns),
+    ]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
     return spark.cache_dir() / "class-archives" / f"{digest}.jsa"
 
