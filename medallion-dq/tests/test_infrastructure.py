@@ -77,6 +77,27 @@ def test_java_17_is_accepted(bare_machine):
 # -- Delta jars: delta-spark's coordinates, Spark's own resolver, a cache ------------------------
 
 
+@pytest.mark.parametrize(
+    ("env", "factory", "whole_stage", "poll"),
+    [
+        ({}, "NO_CODEGEN", "false", "0"),  # small data: interpreted, no sleep between checks
+        ({"DQ_CODEGEN": "1", "DQ_ENGINE_POLL_SECONDS": "1"}, "FALLBACK", "true", "1"),
+        ({"DQ_CODEGEN": " Off "}, "NO_CODEGEN", "false", "0"),
+    ],
+)
+def test_the_server_is_set_for_small_data_unless_told(
+    tmp_path, monkeypatch, env, factory, whole_stage, poll
+):
+    for name in ("DQ_CODEGEN", "DQ_ENGINE_POLL_SECONDS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    confs = spark.server_confs(tmp_path, [])
+    assert confs["spark.sql.codegen.factoryMode"] == factory
+    assert confs["spark.sql.codegen.wholeStage"] == whole_stage
+    assert confs["spark.sql.pipelines.execution.streamstate.pollingInterval"] == poll
+
+
 def test_delta_coordinates_are_delta_spark_s_own():
     """The coordinates follow the installed delta-spark and pyspark, as delta-spark's helper
     (configure_spark_with_delta_pip) names them."""

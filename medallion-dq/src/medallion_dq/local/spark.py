@@ -301,7 +301,9 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
         # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
         # generated code back, for large data (the benchmark's table sizes use it).
-        **_codegen_confs(os.environ.get("DQ_CODEGEN", "0") not in ("0", "false", "no", "off")),
+        **_codegen_confs(
+            os.environ.get("DQ_CODEGEN", "0").strip().lower() not in ("0", "false", "no", "off")
+        ),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
