@@ -35,6 +35,7 @@ from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
+ACTIVE_FLOW_STATES = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
 
 
@@ -473,6 +474,12 @@ class Runner:
             or error_text is not None
             or any(s in ("FAILED", "SKIPPED") for s in flows.values())
         )
+        if not failed:  # the engine completes an update only once every flow has: a flow's own
+            # COMPLETED event can come after the update's and miss the stream
+            for name, state in list(flows.items()):
+                if state in ACTIVE_FLOW_STATES:
+                    flows[name] = "COMPLETED"
+                    self.log(f"[{spec.name}] {name}: COMPLETED")
 
         with shielded(self.log) as arrived:
             restored, removed = (
@@ -491,6 +498,7 @@ class Runner:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
                         flows[name] = "CANCELED"
+            self._drain_listener(metrics_offset)
             metrics = self._metrics(update_id, declared, flows, metrics_offset)
             output_rows = {
                 name: lake.rows_written(self.spark, table, before[name], self._warehouse())
@@ -560,6 +568,28 @@ class Runner:
             )
             results.append(result)
         return results
+
+    def _drain_listener(self, offset: int, timeout: float = 10.0) -> None:
+        """Wait until the metrics listener has handled every query of the update. It runs on
+        Spark's listener bus, after each query ends, and the engine can return first: a flow's
+        observation was missing from the file (seen with pollingInterval 0). The bus hands
+        events on in order, so once a marker query's own observation is in the file, theirs
+        are too."""
+        from pyspark.sql import functions as F
+
+        marker = f"dq:drain:{uuid.uuid4().hex}"
+        try:
+            self.spark.range(1).observe(marker, F.count(F.lit(1)).alias("n")).collect()
+        except Exception:  # noqa: BLE001 - a lost server is reported by the update itself
+            return
+        needle, deadline = f'"observation":"{marker}"', time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(OSError), self.local.metrics_file.open() as lines:
+                lines.seek(offset)
+                if needle in lines.read():
+                    return
+            time.sleep(0.02)
+        self.log(f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing")
 
     def _metrics(
         self, update_id: str, declared: dict, flows: dict[str, str], offset: int = 0
