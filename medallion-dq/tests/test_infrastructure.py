@@ -98,6 +98,22 @@ def test_the_server_is_set_for_small_data_unless_told(
     assert confs["spark.sql.pipelines.execution.streamstate.pollingInterval"] == poll
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("DQ_ENGINE_POLL_SECONDS", "abc", "'abc' is not a whole number of seconds"),
+        ("DQ_ENGINE_POLL_SECONDS", "0.5", "'0.5' is not a whole number of seconds"),
+        ("DQ_CODEGEN", "maybe", "'maybe' is neither on nor off: DQ_CODEGEN=1 or DQ_CODEGEN=0"),
+    ],
+)
+def test_a_bad_server_setting_is_named_before_spark_starts(
+    tmp_path, monkeypatch, name, value, says
+):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(BackendUnavailable, match=f"{name}={says}"):
+        spark.server_confs(tmp_path, [])
+
+
 def test_delta_coordinates_are_delta_spark_s_own():
     """The coordinates follow the installed delta-spark and pyspark, as delta-spark's helper
     (configure_spark_with_delta_pip) names them."""

@@ -254,6 +254,22 @@ def build_plugin_jar(jar: Path) -> Path:
     return jar
 
 
+def _whole_seconds(name: str, default: str) -> str:
+    value = os.environ.get(name, default).strip()
+    if not value.isdigit():
+        raise BackendUnavailable(
+            f"{name}={value!r} is not a whole number of seconds: e.g. {name}={default}"
+        )
+    return value
+
+
+def _switch(name: str, default: str) -> bool:
+    value = os.environ.get(name, default).strip().lower()
+    if value not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
+        raise BackendUnavailable(f"{name}={value!r} is neither on nor off: {name}=1 or {name}=0")
+    return value in ("1", "true", "yes", "on")
+
+
 def _codegen_confs(on: bool) -> dict[str, str]:
     """Whole-stage and expression code generation on (Spark's defaults), or both interpreted."""
     return {
@@ -294,16 +310,14 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # its last flow ("idle"). At 0 the loop only yields: idle fell from 1.5 s to 0.01 s with
         # the same server CPU (benchmarks/FINDINGS.md, 2026-11-30). DQ_ENGINE_POLL_SECONDS=1 is
         # the engine's default, for a machine where that loop would compete for a core.
-        "spark.sql.pipelines.execution.streamstate.pollingInterval": os.environ.get(
+        "spark.sql.pipelines.execution.streamstate.pollingInterval": _whole_seconds(
             "DQ_ENGINE_POLL_SECONDS", "0"
         ),
         # Tests and local runs move a few hundred rows: compiling generated code for every new
         # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
         # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
         # generated code back, for large data (the benchmark's table sizes use it).
-        **_codegen_confs(
-            os.environ.get("DQ_CODEGEN", "0").strip().lower() not in ("0", "false", "no", "off")
-        ),
+        **_codegen_confs(_switch("DQ_CODEGEN", "0")),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
