@@ -35,6 +35,7 @@ Results: benchmarks/results.json and benchmarks/results.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -329,19 +330,25 @@ class Quiet:
         return "\n".join(self.lines[-30:])
 
 
-def start(project: Project, work: Path, codegen: bool = True):
-    """A Spark server of the benchmark's own. Table sizes run with Spark's generated code, as
-    on a cluster (DQ_CODEGEN=1); the test loop (codegen=False) with the local default, as the
-    project's tests run (interpreted unless DQ_CODEGEN is set)."""
-    work.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def large_data():
+    """Servers started inside run Spark's generated code, as on a cluster (DQ_CODEGEN=1, read
+    when a server starts), unless DQ_CODEGEN is set."""
     given = os.environ.get("DQ_CODEGEN")
-    if codegen and given is None:
-        os.environ["DQ_CODEGEN"] = "1"  # read when the server starts, not after
+    os.environ.setdefault("DQ_CODEGEN", "1")
     try:
-        return project.spark.start("embedded", work_dir=work)
+        yield
     finally:
         if given is None:
             os.environ.pop("DQ_CODEGEN", None)
+
+
+def start(project: Project, work: Path, codegen: bool = True):
+    """A Spark server of the benchmark's own. Table sizes run with Spark's generated code; the
+    test loop (codegen=False) with the local default, as the project's tests run."""
+    work.mkdir(parents=True, exist_ok=True)
+    with large_data() if codegen else contextlib.nullcontext():
+        return project.spark.start("embedded", work_dir=work)
 
 
 # -- data -----------------------------------------------------------------------------------------
@@ -674,12 +681,12 @@ def bench_cluster(project: Project, rows: int, repeats: int, work: Path, package
     print(f"\n== cluster vs embedded: a {rows:,}-row silver update, variant (b)", flush=True)
     file = write_pipelines(work / "pipelines-cluster", package, ["b"])["b"]
     backends = {}
-    os.environ.setdefault("DQ_CODEGEN", "1")  # large data on both backends, as in start()
     try:
         for backend in ("embedded", "cluster"):
             folder = work / f"spark-{backend}"
             folder.mkdir(parents=True)
-            local = project.spark.start(backend, work_dir=folder)
+            with large_data():  # on both backends
+                local = project.spark.start(backend, work_dir=folder)
             runner = project.runner.Runner(local, log=Quiet())
             data = generate(local.spark, rows)
             first = run_variant(project, runner, "b", file)  # untimed: tables, warm JVMs
@@ -761,7 +768,6 @@ def _cluster_md(results: dict) -> list[str]:
 # -- profile ------------------------------------------------------------------------------------
 def _plan_scans(df) -> list[str]:
     """The scan nodes of a query's physical plan (its tree, before the nodes' details)."""
-    import contextlib
     import io
 
     text = io.StringIO()

@@ -498,8 +498,8 @@ class Runner:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
                         flows[name] = "CANCELED"
-            self._drain_listener(metrics_offset)
-            metrics = self._metrics(update_id, declared, flows, metrics_offset)
+            observed = self._drain_listener(metrics_offset)
+            metrics = self._metrics(update_id, declared, flows, observed)
             output_rows = {
                 name: lake.rows_written(self.spark, table, before[name], self._warehouse())
                 for name, table in tables.items()
@@ -569,51 +569,53 @@ class Runner:
             results.append(result)
         return results
 
-    def _drain_listener(self, offset: int, timeout: float = 10.0) -> None:
-        """Wait until the metrics listener has handled every query of the update. It runs on
-        Spark's listener bus, after each query ends, and the engine can return first: a flow's
-        observation was missing from the file (seen with pollingInterval 0). The bus hands
-        events on in order, so once a marker query's own observation is in the file, theirs
-        are too."""
+    def _drain_listener(self, offset: int, timeout: float = 10.0) -> str:
+        """What the metrics listener wrote since ``offset``, once it has handled every query of
+        the update. It runs on Spark's listener bus, after each query ends, and the engine can
+        return first: a flow's observation was missing from the file (seen with pollingInterval
+        0). The bus hands events on in order, so once a marker query's own observation is in the
+        file, theirs are too."""
         from pyspark.sql import functions as F
+
+        def written() -> str:
+            with contextlib.suppress(OSError), self.local.metrics_file.open() as lines:
+                lines.seek(offset)  # only what this update's flows wrote
+                return lines.read()
+            return ""
 
         marker = f"dq:drain:{uuid.uuid4().hex}"
         try:
             self.spark.range(1).observe(marker, F.count(F.lit(1)).alias("n")).collect()
         except Exception:  # noqa: BLE001 - a lost server is reported by the update itself
-            return
+            return written()
         needle, deadline = f'"observation":"{marker}"', time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), self.local.metrics_file.open() as lines:
-                lines.seek(offset)
-                if needle in lines.read():
-                    return
+            if needle in (text := written()):
+                return text
             time.sleep(0.02)
         self.log(f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing")
+        return written()
 
     def _metrics(
-        self, update_id: str, declared: dict, flows: dict[str, str], offset: int = 0
+        self, update_id: str, declared: dict, flows: dict[str, str], observed: str
     ) -> dict[str, DatasetMetrics]:
-        """Sum the listener's observations of this update (one per MV refresh or micro-batch)."""
+        """Sum the listener's observations of this update (one per MV refresh or micro-batch),
+        from ``observed``, the lines it wrote during the update."""
         totals: dict[str, dict[str, int]] = {}
         prefix = expectations.observation_name(update_id, "")
         seen = set()
-        if self.local.metrics_file.exists():
-            with self.local.metrics_file.open() as lines:
-                lines.seek(offset)  # only what this update's flows wrote
-                text = lines.read()
-            for line in text.splitlines():
-                record = json.loads(line)
-                key = (
-                    record["observation"],
-                    record.get("root_execution_id", record["execution_id"]),
-                )
-                if record["observation"].startswith(prefix) and key not in seen:
-                    seen.add(key)
-                    dataset = record["observation"][len(prefix) :]
-                    bucket = totals.setdefault(dataset, {})
-                    for key, value in record["metrics"].items():
-                        bucket[key] = bucket.get(key, 0) + int(value or 0)
+        for line in observed.splitlines():
+            record = json.loads(line)
+            key = (
+                record["observation"],
+                record.get("root_execution_id", record["execution_id"]),
+            )
+            if record["observation"].startswith(prefix) and key not in seen:
+                seen.add(key)
+                dataset = record["observation"][len(prefix) :]
+                bucket = totals.setdefault(dataset, {})
+                for key, value in record["metrics"].items():
+                    bucket[key] = bucket.get(key, 0) + int(value or 0)
         out = {}
         for dataset, declared_expectations in declared.items():
             # A failed flow records no metrics; a view's metrics count wherever it was read.

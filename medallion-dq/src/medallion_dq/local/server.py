@@ -291,7 +291,7 @@ def class_archive() -> Path | None:
     return spark.cache_dir() / "class-archives" / f"{digest}.jsa"
 
 
-def _archive_options(archive: Path | None) -> tuple[str, Path | None]:
+def archive_options(archive: Path | None) -> tuple[str, Path | None]:
     """JVM options that map the archive, or record one as the JVM exits when there is none
     yet; with the file the JVM writes it to (renamed into place once it exited whole)."""
     if archive is None:
@@ -307,6 +307,14 @@ def _archive_options(archive: Path | None) -> tuple[str, Path | None]:
     partial = archive.with_name(f"{archive.stem}.{os.getpid()}.tmp")
     # -Xlog:cds=off: the JVM names every class it cannot archive (hundreds of lines in the log).
     return f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off", partial
+
+
+def with_java_options(confs: dict[str, str], options: str) -> dict[str, str]:
+    """``confs`` with ``options`` added to the driver JVM's options."""
+    if not options:
+        return confs
+    java_options = confs.get("spark.driver.extraJavaOptions", "")
+    return {**confs, "spark.driver.extraJavaOptions": f"{java_options} {options}".strip()}
 
 
 def _keep_archive(partial: Path | None, archive: Path | None) -> None:
@@ -336,10 +344,8 @@ def supervise(folder: Path) -> int:
         }
     )
     archive = class_archive()
-    options, recording = _archive_options(archive)
-    if options:  # not part of the fingerprint: the same server with or without it
-        java_options = confs.get("spark.driver.extraJavaOptions", "")
-        confs["spark.driver.extraJavaOptions"] = f"{java_options} {options}".strip()
+    options, recording = archive_options(archive)
+    confs = with_java_options(confs, options)  # not in the fingerprint: the same server either way
     command = [
         str(_spark_home() / "bin" / "spark-submit"),
         "--master",

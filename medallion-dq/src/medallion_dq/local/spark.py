@@ -454,13 +454,8 @@ def _start_embedded(confs: dict[str, str], log: Path):
     previous = os.environ.get(TOKEN_VARIABLE)
     os.environ[TOKEN_VARIABLE] = token
     archive = shared_server.class_archive()
-    if archive is not None and archive.is_file():  # recorded by a shared server as it stopped
-        os.utime(archive)  # in use: not to be pruned
-        java_options = confs.get("spark.driver.extraJavaOptions", "")
-        confs = {
-            **confs,
-            "spark.driver.extraJavaOptions": f"{java_options} -XX:SharedArchiveFile={archive}",
-        }
+    if archive is not None and archive.is_file():  # mapped only: shared servers record it
+        confs = shared_server.with_java_options(confs, shared_server.archive_options(archive)[0])
     try:
         with _stderr_to(log):
             ConnectSession._start_connect_server(
