@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq.local import spark
+from medallion_dq.local import server, spark
 from medallion_dq.local.spark import BackendUnavailable
 
 
@@ -112,6 +112,15 @@ def test_a_bad_server_setting_is_named_before_spark_starts(
     monkeypatch.setenv(name, value)
     with pytest.raises(BackendUnavailable, match=f"{name}={says}"):
         spark.server_confs(tmp_path, [])
+
+
+@pytest.mark.parametrize("name", ["DQ_REUSE", "DQ_CLASS_ARCHIVE"])
+def test_a_bad_switch_is_named_before_spark_starts(tmp_path, monkeypatch, name):
+    """Any value but on/off used to mean on: a typo of `0` kept the feature on, unsaid."""
+    monkeypatch.setenv(name, "of")
+    with pytest.raises(BackendUnavailable, match=f"{name}='of' is neither on nor off: {name}=1"):
+        spark.start("embedded", work_dir=tmp_path / "work", reuse=tmp_path)
+    assert not (tmp_path / server.STATE).exists()  # no shared server was asked for
 
 
 def test_delta_coordinates_are_delta_spark_s_own():
@@ -233,7 +242,9 @@ def test_javac_that_fails(bare_machine, edited_sources):
     fake_tool(bare_machine, "jar", "exit 0")
     with pytest.raises(BackendUnavailable) as caught:
         spark.plugin_jar()
-    assert "could not compile CatalogAlias.java, ObservedMetricsListener.java" in str(caught.value)
+    assert "could not compile CatalogAlias.java, NioLocalFileSystem.java, Observed" in str(
+        caught.value
+    )
     assert "package org.apache.spark does not exist" in str(caught.value)
 
 

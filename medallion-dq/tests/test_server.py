@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from stat import S_IMODE
 
 import pytest
 
@@ -147,6 +149,53 @@ def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
     off, _ = finish(client(root, DQ_CACHE_DIR=str(cache), DQ_CLASS_ARCHIVE="0"))
     assert "Archive" not in Path(f"/proc/{jvm_of(off['pid'])}/cmdline").read_bytes().decode()
     medallion_dq(root, "spark", "stop")
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", reuse=Path(sys.argv[1]))
+local.spark.sql("CREATE SCHEMA forks")
+local.spark.range(3).write.saveAsTable("forks.numbers")
+local.spark.range(2).write.mode("append").saveAsTable("forks.numbers")
+print(local.spark.read.table("forks.numbers").count(), local.server_dir)
+local.stop()
+"""
+
+
+def test_the_server_writes_tables_without_starting_a_process_per_file(tmp_path):
+    """Without Hadoop's native library, its local file system forks a `chmod` for each file and
+    folder it creates and a `readlink` per rename: about 300 processes per sample update. The
+    server's own file system sets the same permissions through java.nio."""
+    root = project(tmp_path)
+    spy, calls = tmp_path / "spy", tmp_path / "calls.log"
+    spy.mkdir()
+    for command in ("chmod", "readlink"):  # found on the PATH, as Hadoop's shell finds them
+        (spy / command).write_text(
+            f'#!/bin/sh\necho "{command} $*" >> {calls}\nexec {shutil.which(command)} "$@"\n'
+        )
+        (spy / command).chmod(0o755)
+    writer = subprocess.run(
+        [sys.executable, "-c", WRITER, str(root)],
+        env={**os.environ, "DQ_REUSE": "1", "PATH": f"{spy}:{os.environ['PATH']}"},
+        preexec_fn=lambda: os.umask(0o077),  # Hadoop sets its own modes, whatever the umask
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    medallion_dq(root, "spark", "stop")
+    assert writer.returncode == 0, writer.stderr[-3000:]
+    count, server_dir = writer.stdout.split()
+    assert count == "5"
+    table = Path(server_dir) / "warehouse" / "forks.db" / "numbers"
+    # Spark's start still chmods the jars it hands its executor: the spy was on the PATH.
+    called = calls.read_text().splitlines()
+    assert any("dq-plugins" in call for call in called), called
+    assert [call for call in called if "warehouse" in call] == []
+    modes = {path.name: S_IMODE(path.stat().st_mode) for path in table.rglob("*")}
+    assert modes["_delta_log"] == 0o755 and modes["00000000000000000001.json"] == 0o644
+    assert {mode for name, mode in modes.items() if name.endswith(".parquet")} == {0o644}
 
 
 def test_a_server_is_shared_only_with_the_same_settings_and_jars(tmp_path, monkeypatch):

@@ -53,8 +53,22 @@ class ServerNotStarted(RuntimeError):
     """The supervisor ended, or its server did not answer in time; the message has its log."""
 
 
+SWITCH = {"1": True, "true": True, "yes": True, "on": True}
+SWITCH |= {"0": False, "false": False, "no": False, "off": False}
+
+
+def switch(name: str, default: bool) -> bool:
+    """An on/off setting from the environment; another value is refused, by name."""
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value not in SWITCH:
+        raise ValueError(f"{name}={value!r} is neither on nor off: {name}=1 or {name}=0")
+    return SWITCH[value]
+
+
 def reuse_enabled() -> bool:
-    return os.environ.get("DQ_REUSE", "1").strip().lower() not in ("0", "false", "no", "off")
+    return switch("DQ_REUSE", True)
 
 
 def idle_timeout() -> float:
@@ -265,11 +279,11 @@ def free_port() -> int:
 def class_archive() -> Path | None:
     """The JVM's class-data archive (AppCDS) for this Spark install and Java, in the user's
     cache: a cold server start mapped from it took 7.2 s instead of 13 s (the JVM otherwise
-    reads, parses and verifies each class from Spark's jars). Keyed by the Spark home and the
-    Java binary (pyspark's version, when its jars were installed), because the JVM ignores an
-    archive made with another classpath, other jar files or another Java build.
+    reads, parses and verifies each class from Spark's jars). Keyed by the Spark home, the
+    Java binary and the plugins jar (pyspark's version, when the jars were made), because the JVM
+    ignores an archive made with another class path, other jar files or another Java build.
     None when turned off (DQ_CLASS_ARCHIVE=0)."""
-    if os.environ.get("DQ_CLASS_ARCHIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+    if not switch("DQ_CLASS_ARCHIVE", True):
         return None
     import pyspark
 
@@ -280,12 +294,16 @@ def class_archive() -> Path | None:
     home = _spark_home().resolve()
     jars = home / "jars"  # reinstalled jars (new mtimes) would make the JVM refuse the archive
     installed = jars.stat().st_mtime_ns if jars.is_dir() else None
+    plugins = spark.plugin_jar()  # on the class path too (the local file system)
+    built = plugins.stat()
     key = [
         str(home),
         pyspark.__version__,
         installed,
         str(java),
         made and (made.st_size, made.st_mtime_ns),
+        str(plugins),
+        (built.st_size, built.st_mtime_ns),
     ]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
     return spark.cache_dir() / "class-archives" / f"{digest}.jsa"

@@ -35,15 +35,18 @@ BACKENDS = ("embedded", "container", "cluster", "remote")
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
-# Server-side plugins, one jar: the metrics listener and the catalog alias. The jar ships in the
-# wheel (built by `nox -s plugins` against the pinned pyspark); it records the digest of the
-# sources it was built from, and is compiled again only when they changed (a development copy).
+# Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
+# The jar ships in the wheel (built by `nox -s plugins` against the pinned pyspark); it records
+# the digest of the sources it was built from, and is compiled again only when they changed (a
+# development copy).
 PLUGINS = Path(__file__).parent / "plugins"
+PLUGINS_JAR_PREFIX = "dq-plugins"  # the packaged jar and the cache's compiled copies
 PLUGIN_SOURCES = sorted(PLUGINS.glob("*.java"))
-PACKAGED_PLUGINS = PLUGINS / "dq-plugins.jar"
+PACKAGED_PLUGINS = PLUGINS / f"{PLUGINS_JAR_PREFIX}.jar"
 DIGEST_ATTRIBUTE = "DQ-Sources-Digest"
 LISTENER_CLASS = "dq.ObservedMetricsListener"
 CATALOG_ALIAS_CLASS = "dq.CatalogAlias"
+FILE_SYSTEM_CLASS = "dq.NioLocalFileSystem"
 PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 IVY_SETTINGS = """\
@@ -204,7 +207,7 @@ def plugin_jar() -> Path:
     digest = sources_digest()
     if jar_digest(PACKAGED_PLUGINS) == digest:
         return PACKAGED_PLUGINS
-    jar = cache_dir() / f"dq-plugins-{digest}.jar"
+    jar = cache_dir() / f"{PLUGINS_JAR_PREFIX}-{digest}.jar"
     if jar.exists():
         return jar
     return build_plugin_jar(jar)
@@ -263,11 +266,12 @@ def _whole_seconds(name: str, default: str) -> str:
     return value
 
 
-def _switch(name: str, default: str) -> bool:
-    value = os.environ.get(name, default).strip().lower()
-    if value not in ("0", "1", "false", "true", "no", "yes", "off", "on"):
-        raise BackendUnavailable(f"{name}={value!r} is neither on nor off: {name}=1 or {name}=0")
-    return value in ("1", "true", "yes", "on")
+def _checked(setting):
+    """A setting's value; a bad one ends the start with its message (exit 2 from the CLI)."""
+    try:
+        return setting()
+    except ValueError as error:
+        raise BackendUnavailable(str(error)) from None
 
 
 def _codegen_confs(on: bool) -> dict[str, str]:
@@ -317,7 +321,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
         # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
         # generated code back, for large data (the benchmark's table sizes use it).
-        **_codegen_confs(_switch("DQ_CODEGEN", "0")),
+        **_codegen_confs(_checked(lambda: shared_server.switch("DQ_CODEGEN", False))),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
@@ -329,6 +333,23 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # 14 % of the server's CPU samples in warm sample updates: a cache of 1000 classes, not
         # 100, keeps more of them compiled.
         "spark.sql.codegen.cache.maxEntries": "1000",
+        **_local_file_system(jars),
+    }
+
+
+def _local_file_system(jars: list[Path]) -> dict[str, str]:
+    """Hadoop's local file system without a `chmod` process per file and folder it creates and
+    a `readlink` per side of each rename (it forks them when its native library is missing, as
+    with pyspark): about 300 processes per warm sample update. The plugins jar goes on the JVM's
+    class path, as Hadoop loads the class before Spark adds its --jars. A container's server
+    (no jars here: its image has them) keeps Hadoop's own."""
+    plugins = [jar for jar in jars if jar.name.startswith(PLUGINS_JAR_PREFIX)]
+    if not plugins:
+        return {}
+    return {
+        "spark.driver.extraClassPath": str(plugins[0]),
+        "spark.hadoop.fs.file.impl": FILE_SYSTEM_CLASS,
+        "spark.hadoop.fs.AbstractFileSystem.file.impl": f"{FILE_SYSTEM_CLASS}$Fs",
     }
 
 
@@ -548,7 +569,7 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    shared = backend == "embedded" and reuse is not None and shared_server.reuse_enabled()
+    shared = backend == "embedded" and reuse is not None and _checked(shared_server.reuse_enabled)
     progress(f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}")
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
@@ -564,6 +585,7 @@ def start(
                 " no server to embed. Use --backend container (Docker) or remote, or install "
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
+        _checked(shared_server.class_archive)  # here: a shared server's supervisor reads it too
         jars = delta_jars()
         if shared:
             return _connect_shared(Path(reuse), work_dir, jars, started)
