@@ -27,7 +27,8 @@ import org.apache.hadoop.fs.permission.FsPermission;
  * each: a `chmod` for every file and folder it creates, a `readlink` for both sides of every
  * rename (Delta's log commits, through FileContext). A warm sample update of the validation and
  * publish pipelines started about 300 of them. Everything else is Hadoop's own code; a mode
- * with more than the nine permission bits, or a path java.nio cannot read, goes to Hadoop's.
+ * with more than the nine permission bits, a path java.nio cannot read, or a file system
+ * without POSIX permissions goes to Hadoop's.
  *
  * Enable with spark.hadoop.fs.file.impl=dq.NioLocalFileSystem (FileSystem) and
  * spark.hadoop.fs.AbstractFileSystem.file.impl=dq.NioLocalFileSystem$Fs (FileContext), the jar
@@ -62,7 +63,11 @@ public class NioLocalFileSystem extends LocalFileSystem {
           bits.add(BITS[i]);
         }
       }
-      Files.setPosixFilePermissions(pathToFile(p).toPath(), bits); // follows links, as chmod
+      try {
+        Files.setPosixFilePermissions(pathToFile(p).toPath(), bits); // follows links, as chmod
+      } catch (UnsupportedOperationException e) { // not a POSIX file system (Windows)
+        super.setPermission(p, permission);
+      }
     }
 
     /**
