@@ -53,8 +53,8 @@ class ServerNotStarted(RuntimeError):
     """The supervisor ended, or its server did not answer in time; the message has its log."""
 
 
-SWITCH = {"1": True, "true": True, "yes": True, "on": True}
-SWITCH |= {"0": False, "false": False, "no": False, "off": False}
+ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+SWITCH = {**dict.fromkeys(ON, True), **dict.fromkeys(OFF, False)}
 
 
 def switch(name: str, default: bool) -> bool:
