@@ -200,10 +200,10 @@ def test_the_server_writes_tables_without_starting_a_process_per_file(tmp_path):
 
 def test_a_server_is_shared_only_with_the_same_settings_and_jars(tmp_path, monkeypatch):
     """Same bytes in another venv: shared. Other settings or another jar: another server."""
-    jar = tmp_path / "a" / "plugins.jar"
+    jar = tmp_path / "a" / "dq-plugins.jar"  # on --jars and on the JVM's class path
     jar.parent.mkdir()
     jar.write_bytes(b"jar bytes")
-    copy = tmp_path / "b" / "plugins.jar"  # another nox session's copy of the package
+    copy = tmp_path / "b" / "dq-plugins.jar"  # another nox session's copy of the package
     copy.parent.mkdir()
     copy.write_bytes(b"jar bytes")
 

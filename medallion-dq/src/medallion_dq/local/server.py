@@ -90,9 +90,12 @@ def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
     from medallion_dq import __version__
 
     settings = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
-    jars = settings.pop("spark.jars", "")
-    contents = [
-        hashlib.sha256(Path(jar).read_bytes()).hexdigest() for jar in jars.split(",") if jar
+    contents = [  # --jars, and the plugins jar on the JVM's class path
+        [hashlib.sha256(Path(jar).read_bytes()).hexdigest() for jar in paths.split(sep) if jar]
+        for paths, sep in (
+            (settings.pop("spark.jars", ""), ","),
+            (settings.pop("spark.driver.extraClassPath", ""), os.pathsep),
+        )
     ]
     text = json.dumps([__version__, pyspark.__version__, java, settings, contents])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
