@@ -569,7 +569,8 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    shared = backend == "embedded" and reuse is not None and _checked(shared_server.reuse_enabled)
+    reuse_on = _checked(shared_server.reuse_enabled)  # named even where it does not apply
+    shared = backend == "embedded" and reuse is not None and reuse_on
     progress(f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}")
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
