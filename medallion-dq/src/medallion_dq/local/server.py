@@ -71,6 +71,10 @@ def reuse_enabled() -> bool:
     return switch("DQ_REUSE", True)
 
 
+def archive_enabled() -> bool:
+    return switch("DQ_CLASS_ARCHIVE", True)
+
+
 def idle_timeout() -> float:
     value = os.environ.get("DQ_SERVER_IDLE_TIMEOUT", "")
     try:
@@ -286,7 +290,7 @@ def class_archive() -> Path | None:
     Java binary and the plugins jar (pyspark's version, when the jars were made), because the JVM
     ignores an archive made with another class path, other jar files or another Java build.
     None when turned off (DQ_CLASS_ARCHIVE=0)."""
-    if not switch("DQ_CLASS_ARCHIVE", True):
+    if not archive_enabled():
         return None
     import pyspark
 

@@ -586,7 +586,7 @@ def start(
                 " no server to embed. Use --backend container (Docker) or remote, or install "
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
-        _checked(shared_server.class_archive)  # here: a shared server's supervisor reads it too
+        _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
         jars = delta_jars()
         if shared:
             return _connect_shared(Path(reuse), work_dir, jars, started)
