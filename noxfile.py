@@ -3,8 +3,10 @@
 Default: lint, tests, package, container, cluster, generated.
 
 The framework is the package in medallion-dq/: `package` builds its wheel (build/wheels/<digest>/)
-and runs its tests against a project baked from the template; baked projects install the wheel
-from there (uv's find-links), as a team would from its package index. Tool versions are pinned
+and runs its tests against a project baked from the template. `generated` bakes a project from a
+git repository of this checkout, as a team does, and the project's uv gets medallion-dq from that
+repository ([tool.uv.sources]); `demo` and `bench` bake for a package index and install the
+wheel from its folder (uv's find-links). Tool versions are pinned
 once, in pyproject.toml's [dependency-groups]; every session installs from those groups and runs
 only what it installed (external programs are refused).
 """
@@ -123,10 +125,14 @@ def template_ruff_config() -> Path:
     return config
 
 
-def bake_default(session: nox.Session, output: Path) -> tuple[Path, dict]:
-    """Bake the default answers into an emptied ``output``; return the project and answers."""
+def bake_default(
+    session: nox.Session, output: Path, template: str = str(ROOT), **answers: str
+) -> tuple[Path, dict]:
+    """Bake the default answers (and ``answers``) of ``template`` into an emptied ``output``;
+    return the project and its answers."""
     shutil.rmtree(output, ignore_errors=True)
     state = BUILD / ".cookiecutter"
+    shutil.rmtree(state / "cookiecutters", ignore_errors=True)  # a git template's last clone
     state.mkdir(parents=True, exist_ok=True)
     config = state / "config.yaml"
     config.write_text(
@@ -134,18 +140,52 @@ def bake_default(session: nox.Session, output: Path) -> tuple[Path, dict]:
         f"replay_dir: {json.dumps(str(state / 'replay'))}\n",
         encoding="utf-8",
     )
+    extra = [f"{key}={value}" for key, value in answers.items()]
     session.run(
         "cookiecutter",
-        str(ROOT),
+        template,
         "--no-input",
         "--config-file",
         str(config),
         "--output-dir",
         str(output),
+        *extra,
     )
     (project,) = [path for path in output.iterdir() if path.is_dir()]
-    answers = json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
-    return project, answers
+    return project, json.loads((project / ".cookiecutter.json").read_text(encoding="utf-8"))
+
+
+def template_repository(session: nox.Session, folder: Path) -> str:
+    """This checkout's files (tracked, and new ones not ignored) as one commit of a git
+    repository in ``folder``: what a team bakes from. The commit's date and author are fixed, so
+    the same files give the same commit, and uv's cache of it stays warm. Returns the commit."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, folder / name)
+    return commit_all(session, folder, "the template as it is in this checkout", init=True)
+
+
+def commit_all(session: nox.Session, repo: Path, message: str, init: bool = False) -> str:
+    """Commit every file of ``repo`` with a fixed author and date; return the commit."""
+    env = {
+        **{f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", "template"), ("EMAIL", "template@localhost"),
+                               ("DATE", "2026-01-01T00:00:00Z"))},
+        "GIT_CONFIG_GLOBAL": os.devnull,  # a developer's hooks or signing stay out
+    }  # fmt: skip
+    git = ("git", "-C", str(repo))
+    if init:
+        session.run(*git, "init", "--quiet", "--initial-branch=main", external=True, env=env)
+    session.run(*git, "add", "--all", external=True, env=env)
+    session.run(*git, "commit", "--quiet", "--no-verify", "-m", message, external=True, env=env)
+    return session.run(*git, "rev-parse", "HEAD", external=True, silent=True, env=env).strip()
 
 
 def package_version(source: Path = PACKAGE) -> str:
@@ -289,31 +329,38 @@ def plugins(session: nox.Session) -> None:
 
 @nox.session
 def generated(session: nox.Session) -> None:
-    """Bake the default project, set it up on this medallion-dq, upgrade it to a newer build and
-    run its own nox (and its job on the cluster backend when Docker is up); arguments after `--`
-    go to that nox."""
+    """Bake the default project from a git repository of this checkout, as a team bakes from
+    the template's, and run its own nox with nothing set (uv gets medallion-dq through the
+    project's [tool.uv.sources]); then upgrade it to a later commit, and run its job on the
+    cluster backend when Docker is up. Arguments after `--` go to the project's nox."""
     session.install(*group("test", "runner"))
-    pyspark_wheel(session)
-    wheel = build_wheel(session)
-    project, _ = bake_default(session, BUILD / "generated")
+    repository = BUILD / "template-repository"
+    baked = template_repository(session, repository)
+    project, _ = bake_default(session, BUILD / "generated", template=f"git+{repository.as_uri()}")
     session.chdir(project)
-    env = find_links(wheel.parent)
-    # Set up on today's version: the project's venvs install it from its build folder.
-    session.run("nox", "-s", "rules", env=env)
-    # Upgrade: a newer build within the project's pin (~=), its files untouched.
-    newer = bump_patch(session, BUILD / "upgrade")
-    env = find_links(newer.parent, wheel.parent)
+    source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    expected = {"git": repository.as_uri(), "subdirectory": "medallion-dq", "rev": baked}
+    if source["tool"]["uv"]["sources"]["medallion-dq"] != expected:
+        session.error(f"the project's [tool.uv.sources] is not {expected}")
+    # Nothing set: the project's noxfile finds pyspark's wheel in ~/.cache itself.
+    env: dict[str, str | None] = {"UV_FIND_LINKS": None, "PIP_FIND_LINKS": None}
     # The project's test sessions share one warm Spark server; it must not outlive CI by long.
     env["DQ_SERVER_IDLE_TIMEOUT"] = "120"
-    sessions = session.posargs or ["--reuse-venv=no"]
-    session.run("nox", *sessions, env=env)
+    session.run("nox", *(session.posargs or ["--reuse-venv=no"]), env=env)
     if session.posargs:
         return  # the sessions chosen may not include rules, whose venv says the version
     medallion_dq = ".nox/rules/bin/medallion-dq"
-    installed = session.run(medallion_dq, "--version", silent=True, external=True)
-    if package_version(BUILD / "upgrade" / "medallion-dq") not in str(installed):
-        session.error(f"the project did not upgrade: {installed}")
     session.run(medallion_dq, "spark", "stop", external=True)
+    # Upgrade as a team does: a later commit of the template repository (a patch release),
+    # named in the project's source; its own files are untouched.
+    newer = bump_patch(repository / "medallion-dq")
+    later = commit_all(session, repository, f"medallion-dq {newer}")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text("utf-8").replace(baked, later), "utf-8")
+    session.run("nox", "-s", "rules", env=env)
+    installed = session.run(medallion_dq, "--version", silent=True, external=True)
+    if newer not in str(installed):
+        session.error(f"the project did not upgrade to {newer}: {installed}")
     if docker_running():
         # Its cluster session, lean: the whole job (a normal day, a bad day) on a cluster in
         # Docker through the project's own session and light client. Every backend has been
@@ -321,18 +368,13 @@ def generated(session: nox.Session) -> None:
         session.run("nox", "-s", "cluster", "--", "-k", "test_job", env=env)
 
 
-def bump_patch(session: nox.Session, work: Path) -> Path:
-    """A copy of the package with its patch version raised, built into ``work``/wheels."""
-    shutil.rmtree(work, ignore_errors=True)
-    source = work / "medallion-dq"
-    shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+def bump_patch(source: Path) -> str:
+    """Raise the patch version of the package in ``source``; return the new version."""
     init = source / "src" / "medallion_dq" / "__init__.py"
-    major, minor, patch = package_version().split(".")
+    major, minor, patch = package_version(source).split(".")
     newer = f"{major}.{minor}.{int(patch) + 1}"
-    init.write_text(
-        init.read_text(encoding="utf-8").replace(package_version(), newer), encoding="utf-8"
-    )
-    return build_wheel(session, source, work / "wheels")
+    init.write_text(init.read_text("utf-8").replace(package_version(source), newer), "utf-8")
+    return newer
 
 
 def docker_running() -> bool:
@@ -347,7 +389,7 @@ def demo(session: nox.Session) -> None:
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
     wheel = build_wheel(session)
-    project, _ = bake_default(session, BUILD / "demo")
+    project, _ = bake_default(session, BUILD / "demo", medallion_dq_source="index")
     # What running the pipelines locally needs: the project, and medallion-dq's local engine.
     session.install("-e", str(project), f"{wheel}[local]", env=find_links(wheel.parent))
     summary = BUILD / "demo" / "summary.json"
@@ -372,7 +414,7 @@ def bench(session: nox.Session) -> None:
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
     wheel = build_wheel(session)
-    project, _ = bake_default(session, BUILD / "bench")
+    project, _ = bake_default(session, BUILD / "bench", medallion_dq_source="index")
     session.install("-e", str(project), f"{wheel}[local,container]", env=find_links(wheel.parent))
     env = find_links(wheel.parent)  # --nox runs the baked project's own nox
     session.run("python", str(script), "--project", str(project), *session.posargs, env=env)

@@ -3,14 +3,21 @@
 Cookiecutter renders this file with Jinja before it runs it, in the new project's folder. As in
 ``pre_gen_project.py``, the answers arrive as one JSON line in the comment marked
 ``cookiecutter-answers`` and are read back as data, never as code. Every removal comes from the
-one table ``REMOVALS``; this hook writes nothing, needs no network and no Docker.
+one table ``REMOVALS``. The one thing it writes is where uv gets medallion-dq
+(``medallion_dq_source: template``): the template repository this project is baked from, at the
+commit it is baked from, found with ``git`` in cookiecutter's copy of the template (no network).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import shutil
+import subprocess
 import sys
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +44,96 @@ REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
         for keep, drop in (("json", "csv"), ("csv", "json"))
     ),
 )
+
+
+# Placeholders the template leaves for the source (pyproject.toml) and pip's requirement (README).
+SOURCE_LINE = 'medallion-dq = "@medallion-dq-source@"'
+REQUIREMENT = "@medallion-dq-requirement@"
+PACKAGE_DIR = "medallion-dq"  # the package's folder in the template repository
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    """What ``git -C repo args`` prints, or None when git is missing or says no."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def remote_url(url: str, repo: Path) -> str:
+    """A git remote as a URL uv takes, with no credentials in it: ``git@host:org/repo`` becomes
+    ``ssh://git@host/org/repo``, a folder a ``file://`` URL, and an https user or token goes."""
+    scp = re.match(r"([\w.-]+@)?([\w.-]+):(?!//)(.+)\Z", url)
+    if "://" not in url and scp and len(scp[2]) > 1:  # not a Windows drive letter
+        return f"ssh://{scp[1] or ''}{scp[2]}/{scp[3]}"
+    if "://" not in url:
+        return (repo / url).resolve().as_uri()
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("http", "https") and (parts.username or parts.password):
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def template_source(repo: Path, checkout: str | None = None) -> dict[str, str]:
+    """Where the project's uv gets medallion-dq: the template's origin at the baked commit, when
+    that commit is published there and the package folder has no local change; otherwise the
+    checkout's folder (a path only this machine has)."""
+    commit = _git(repo, "rev-parse", "--verify", "HEAD")
+    origin = _git(repo, "remote", "get-url", "origin")
+    if commit and origin:
+        changed = _git(repo, "status", "--porcelain", "--", PACKAGE_DIR)
+        published = checkout or _git(repo, "branch", "--remotes", "--contains", commit)
+        if changed == "" and published:
+            return {"git": remote_url(origin, repo), "subdirectory": PACKAGE_DIR, "rev": commit}
+    return {"path": str((repo / PACKAGE_DIR).resolve())}
+
+
+def source_lines(source: dict[str, str]) -> str:
+    """The [tool.uv.sources] entry (JSON strings are TOML basic strings), with a comment."""
+    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in source.items())
+    note = ""
+    if "path" in source:
+        note = (
+            "# A folder of this machine (the template was a local checkout with no published\n"
+            "# commit): replace it with { git = \"<template repository URL>\", subdirectory =\n"
+            '# "medallion-dq", rev = "<commit>" } before others clone this repository.\n'
+        )
+    return note + "medallion-dq = { " + table + " }"
+
+
+def pip_requirement(source: dict[str, str]) -> str:
+    """The same source as a requirement pip understands (pip ignores [tool.uv.sources])."""
+    if "path" in source:
+        return f"medallion-dq[local] @ {Path(source['path']).as_uri()}"
+    url = source["git"] if source["git"].startswith("git+") else f"git+{source['git']}"
+    return f"medallion-dq[local] @ {url}@{source['rev']}#subdirectory={source['subdirectory']}"
+
+
+def template_copy(repo_dir: str) -> Path:
+    """The template's folder, absolute. Cookiecutter gives it as the user typed it, and runs this
+    hook in the new project: a relative path is the shell's, whose folder is $PWD."""
+    repo = Path(repo_dir)
+    if not repo.is_absolute():
+        repo = Path(os.environ.get("PWD", "")) / repo
+    return repo.resolve()
+
+
+def write_source(root: Path, source: dict[str, str]) -> None:
+    """Fill the placeholders of pyproject.toml and README.md with ``source``."""
+    pyproject, readme = root / "pyproject.toml", root / "README.md"
+    text = pyproject.read_text(encoding="utf-8")
+    if SOURCE_LINE not in text:
+        raise SystemExit(f"ERROR: hook: pyproject.toml has no {SOURCE_LINE!r}; fix the template")
+    pyproject.write_text(text.replace(SOURCE_LINE, source_lines(source)), encoding="utf-8")
+    command = f"pip install {shlex.quote(pip_requirement(source))}"
+    readme.write_text(
+        readme.read_text(encoding="utf-8").replace(REQUIREMENT, command), encoding="utf-8"
+    )
 
 
 def load_answers(path: Path) -> dict[str, Any]:
@@ -76,8 +173,19 @@ def remove(root: Path, relative: str) -> None:
 
 def main() -> int:
     root = Path.cwd()
-    for relative in paths_to_remove(load_answers(Path(__file__))):
+    answers = load_answers(Path(__file__))
+    for relative in paths_to_remove(answers):
         remove(root, relative)
+    if answers.get("medallion_dq_source") == "template":
+        repo = template_copy(str(answers.get("_repo_dir") or ""))
+        unzipped = str(answers.get("_template", "")).lower().endswith(".zip")  # removed after
+        if unzipped or not (repo / PACKAGE_DIR / "pyproject.toml").is_file():
+            raise SystemExit(
+                f"ERROR: medallion_dq_source: 'template': {PACKAGE_DIR}/ is not in the template "
+                f"copy {str(repo)!r} (a zip archive?); bake from a git URL or a checkout, or "
+                "answer 'index' if your package index has medallion-dq"
+            )
+        write_source(root, template_source(repo, answers.get("_checkout")))
     return 0
 
 

@@ -27,6 +27,7 @@ ANSWERS_MARKER = "# cookiecutter-answers: "
 
 SUPPORTED_PYTHON = ("3.10", "3.11", "3.12")
 SOURCE_FORMATS = ("json", "csv")
+MEDALLION_DQ_SOURCES = ("template", "index")
 
 MAX_NAME = 80
 MAX_DESCRIPTION = 300
@@ -295,6 +296,16 @@ def validate_source_format(value: Any) -> list[str]:
     return [f"is not a supported landing format; choose one of {', '.join(SOURCE_FORMATS)}"]
 
 
+def validate_medallion_dq_source(value: Any) -> list[str]:
+    """Where the project's uv gets medallion-dq: the template's repository, or an index."""
+    if value in MEDALLION_DQ_SOURCES:
+        return []
+    return [
+        "is not a place medallion-dq can come from; choose 'template' (this template's "
+        "repository, through [tool.uv.sources]) or 'index' (your package index has it)"
+    ]
+
+
 VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "project_name": validate_project_name,
     "project_slug": validate_project_slug,
@@ -306,6 +317,7 @@ VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "prod_schema": validate_schema,
     "source_format": validate_source_format,
     "include_container_backend": validate_include_container_backend,
+    "medallion_dq_source": validate_medallion_dq_source,
     "python_version": validate_python_version,
 }
 

@@ -163,6 +163,7 @@ REFUSED = [
     Refused({"include_container_backend": "maybe"}, None, "boolean", id="container-maybe"),
     Refused({"python_version": "3.9"}, None, "choices", id="python-unsupported"),
     Refused({"source_format": "parquet"}, None, "choices", id="format-unsupported"),
+    Refused({"medallion_dq_source": "pypi"}, None, "choices", id="source-unsupported"),
 ]
 
 
@@ -333,6 +334,7 @@ def test_unrendered_hook_says_so(tmp_path: Path) -> None:
         (pre_gen.validate_python_version, "3.9"),
         (pre_gen.validate_python_version, 3.11),
         (pre_gen.validate_source_format, "parquet"),
+        (pre_gen.validate_medallion_dq_source, "pypi"),
         (pre_gen.validate_include_container_backend, "true"),
         (pre_gen.validate_include_container_backend, 1),
         (pre_gen.validate_project_name, None),
@@ -351,6 +353,7 @@ def test_validators_refuse_wrong_types_and_choices(validator: Any, value: Any) -
         (pre_gen.validate_python_version, "3.10"),
         (pre_gen.validate_python_version, "3.12"),
         (pre_gen.validate_source_format, "csv"),
+        (pre_gen.validate_medallion_dq_source, "index"),
         (pre_gen.validate_include_container_backend, False),
         (pre_gen.validate_project_name, 'Caf\u00e9 \u00d8rders\'s "best" 2 \'\'\' """'),
         (pre_gen.validate_project_slug, "a"),
@@ -376,6 +379,7 @@ def test_defaults_are_valid() -> None:
         "prod_schema": "acme_orders",
         "source_format": "json",
         "include_container_backend": True,
+        "medallion_dq_source": "template",
         "python_version": "3.11",
     }
     assert pre_gen.validate(answers) == []

@@ -1,0 +1,129 @@
+"""Where a baked project gets medallion-dq: `[tool.uv.sources]`, written by the post-generation
+hook from the template repository it was baked from (git, no network)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from bakery import TEMPLATE_DIR, bake
+from test_hooks import post_gen
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "PATH": "/usr/bin:/bin:/usr/local/bin",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=GIT_ENV, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Path:
+    """A template repository with the package folder, one commit on main."""
+    repo = tmp_path / "upstream"
+    (repo / "medallion-dq").mkdir(parents=True)
+    (repo / "medallion-dq" / "pyproject.toml").write_text("[project]\nname = 'medallion-dq'\n")
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "one")
+    return repo
+
+
+@pytest.fixture
+def clone(upstream: Path, tmp_path: Path) -> Path:
+    """A clone of ``upstream``: what cookiecutter (or cruft) bakes from a git URL."""
+    target = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "--quiet", str(upstream), str(target)], check=True, env=GIT_ENV
+    )
+    return target
+
+
+def test_a_clone_gives_its_origin_at_the_baked_commit(clone: Path, upstream: Path) -> None:
+    source = post_gen.template_source(clone)
+    assert source == {
+        "git": upstream.resolve().as_uri(),
+        "subdirectory": "medallion-dq",
+        "rev": git(clone, "rev-parse", "HEAD"),
+    }
+
+
+def test_a_checkout_without_origin_gives_its_folder(upstream: Path) -> None:
+    assert post_gen.template_source(upstream) == {"path": str(upstream / "medallion-dq")}
+
+
+def test_local_changes_or_an_unpublished_commit_give_the_folder(clone: Path) -> None:
+    (clone / "medallion-dq" / "pyproject.toml").write_text("[project]\nname = 'changed'\n")
+    assert "path" in post_gen.template_source(clone)
+    git(clone, "commit", "--quiet", "--all", "-m", "local only")  # not on any remote branch
+    assert "path" in post_gen.template_source(clone)
+    # cookiecutter --checkout names a ref it fetched from the remote: that one is published
+    assert "git" in post_gen.template_source(clone, checkout="v1")
+
+
+@pytest.mark.parametrize(
+    ("remote", "url"),
+    [
+        ("git@github.com:acme/template.git", "ssh://git@github.com/acme/template.git"),
+        ("https://x-access-token:s3cret@github.com/acme/t.git", "https://github.com/acme/t.git"),
+        ("https://user@dev.azure.com:8443/acme/t", "https://dev.azure.com:8443/acme/t"),
+        ("ssh://git@gitlab.example/acme/t.git", "ssh://git@gitlab.example/acme/t.git"),
+    ],
+)
+def test_remote_urls_are_urls_uv_takes_and_carry_no_credentials(
+    remote: str, url: str, tmp_path: Path
+) -> None:
+    assert post_gen.remote_url(remote, tmp_path) == url
+
+
+def test_a_remote_folder_becomes_a_file_url(tmp_path: Path) -> None:
+    assert post_gen.remote_url("../shared/template", tmp_path / "clone") == (
+        (tmp_path / "shared" / "template").resolve().as_uri()
+    )
+
+
+def test_the_bake_writes_the_source_and_the_pip_line(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """A bake from this checkout: uv's source and pip's requirement say the same place."""
+    project = bake(tmp_path / "out", cookiecutter_config)
+    source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    entry = source["tool"]["uv"]["sources"]["medallion-dq"]
+    assert entry == post_gen.template_source(TEMPLATE_DIR)
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    assert f"pip install '{post_gen.pip_requirement(entry)}'" in readme
+    assert "@medallion-dq-" not in readme
+
+
+def test_index_bakes_no_source(tmp_path: Path, cookiecutter_config: Path) -> None:
+    project = bake(tmp_path / "out", cookiecutter_config, medallion_dq_source="index")
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "sources" not in pyproject.get("tool", {}).get("uv", {})
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    assert "package index" in readme
+    assert "@medallion-dq-" not in readme
+
+
+def test_pip_requirement_for_git_and_path() -> None:
+    git_source = {"git": "https://h/a/t.git", "subdirectory": "medallion-dq", "rev": "abc"}
+    assert post_gen.pip_requirement(git_source) == (
+        "medallion-dq[local] @ git+https://h/a/t.git@abc#subdirectory=medallion-dq"
+    )
+    assert post_gen.pip_requirement({"path": "/a b/medallion-dq"}) == (
+        "medallion-dq[local] @ file:///a%20b/medallion-dq"
+    )
