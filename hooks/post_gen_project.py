@@ -100,7 +100,7 @@ def source_lines(source: dict[str, str]) -> str:
     if "path" in source:
         note = (
             "# A folder of this machine (the template was a local checkout with no published\n"
-            "# commit): replace it with { git = \"<template repository URL>\", subdirectory =\n"
+            '# commit): replace it with { git = "<template repository URL>", subdirectory =\n'
             '# "medallion-dq", rev = "<commit>" } before others clone this repository.\n'
         )
     return note + "medallion-dq = { " + table + " }"
@@ -176,7 +176,11 @@ def main() -> int:
     answers = load_answers(Path(__file__))
     for relative in paths_to_remove(answers):
         remove(root, relative)
-    if answers.get("medallion_dq_source") == "template":
+    if answers.get("medallion_dq_source") == "template" and answers.get("_commit"):
+        # cruft (create, update): its clone is gone by now, but it names the URL and commit.
+        url = remote_url(str(answers["_template"]), Path.cwd())
+        write_source(root, {"git": url, "subdirectory": PACKAGE_DIR, "rev": answers["_commit"]})
+    elif answers.get("medallion_dq_source") == "template":
         repo = template_copy(str(answers.get("_repo_dir") or ""))
         unzipped = str(answers.get("_template", "")).lower().endswith(".zip")  # removed after
         if unzipped or not (repo / PACKAGE_DIR / "pyproject.toml").is_file():

@@ -300,10 +300,11 @@ def validate_medallion_dq_source(value: Any) -> list[str]:
     """Where the project's uv gets medallion-dq: the template's repository, or an index."""
     if value in MEDALLION_DQ_SOURCES:
         return []
-    return [
+    why = (
         "is not a place medallion-dq can come from; choose 'template' (this template's "
         "repository, through [tool.uv.sources]) or 'index' (your package index has it)"
-    ]
+    )
+    return [why]
 
 
 VALIDATORS: dict[str, Callable[[Any], list[str]]] = {

@@ -48,9 +48,7 @@ def upstream(tmp_path: Path) -> Path:
 def clone(upstream: Path, tmp_path: Path) -> Path:
     """A clone of ``upstream``: what cookiecutter (or cruft) bakes from a git URL."""
     target = tmp_path / "clone"
-    subprocess.run(
-        ["git", "clone", "--quiet", str(upstream), str(target)], check=True, env=GIT_ENV
-    )
+    subprocess.run(["git", "clone", "--quiet", str(upstream), str(target)], check=True, env=GIT_ENV)
     return target
 
 

@@ -1,0 +1,152 @@
+"""Template updates: a project baked at one commit of the template takes a later one with cruft,
+keeping the team's own edits, and says where the two touch the same lines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bakery import DEFAULT_PACKAGE, TEMPLATE_DIR
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.slow
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@localhost",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@localhost",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+RULES = Path("src") / DEFAULT_PACKAGE / "rules" / "silver" / "orders.yml"
+TEAM_RULE = """  - name: team_rule_small_orders
+    constraint: amount < 100000
+    action: warn
+    description: Added by the team after the bake.
+    examples:
+      pass: [{amount: 10}]
+      fail: [{amount: 200000}]
+"""
+NEW_SECTION = "\n## Added in a later template commit\n\nA section the template grew.\n"
+
+
+def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    done = run("git", *args, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def cruft(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run(sys.executable, "-m", "cruft", *args, cwd=cwd)
+
+
+@pytest.fixture
+def template(tmp_path: Path) -> Path:
+    """This checkout's template files as commit A of a git repository."""
+    repo = tmp_path / "template"
+    listed = git(TEMPLATE_DIR, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    for name in filter(None, listed.split("\0")):
+        if (TEMPLATE_DIR / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(TEMPLATE_DIR / name, repo / name)
+    git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "A")
+    return repo
+
+
+@pytest.fixture
+def project(template: Path, tmp_path: Path) -> Path:
+    """A project baked with cruft at commit A, in its own git repository, with a team's edits
+    committed: a rule, a pipeline line, a test."""
+    created = cruft(
+        "create", template, "--no-input", "--output-dir", tmp_path / "out", cwd=tmp_path
+    )
+    assert created.returncode == 0, created.stderr
+    (project,) = (tmp_path / "out").iterdir()
+    git(project, "init", "--quiet", "--initial-branch=main")
+    git(project, "add", "--all")
+    git(project, "commit", "--quiet", "-m", "baked")
+    rules = project / RULES
+    text = rules.read_text(encoding="utf-8")
+    rules.write_text(text.replace("# Dataset-level checks", TEAM_RULE + "# Dataset-level checks"))
+    pipeline = project / "src" / "pipelines" / "validation" / "silver" / "orders.py"
+    pipeline.write_text(pipeline.read_text(encoding="utf-8") + "# the team's own line\n")
+    test = project / "tests" / "silver" / "test_team.py"
+    test.write_text("def test_team_owns_this():\n    assert True\n", encoding="utf-8")
+    git(project, "add", "--all")
+    git(project, "commit", "--quiet", "-m", "the team's edits")
+    return project
+
+
+def template_change(template: Path, noxfile_line: tuple[str, str]) -> str:
+    """Commit B: a noxfile line changed and a new CONVENTIONS section; returns B."""
+    noxfile = template / "{{cookiecutter.project_slug}}" / "noxfile.py"
+    old, new = noxfile_line
+    text = noxfile.read_text(encoding="utf-8")
+    assert old in text
+    noxfile.write_text(text.replace(old, new), encoding="utf-8")
+    conventions = template / "{{cookiecutter.project_slug}}" / "CONVENTIONS.md"
+    conventions.write_text(conventions.read_text(encoding="utf-8") + NEW_SECTION)
+    git(template, "commit", "--quiet", "--all", "-m", "B")
+    return git(template, "rev-parse", "HEAD")
+
+
+LINT_DOC = '    """Lint and format-check the code with ruff."""'
+
+
+def test_update_keeps_the_team_edits_and_takes_the_template_change(
+    template: Path, project: Path
+) -> None:
+    baked = git(template, "rev-parse", "HEAD")
+    source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert source["tool"]["uv"]["sources"]["medallion-dq"]["rev"] == baked
+    later = template_change(template, (LINT_DOC, '    """Lint and format-check with ruff."""'))
+
+    updated = cruft("update", "--skip-apply-ask", cwd=project)
+
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "conflict" not in (updated.stdout + updated.stderr).lower()
+    assert "team_rule_small_orders" in (project / RULES).read_text(encoding="utf-8")
+    pipeline = project / "src" / "pipelines" / "validation" / "silver" / "orders.py"
+    assert pipeline.read_text(encoding="utf-8").endswith("# the team's own line\n")
+    assert (project / "tests" / "silver" / "test_team.py").is_file()
+    assert "Lint and format-check with ruff." in (project / "noxfile.py").read_text("utf-8")
+    assert NEW_SECTION in (project / "CONVENTIONS.md").read_text(encoding="utf-8")
+    # medallion-dq's source moves with the template: the package of commit B
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["tool"]["uv"]["sources"]["medallion-dq"]["rev"] == later
+    assert '"commit": "' + later in (project / ".cruft.json").read_text(encoding="utf-8")
+
+
+def test_update_reports_a_conflict_as_such(template: Path, project: Path) -> None:
+    noxfile = project / "noxfile.py"
+    noxfile.write_text(noxfile.read_text("utf-8").replace(LINT_DOC, '    """Team: lint."""'))
+    git(project, "commit", "--quiet", "--all", "-m", "the team's own docstring")
+    template_change(template, (LINT_DOC, '    """Template: lint."""'))
+
+    updated = cruft("update", "--skip-apply-ask", cwd=project)
+
+    said = updated.stdout + updated.stderr
+    assert "with conflicts" in said, said
+    text = noxfile.read_text(encoding="utf-8")
+    assert "<<<<<<<" in text
+    assert "Team: lint." in text
+    assert "Template: lint." in text
+    assert NEW_SECTION in (project / "CONVENTIONS.md").read_text(encoding="utf-8")
