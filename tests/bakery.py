@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -132,6 +134,51 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONIOENCODING"] = "utf-8"
     return env
+
+
+# Commits the tests make: a fixed author, no user or system git config (hooks, signing).
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "template-tests",
+    "GIT_AUTHOR_EMAIL": "template-tests@localhost",
+    "GIT_COMMITTER_NAME": "template-tests",
+    "GIT_COMMITTER_EMAIL": "template-tests@localhost",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    """What ``git -C repo args`` prints; a failure fails the test with git's message."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+        check=False,
+    )
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+def commit_all(repo: Path, message: str) -> str:
+    """Commit every file of ``repo`` (a new repository if it is none yet); return the commit."""
+    if not (repo / ".git").exists():
+        git(repo, "init", "--quiet", "--initial-branch=main")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def template_repository(folder: Path) -> Path:
+    """This checkout's files (tracked, and new ones not ignored) as one commit of a new git
+    repository in ``folder``: a template repository as a team bakes from it."""
+    listed = git(TEMPLATE_DIR, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
+    for name in filter(None, listed.split("\0")):
+        if (TEMPLATE_DIR / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(TEMPLATE_DIR / name, folder / name)
+    commit_all(folder, "the template")
+    return folder
 
 
 def iter_files(root: Path) -> Iterator[Path]:

@@ -3,33 +3,16 @@ hook from the template repository it was baked from (git, no network)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from bakery import TEMPLATE_DIR, bake
+from bakery import TEMPLATE_DIR, bake, commit_all, git
 from test_hooks import post_gen
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "PATH": "/usr/bin:/bin:/usr/local/bin",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, env=GIT_ENV, check=True
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture
@@ -38,9 +21,7 @@ def upstream(tmp_path: Path) -> Path:
     repo = tmp_path / "upstream"
     (repo / "medallion-dq").mkdir(parents=True)
     (repo / "medallion-dq" / "pyproject.toml").write_text("[project]\nname = 'medallion-dq'\n")
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "one")
+    commit_all(repo, "one")
     return repo
 
 
@@ -48,7 +29,7 @@ def upstream(tmp_path: Path) -> Path:
 def clone(upstream: Path, tmp_path: Path) -> Path:
     """A clone of ``upstream``: what cookiecutter (or cruft) bakes from a git URL."""
     target = tmp_path / "clone"
-    subprocess.run(["git", "clone", "--quiet", str(upstream), str(target)], check=True, env=GIT_ENV)
+    git(upstream, "clone", "--quiet", str(upstream), str(target))
     return target
 
 

@@ -4,13 +4,12 @@ keeping the team's own edits, and says where the two touch the same lines."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bakery import DEFAULT_PACKAGE, TEMPLATE_DIR
+from bakery import DEFAULT_PACKAGE, GIT_ENV, commit_all, git, template_repository
 
 try:
     import tomllib
@@ -19,14 +18,6 @@ except ModuleNotFoundError:  # Python 3.10
 
 pytestmark = pytest.mark.slow
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@localhost",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@localhost",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 RULES = Path("src") / DEFAULT_PACKAGE / "rules" / "silver" / "orders.yml"
 TEAM_RULE = """  - name: team_rule_small_orders
     constraint: amount < 100000
@@ -39,36 +30,16 @@ TEAM_RULE = """  - name: team_rule_small_orders
 NEW_SECTION = "\n## Added in a later template commit\n\nA section the template grew.\n"
 
 
-def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **GIT_ENV}
-    return subprocess.run(
-        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, check=False
-    )
-
-
-def git(repo: Path, *args: str) -> str:
-    done = run("git", *args, cwd=repo)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
 def cruft(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run(sys.executable, "-m", "cruft", *args, cwd=cwd)
+    command = [sys.executable, "-m", "cruft", *map(str, args)]
+    env = {**os.environ, **GIT_ENV}  # cruft commits nothing, but runs git
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
 @pytest.fixture
 def template(tmp_path: Path) -> Path:
     """This checkout's template files as commit A of a git repository."""
-    repo = tmp_path / "template"
-    listed = git(TEMPLATE_DIR, "ls-files", "--cached", "--others", "--exclude-standard", "-z")
-    for name in filter(None, listed.split("\0")):
-        if (TEMPLATE_DIR / name).is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(TEMPLATE_DIR / name, repo / name)
-    git(repo, "init", "--quiet", "--initial-branch=main")
-    git(repo, "add", "--all")
-    git(repo, "commit", "--quiet", "-m", "A")
-    return repo
+    return template_repository(tmp_path / "template")
 
 
 @pytest.fixture
@@ -80,9 +51,7 @@ def project(template: Path, tmp_path: Path) -> Path:
     )
     assert created.returncode == 0, created.stderr
     (project,) = (tmp_path / "out").iterdir()
-    git(project, "init", "--quiet", "--initial-branch=main")
-    git(project, "add", "--all")
-    git(project, "commit", "--quiet", "-m", "baked")
+    commit_all(project, "baked")
     rules = project / RULES
     text = rules.read_text(encoding="utf-8")
     rules.write_text(text.replace("# Dataset-level checks", TEAM_RULE + "# Dataset-level checks"))
@@ -90,8 +59,7 @@ def project(template: Path, tmp_path: Path) -> Path:
     pipeline.write_text(pipeline.read_text(encoding="utf-8") + "# the team's own line\n")
     test = project / "tests" / "silver" / "test_team.py"
     test.write_text("def test_team_owns_this():\n    assert True\n", encoding="utf-8")
-    git(project, "add", "--all")
-    git(project, "commit", "--quiet", "-m", "the team's edits")
+    commit_all(project, "the team's edits")
     return project
 
 
