@@ -18,6 +18,7 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
         cwd=cwd or sample_project(),
+        env={**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"},  # a lake's server outlives no test
         capture_output=True,
         text=True,
         timeout=900,
@@ -82,7 +83,8 @@ def two_days(tmp_path_factory):
             cwd=project,
         )
         days.append((done, json.loads(summary.read_text())))
-    return project, days
+    yield project, days
+    cli("spark", "stop", cwd=project)
 
 
 @pytest.mark.spark
@@ -173,21 +175,31 @@ def test_report_reads_both_days_with_their_checks(two_days):
 
 @pytest.mark.spark
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the server's JVM through /proc")
-def test_server_killed_mid_run_ends_the_run_with_a_clear_error():
-    """Fault injection: the embedded server's JVM is killed (as the OOM killer would) during the
-    validation update. The run ends within the client's retry bound (about 15 s) with exit code 3
-    and a message saying what happened: no hang, no stack trace."""
+@pytest.mark.parametrize("server", ["own", "warm"])
+def test_server_killed_mid_run_ends_the_run_with_a_clear_error(server, tmp_path):
+    """Fault injection: the server's JVM is killed (as the OOM killer would) during the
+    validation update: a run's own server, or the lake's warm one. The run ends within the
+    client's retry bound (about 15 s) with exit code 3 and a message saying what happened: no
+    hang, no stack trace."""
+    project = tmp_path / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
 
     def kill_its_jvm(cli):
-        jvms = child_processes(cli.pid, "java")
+        if server == "own":
+            parent = cli.pid
+        else:  # the lake's server: a JVM under its supervisor, apart from the run's process
+            (state,) = (project / ".local" / "lake" / "dev" / "server").glob("*/server.json")
+            parent = json.loads(state.read_text())["pid"]
+        jvms = child_processes(parent, "java")
         assert len(jvms) == 1, jvms
         os.kill(jvms[0], signal.SIGKILL)
 
+    own = ["--own-server"] if server == "own" else []
     code, output, ended_in = run_cli_and_kill_server(
-        sample_project(),
-        ["run", "--pipeline", "validation"],
+        project,
+        ["run", "--pipeline", "validation", *own],
         kill_its_jvm,
-        env={"DQ_BACKEND": "embedded"},
+        env={"DQ_BACKEND": "embedded", "DQ_SERVER_IDLE_TIMEOUT": "60"},
     )
     assert code == 3, output
     assert "error: the embedded Spark Connect server stopped answering mid-run" in output

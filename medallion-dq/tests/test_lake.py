@@ -26,10 +26,17 @@ def cli(project, *args, timeout=900):
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
         cwd=project,
+        env={**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"},  # a lake's server outlives no test
         capture_output=True,
         text=True,
         timeout=timeout,
     )
+
+
+def lake_server(project):
+    """What the lake's warm server wrote about itself (server.json)."""
+    (state,) = (project / ".local" / "lake" / "dev" / "server").glob("*/server.json")
+    return json.loads(state.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +53,9 @@ def project(tmp_path_factory):
     summary = root / "first.json"
     done = cli(root, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
     assert done.returncode == 0, done.stdout + done.stderr
-    return root
+    yield root
+    stopped = cli(root, "spark", "stop")
+    assert "stopped the server" in stopped.stdout, stopped.stdout + stopped.stderr
 
 
 def table_path(project, name):
@@ -99,6 +108,30 @@ def test_publish_runs_after_validation_in_another_process(project, spark):
     # Both days, each order once: 120 + 80 orders less the 13 quarantined in all.
     revenue = spark.read.format("delta").load(table_path(project, "gold_daily_revenue"))
     assert revenue.groupBy().sum("orders").first()[0] == 188
+
+
+def test_runs_of_a_lake_share_its_warm_server(project):
+    """The lake's first run started its server; a later run connects to it (no JVM start, no
+    cold update), and `spark status` lists it with the project's other servers."""
+    before = lake_server(project)
+    done = cli(project, "run", "--pipeline", "publish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "connecting to Spark (embedded)" in done.stderr
+    assert lake_server(project)["pid"] == before["pid"]
+    status = cli(project, "spark", "status")
+    assert f"pid {before['pid']}" in status.stdout
+    assert ".local/lake/dev/server/" in status.stdout
+
+
+def test_own_server_runs_apart_and_leaves_the_warm_one(project, spark):
+    before = lake_server(project)
+    done = cli(project, "run", "--pipeline", "publish", "--own-server")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "starting Spark (embedded)" in done.stderr
+    assert lake_server(project)["pid"] == before["pid"]
+    revenue = spark.read.format("delta").load(table_path(project, "gold_daily_revenue"))
+    silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
+    assert revenue.groupBy().sum("orders").first()[0] == silver.count()
 
 
 def test_full_refresh_recomputes_from_every_file_once(project, spark):

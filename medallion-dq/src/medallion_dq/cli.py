@@ -165,7 +165,12 @@ def cmd_run(args) -> int:
     local = None
     try:
         with lake.locked(work_dir):
-            local = local_spark.start(args.backend, work_dir=work_dir, mounts=[landing])
+            # The lake's own warm server: its catalog already knows the lake's tables, and
+            # runs after the first skip the JVM's start and its cold first update.
+            warm = None if args.own_server or args.fresh else work_dir
+            local = local_spark.start(
+                args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True
+            )
             print(
                 f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
                 f"lake {work_dir.relative_to(root)}",
@@ -382,6 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         "--fresh",
         action="store_true",
         help="run in a new, throwaway lake (default: the target's lake in .local/lake/<target>)",
+    )
+    run.add_argument(
+        "--own-server",
+        action="store_true",
+        help="start a Spark server for this run alone, stopped after it (default: the lake's "
+        "warm server, started by its first run and kept until unused for "
+        "$DQ_SERVER_IDLE_TIMEOUT s; a --fresh lake always gets its own; DQ_REUSE=0 too)",
     )
     run.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
     run.add_argument("--json", help="write a JSON summary to this path")

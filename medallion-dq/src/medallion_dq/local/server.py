@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 STATE = Path(".local") / "spark"
+LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
 STATE_FILE = "server.json"
 DEFAULT_IDLE_TIMEOUT = 900.0
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
@@ -265,9 +266,11 @@ def stop(folder: Path, timeout: float = 60.0) -> ServerInfo | None:
 
 
 def servers(root: Path) -> list[tuple[Path, ServerInfo | None]]:
-    """The server folders of project `root`, with what runs in each (None: nothing)."""
-    base = Path(root) / STATE
-    return [(f, read_info(f)) for f in sorted(base.glob("*")) if f.is_dir()]
+    """The server folders of project `root`, the test processes' and its lakes', with what runs
+    in each (None: nothing)."""
+    lakes = (Path(root) / ".local" / "lake").glob(f"*/{LAKE_SERVER}/*")
+    folders = sorted([*(Path(root) / STATE).glob("*"), *lakes])
+    return [(f, read_info(f)) for f in folders if f.is_dir()]
 
 
 # -- the supervisor (python -m medallion_dq.local.server <folder>) ------------------------------

@@ -499,19 +499,22 @@ def _java_binary() -> str:
 
 
 def _connect_shared(
-    root: Path, work_dir: Path, jars: list[Path] | None, started: float
+    root: Path, work_dir: Path, jars: list[Path] | None, started: float, lake: bool = False
 ) -> LocalSpark:
     """A session on the project's warm server, started now if none runs. The server has its
-    own folder (warehouse, metrics file, log); `work_dir` keeps this process's own state."""
+    own folder (warehouse, metrics file, log); `work_dir` keeps this process's own state. A
+    lake's server (`lake`) lives in the lake, and its warehouse and metrics file are the lake's."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     all_jars = [*(jars or []), plugin_jar()]
     with tempfile.TemporaryDirectory() as probe:
         confs = server_confs(Path(probe), all_jars)
         fingerprint = shared_server.fingerprint(confs, probe, _java_binary())
-    folder = (root / shared_server.STATE / fingerprint).resolve()
+    state = work_dir / shared_server.LAKE_SERVER if lake else root / shared_server.STATE
+    folder = (state / fingerprint).resolve()
     folder.mkdir(parents=True, exist_ok=True)
-    confs = server_confs(folder, all_jars)
+    data = work_dir if lake else folder
+    confs = server_confs(data, all_jars)
     if jars is None:
         confs.update(fetch_delta_confs())
     try:
@@ -540,7 +543,7 @@ def _connect_shared(
         work_dir,
         time.perf_counter() - started,
         [lease.release, spark.stop],
-        server_dir=folder,
+        server_dir=data,
     )
 
 
@@ -550,11 +553,14 @@ def start(
     remote: str | None = None,
     mounts: list[Path] = (),
     reuse: Path | None = None,
+    lake: bool = False,
 ) -> LocalSpark:
     """Start (or connect to) a Spark Connect server; `backend` defaults to $DQ_BACKEND or
     embedded. `mounts`: folders besides `work_dir` the server reads (the container's mounts).
     `reuse`: a project root whose warm embedded server to use, or start for later processes
-    (`medallion_dq.local.server`; off with DQ_REUSE=0)."""
+    (`medallion_dq.local.server`; off with DQ_REUSE=0). `lake`: that server is `work_dir`'s own
+    (a lake's: its warehouse and metrics file are the lake's, and only runs of the lake, one at a
+    time, use it), not the one the project's test processes share."""
     backend = backend or os.environ.get("DQ_BACKEND", "embedded")
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
@@ -589,7 +595,7 @@ def start(
         _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
         jars = delta_jars()
         if shared:
-            return _connect_shared(Path(reuse), work_dir, jars, started)
+            return _connect_shared(Path(reuse), work_dir, jars, started, lake=lake)
         check_java()
         confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
         if jars is None:
