@@ -588,7 +588,7 @@ class _Translator:
                 "duplicateValues rule, to have it checked)"
             )
         for rel in prop.get("relationships") or []:
-            self.reference(target, column, rel, f"{where}: relationship to {rel.get('to')}")
+            self.reference(target, column, rel, where)
 
     def valid(self, target: _File, prop: dict, column: str, kind: str, spark_type: str, where: str) -> None:
         """required + logicalTypeOptions -> one rule valid_<column>, with its examples."""
@@ -892,14 +892,15 @@ class _Translator:
             f"{clause}: rowCount is judged on the rows each update writes (the volume check)"
         )
 
-    def reference(self, target: _File, column: str, rel: dict, clause: str) -> None:
+    def reference(self, target: _File, column: str, rel: dict, where: str) -> None:
         to = rel.get("to")
         if rel.get("type", "foreignKey") != "foreignKey" or not isinstance(to, str) or "." not in to:
-            self.out.skipped.append(f"{clause}: relationship to {to!r}: not translated")
+            self.out.skipped.append(f"{where}: relationship to {to!r}: not translated")
             return
         other, key = to.rsplit(".", 1)
         found = self.find_object(other.split(".")[-1])
         dataset = self.dataset_of(found) if found else other.split(".")[-1]
+        clause = f"{where}: relationship to {dataset}.{key}"  # as export writes it back
         if target.layer != "silver":
             self.out.skipped.append(f"{clause}: references checks are silver's (DQC011)")
             return
@@ -1367,12 +1368,14 @@ def export(root: Path, dataset: str) -> dict:
         elif check.kind == "freshness":
             age = rules.DURATION.match(str(check.get("max_age")))
             value = float(age.group(1))
+            # A clause without an id is "slaProperties: <property> <element>", as written.
+            written = re.fullmatch(r"slaProperties: (\S+) (\S+)", check.contract or "")
             sla.append(_clean({
                 **({"id": check.contract} if _STABLE_ID.match(check.contract or "") else {}),
-                "property": "latency",
+                "property": written.group(1) if written else "latency",
                 "value": int(value) if value.is_integer() else value,
                 "unit": age.group(2),
-                "element": f"{name}.{check.get('column')}",
+                "element": written.group(2) if written else f"{name}.{check.get('column')}",
                 "description": check.description,
             }))
         elif check.kind == "references":
@@ -1444,7 +1447,9 @@ def _export_rule(rule: rules.Rule, ruleset: rules.RuleSet, name: str, prop, qual
     schema = {c.name.lower(): c.name for c in ruleset.schema}
     column = schema.get(columns[0], columns[0]) if len(columns) == 1 else None
     action = "fail" if ruleset.layer == "gold" else "drop"
-    if column and rule.name == f"valid_{column.lower()}" and rule.action == action:
+    # required and logicalTypeOptions carry neither a threshold nor an id of their own
+    own = rule.threshold is None and (not rule.contract or ": " in rule.contract)
+    if own and column and rule.name == f"valid_{column.lower()}" and rule.action == action:
         parts = _parts(rule.constraint, column)
         if parts is not None:
             entry = prop(column)
