@@ -21,6 +21,8 @@ from sample import sample_project
 
 HERE = Path(__file__).parent / "contracts"
 ODCS_EXAMPLES = HERE / "odcs-examples"
+# The standard's own examples (v3.1.0): a sql rule, nested properties, SLA properties and more.
+EXAMPLES = ("column-accuracy", "all-schema-types", "full-example")
 
 
 @pytest.fixture
@@ -70,7 +72,10 @@ def test_the_sample_contract_makes_the_sample_rules_but_daily_volume(project, ca
     and schema: all but daily_volume, a ratio to earlier updates no contract can state."""
     before = {
         p.name: rules.load(p)
-        for p in (rule_dir(project) / "silver/orders.yml", rule_dir(project) / "gold/order_keys.yml")
+        for p in (
+            rule_dir(project) / "silver/orders.yml",
+            rule_dir(project) / "gold/order_keys.yml",
+        )
     }
     for path in before:
         next(rule_dir(project).rglob(path)).unlink()
@@ -82,7 +87,14 @@ def test_the_sample_contract_makes_the_sample_rules_but_daily_volume(project, ca
     for name, old in before.items():
         new = rules.load(next(rule_dir(project).rglob(name)))
         assert {r.name: r for r in new.rules} == {r.name: r for r in old.rules}
-        assert (new.dataset, new.owner, new.threshold, new.quarantine, new.schema, new.contract) == (
+        assert (
+            new.dataset,
+            new.owner,
+            new.threshold,
+            new.quarantine,
+            new.schema,
+            new.contract,
+        ) == (
             old.dataset,
             old.owner,
             old.threshold,
@@ -127,13 +139,15 @@ def test_import_export_import_writes_the_same_files(project, tmp_path, capsys):
     assert run(project, "check", str(out)) == 0
 
 
-@pytest.mark.parametrize("name", ["column-accuracy", "all-schema-types", "full-example"])
-def test_the_standards_examples_go_round_too(project, tmp_path, name):
-    assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
+@pytest.mark.parametrize(
+    "path",
+    [*(ODCS_EXAMPLES / f"{n}.odcs.yaml" for n in EXAMPLES), HERE / "members.odcs.yaml"],
+    ids=lambda p: p.name,
+)
+def test_the_standards_examples_go_round_too(project, tmp_path, path):
+    assert run(project, "import", str(path)) == 0
     first = snapshot(project)
-    imported = contract.translate(
-        contract.read(ODCS_EXAMPLES / f"{name}.odcs.yaml"), name
-    ).files.values()
+    imported = contract.translate(contract.read(path), path.name).files.values()
     for made in imported:
         if made.layer != "silver":
             continue
@@ -181,8 +195,14 @@ def test_check_names_a_changed_bound_and_a_clause_gone(project, capsys):
 
     assert run(project, "check", str(edited(project, change))) == 1
     out = capsys.readouterr().out
-    assert "rule valid_amount: constraint 'amount >= 0' in the file, 'amount >= 1' in the contract" in out
-    assert "check fresh_orders: made from clause 'fresh_orders', which the contract no longer has" in out
+    assert (
+        "rule valid_amount: constraint 'amount >= 0' in the file, 'amount >= 1' in the contract"
+        in out
+    )
+    assert (
+        "check fresh_orders: made from clause 'fresh_orders', which the contract no longer has"
+        in out
+    )
 
 
 def test_check_compares_the_local_lakes_table(project, capsys):
@@ -246,6 +266,23 @@ def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
     assert snapshot(project) == before
 
 
+def test_import_never_writes_over_another_datasets_file(project, capsys):
+    """An object `customers` without a physicalName is the dataset `customers`: the sample's
+    rules/silver/customers.yml is silver_customers' file, so import stops."""
+    before = snapshot(project)
+    text = (HERE / "members.odcs.yaml").read_text()
+    changed = project / "contracts" / "changed.odcs.yaml"
+    changed.write_text(
+        text.replace("name: members\n    physicalName: silver_members", "name: customers")
+    )
+    assert run(project, "import", str(changed)) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: rules/silver/customers.yml holds dataset silver_customers, not customers: give "
+        "the schema object customers a physicalName (the dataset) or another name"
+    ]
+    assert snapshot(project) == before
+
+
 def test_untranslated_clauses_are_listed(project, capsys):
     def change(doc):
         props(doc)[3]["quality"].append(
@@ -273,61 +310,8 @@ def test_untranslated_clauses_are_listed(project, capsys):
 # --------------------------------------------------------------------------- translation
 
 
-GENERATED = """
-apiVersion: v3.1.0
-kind: DataContract
-id: generated
-version: 2.1.0
-status: active
-schema:
-  - name: customers
-    properties:
-      - name: email
-        logicalType: string
-        required: true
-        logicalTypeOptions: {format: email, maxLength: 40}
-      - name: code
-        logicalType: string
-        logicalTypeOptions: {pattern: '^[A-Z]{2}-\\d{3}$', minLength: 6}
-      - name: score
-        logicalType: integer
-        logicalTypeOptions: {exclusiveMinimum: 0, maximum: 100, multipleOf: 5}
-      - name: born
-        logicalType: date
-        logicalTypeOptions: {minimum: '1900-01-01', exclusiveMaximum: '2026-01-01'}
-      - name: nickname
-        logicalType: string
-        quality:
-          - {metric: missingValues, arguments: {missingValues: [null, '', n/a]}, mustBe: 0}
-      - name: iban
-        logicalType: string
-        quality:
-          - metric: invalidValues
-            arguments: {pattern: '^[A-Z]{2}[0-9]{2}[A-Z0-9]{4}[0-9]{7}([A-Z0-9]?){0,16}$'}
-            mustBeLessThan: 1
-            unit: percent
-            severity: warning
-      - name: tags
-        logicalType: array
-        items: {logicalType: string}
-        required: true
-      - name: address
-        logicalType: object
-        properties:
-          - {name: street, logicalType: string}
-          - {name: zip, logicalType: string, physicalType: varchar(10)}
-    quality:
-      - {metric: rowCount, mustBeBetween: [10, 5000], name: sane_volume}
-      - {metric: duplicateValues, arguments: {properties: [email, code]}, mustBe: 0}
-      - type: sql
-        query: SELECT COUNT(*) FROM customers WHERE score > 50 AND born < DATE '1950-01-01'
-        mustBe: 0
-"""
-
-
-def generated(tmp_path) -> dict[str, rules.RuleSet]:
-    path = tmp_path / "generated.odcs.yaml"
-    path.write_text(GENERATED)
+def generated() -> dict[str, rules.RuleSet]:
+    path = HERE / "members.odcs.yaml"
     made = contract.translate(contract.read(path), path.name)
     return {
         key: rules.parse(contract.render(contract.merge(f, {})[0]), key)
@@ -335,9 +319,9 @@ def generated(tmp_path) -> dict[str, rules.RuleSet]:
     }
 
 
-def test_options_and_metrics_become_rules_with_their_clause(tmp_path):
-    files = generated(tmp_path)
-    silver, keys = files["silver/customers.yml"], files["gold/customer_keys.yml"]
+def test_options_and_metrics_become_rules_with_their_clause():
+    files = generated()
+    silver, keys = files["silver/members.yml"], files["gold/member_keys.yml"]
     assert silver.contract == rules.Contract("generated", "2.1.0")
     got = {r.name: (r.constraint, r.action, r.threshold, r.contract) for r in silver.rules}
     email = contract.FORMATS["email"].replace("\\", "\\\\")  # in a SQL literal
@@ -345,12 +329,10 @@ def test_options_and_metrics_become_rules_with_their_clause(tmp_path):
         f"email IS NOT NULL AND length(email) <= 40 AND email RLIKE '{email}'",
         "drop",
         None,
-        "customers.email: required, maxLength, format",
+        "members.email: required, maxLength, format",
     )
     assert got["valid_score"][:2] == ("score > 0 AND score <= 100 AND score % 5 = 0", "drop")
-    assert got["valid_born"][0] == (
-        "born >= DATE '1900-01-01' AND born < DATE '2026-01-01'"
-    )
+    assert got["valid_born"][0] == ("born >= DATE '1900-01-01' AND born < DATE '2026-01-01'")
     assert got["present_nickname"][0] == "nickname IS NOT NULL AND nickname NOT IN ('', 'n/a')"
     assert got["known_iban"][1:3] == ("warn", 0.01)
     assert got["valid_tags"][0] == "tags IS NOT NULL"
@@ -358,7 +340,7 @@ def test_options_and_metrics_become_rules_with_their_clause(tmp_path):
         "NOT coalesce(score > 50 AND born < DATE '1950-01-01', false)",
         "drop",
         None,
-        "customers: sql",
+        "members: sql",
     )
     assert {c.name: dict(c.options) for c in silver.checks} == {
         "sane_volume": {"min_rows": 10, "max_rows": 5000}
@@ -372,13 +354,13 @@ def test_options_and_metrics_become_rules_with_their_clause(tmp_path):
 
 
 @pytest.mark.spark
-def test_the_examples_made_hold_on_spark(spark, project, tmp_path):
+def test_the_examples_made_hold_on_spark(spark, project):
     """Every example import made (the standard's examples, the options and metrics above, the
     sample's contract) is judged on Spark as the expectations judge rows; and `check` accepts
     the files (a references check to a dataset no pipeline defines yet is DQC012, said by
     import too)."""
-    made = list(generated(tmp_path).values())
-    for name in ("column-accuracy", "all-schema-types", "full-example"):
+    made = list(generated().values())
+    for name in EXAMPLES:
         assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
     assert run(project, "import", "contracts/orders.odcs.yaml") == 0
     made += examples.project_rule_sets(project)
@@ -399,3 +381,11 @@ def test_the_gate_names_the_clause_a_failure_breaks():
     table = result.table()
     assert "silver_orders.valid_amount [orders.amount: minimum (acme-orders-orders 1.0.0)]" in table
     assert "[orders.amount: minimum (acme-orders-orders 1.0.0)]" in result.summary()
+
+
+def test_a_malformed_contract_field_is_dq025():
+    text = "dataset: t\ncontract: acme-orders\nrules:\n  - {name: a, constraint: a > 0}\n"
+    with pytest.raises(rules.DataQualityError) as error:
+        rules.parse(text, "rules/silver/t.yml")
+    assert [p.code for p in error.value.problems] == ["DQ025"]
+    assert "'contract' must map id and version to text, got 'acme-orders'" in str(error.value)

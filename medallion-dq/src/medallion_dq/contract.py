@@ -143,7 +143,9 @@ def _qualities(doc: dict):
         for j, rule in enumerate(obj.get("quality") or []):
             yield ["schema", i, "quality", j], rule
         for j, prop in enumerate(obj.get("properties") or []):
-            for k, rule in enumerate((prop or {}).get("quality") or [] if isinstance(prop, dict) else []):
+            for k, rule in enumerate(
+                (prop or {}).get("quality") or [] if isinstance(prop, dict) else []
+            ):
                 yield ["schema", i, "properties", j, "quality", k], rule
 
 
@@ -223,9 +225,8 @@ def _column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
         return None if item is None else f"array<{item}>"
     fits = name in (_KINDS.get(logical, set()) if logical else set().union(*_KINDS.values()))
     sized = "(" in physical and name not in ("decimal", "numeric", "dec")
-    if physical and fits and not sized and name not in ("varchar", "char"):
-        if rules._spark_type(physical):
-            return physical
+    if fits and not sized and name not in ("varchar", "char") and rules._spark_type(physical):
+        return physical
     if logical in _DEFAULT_TYPES:
         return _DEFAULT_TYPES[logical]
     if name in ("varchar", "char"):
@@ -263,8 +264,10 @@ def _value(kind: str, value: Any) -> Any:
     if value is None:
         return None
     if kind == "date":
-        return value if isinstance(value, date) and not isinstance(value, datetime) else (
-            date.fromisoformat(str(value)[:10])
+        return (
+            value
+            if isinstance(value, date) and not isinstance(value, datetime)
+            else (date.fromisoformat(str(value)[:10]))
         )
     if kind == "timestamp":
         if isinstance(value, datetime):
@@ -502,9 +505,7 @@ class _Translator:
         return str(obj.get("physicalName") or obj["name"])
 
     def find_object(self, name: str) -> dict | None:
-        return next(
-            (o for o in self.objects if name in (o["name"], o.get("physicalName"))), None
-        )
+        return next((o for o in self.objects if name in (o["name"], o.get("physicalName"))), None)
 
     def run(self) -> Translation:
         chosen = self.objects
@@ -513,11 +514,12 @@ class _Translator:
             if not chosen:
                 names = ", ".join(o["name"] for o in self.objects) or "none"
                 raise ContractError(
-                    [f"{self.label}: --dataset {self.only}: no schema object of that name ({names})"]
+                    [
+                        f"{self.label}: --dataset {self.only}: no schema object of that name ({names})"
+                    ]
                 )
-        for index, obj in enumerate(self.objects):
-            if obj in chosen:
-                self.object(obj, index)
+        for obj in chosen:
+            self.object(obj)
         self.sla([self.dataset_of(o) for o in chosen])
         if not self.objects:
             self.out.skipped.append(f"{self.label}: schema: no objects: no rule file written")
@@ -548,24 +550,31 @@ class _Translator:
     def add_rule(self, target: _File, rule: dict, where: str) -> None:
         errors = constraint_errors(rule["constraint"])
         if errors:
-            self.out.skipped.append(f"{where}: {rule['constraint']}: {errors[0][1]}: not translated")
+            self.out.skipped.append(
+                f"{where}: {rule['constraint']}: {errors[0][1]}: not translated"
+            )
             return
         target.rules.append({k: v for k, v in rule.items() if v not in (None, "", {})})
 
     # ----------------------------------------------------------------------- an object
 
-    def object(self, obj: dict, index: int) -> None:
+    def object(self, obj: dict) -> None:
         target = self.file(obj)
         where = obj["name"]
-        for j, prop in enumerate(obj.get("properties") or []):
+        for prop in obj.get("properties") or []:
             self.property(target, obj, prop, f"{where}.{prop['name']}")
         for rule in obj.get("quality") or []:
             self.quality(target, obj, None, rule, where)
-        for j, rel in enumerate(obj.get("relationships") or []):
-            self.out.skipped.append(
-                f"{where}.relationships[{j}]: a relationship of several columns: not translated "
-                "(a references check takes one column)"
-            )
+        for rel in obj.get("relationships") or []:
+            start = rel.get("from")
+            if isinstance(start, str) and isinstance(rel.get("to"), str):
+                column = start.rpartition(".")[2]
+                self.reference(target, column, rel, f"{where}.{column}")
+            else:
+                self.out.skipped.append(
+                    f"{where}: relationship from {start} to {rel.get('to')}: several columns: not "
+                    "translated (a references check takes one column)"
+                )
 
     def property(self, target: _File, obj: dict, prop: dict, where: str) -> None:
         column = str(prop.get("physicalName") or prop["name"])
@@ -590,7 +599,9 @@ class _Translator:
         for rel in prop.get("relationships") or []:
             self.reference(target, column, rel, where)
 
-    def valid(self, target: _File, prop: dict, column: str, kind: str, spark_type: str, where: str) -> None:
+    def valid(
+        self, target: _File, prop: dict, column: str, kind: str, spark_type: str, where: str
+    ) -> None:
         """required + logicalTypeOptions -> one rule valid_<column>, with its examples."""
         options = prop.get("logicalTypeOptions") or {}
         parts: list[_Part] = []
@@ -665,11 +676,19 @@ class _Translator:
             )
         if not parts:
             return
-        good = [v for v in self._given(prop.get("examples"), kind, where) if all(p.holds(v) for p in parts)]
+        good = [
+            v
+            for v in self._given(prop.get("examples"), kind, where)
+            if all(p.holds(v) for p in parts)
+        ]
         if not good:
             made = _good(kind, parts, pattern, options)
             good = [made] if made is not None else []
-        bad = [p.breaks for p in parts if p.breaks is not None and not all(q.holds(p.breaks) for q in parts)]
+        bad = [
+            p.breaks
+            for p in parts
+            if p.breaks is not None and not all(q.holds(p.breaks) for q in parts)
+        ]
         examples = {}
         if good:
             examples["pass"] = [{column: v} for v in good]
@@ -739,7 +758,9 @@ class _Translator:
             missing = args.get("missingValues", [None, ""])
             values = [_value(ckind, v) for v in missing if v is not None]
             constraint = f"{column} IS NOT NULL" + (
-                f" AND {column} NOT IN ({', '.join(_sql(ckind, v) for v in values)})" if values else ""
+                f" AND {column} NOT IN ({', '.join(_sql(ckind, v) for v in values)})"
+                if values
+                else ""
             )
             name = f"present_{column.lower()}"
             good = [g for g in [_good(ckind, [], None, {}), "x"] if g not in values][:1]
@@ -758,7 +779,9 @@ class _Translator:
                 parts.append(f"{column} RLIKE {_literal(pattern)}")
                 made = _matching(pattern)
                 good = [g for g in good if _searches(pattern, g)] or ([made] if made else [])
-                bad.append(next((s for s in ("", "-", "x", "!") if not _searches(pattern, s)), None))
+                bad.append(
+                    next((s for s in ("", "-", "x", "!") if not _searches(pattern, s)), None)
+                )
             if not parts:
                 self.out.skipped.append(f"{clause}: invalidValues without validValues or pattern")
                 return
@@ -797,7 +820,9 @@ class _Translator:
         try:
             tree = parse_one(text, dialect="spark")
         except (ParseError, TokenError) as error:
-            self.out.skipped.append(f"{clause}: the query does not parse ({str(error).splitlines()[0]})")
+            self.out.skipped.append(
+                f"{clause}: the query does not parse ({str(error).splitlines()[0]})"
+            )
             return
         source = tree.args.get("from_") or tree.args.get("from")  # the key's name by version
         counted = (
@@ -837,7 +862,9 @@ class _Translator:
         self.add_rule(
             target,
             {
-                "name": self.name(target, rule.get("name") or rule.get("id"), f"sql_{len(target.rules) + 1}"),
+                "name": self.name(
+                    target, rule.get("name") or rule.get("id"), f"sql_{len(target.rules) + 1}"
+                ),
                 "constraint": constraint,
                 "action": _action(self.layer, rule.get("severity"), clause, self.out),
                 "description": rule.get("description"),
@@ -894,7 +921,11 @@ class _Translator:
 
     def reference(self, target: _File, column: str, rel: dict, where: str) -> None:
         to = rel.get("to")
-        if rel.get("type", "foreignKey") != "foreignKey" or not isinstance(to, str) or "." not in to:
+        if (
+            rel.get("type", "foreignKey") != "foreignKey"
+            or not isinstance(to, str)
+            or "." not in to
+        ):
             self.out.skipped.append(f"{where}: relationship to {to!r}: not translated")
             return
         other, key = to.rsplit(".", 1)
@@ -921,7 +952,9 @@ class _Translator:
             ok = rule.get("mustBe") == 0 or rule.get("mustBeLessThan") == 1
             if not ok or str(rule.get("unit", "rows")) != "rows":
                 bound = {k: v for k, v in rule.items() if k.startswith("must") or k == "unit"}
-                self.out.skipped.append(f"{clause}: duplicateValues {bound}: only 0 duplicates is translated")
+                self.out.skipped.append(
+                    f"{clause}: duplicateValues {bound}: only 0 duplicates is translated"
+                )
                 return
         stem = f"{_singular(_snake(obj['name']))}_keys"
         key = f"gold/{stem}.yml"
@@ -935,7 +968,9 @@ class _Translator:
         self.add_rule(
             keys,
             {
-                "name": self.name(keys, (rule or {}).get("name") or (rule or {}).get("id"), f"unique_{joined}"),
+                "name": self.name(
+                    keys, (rule or {}).get("name") or (rule or {}).get("id"), f"unique_{joined}"
+                ),
                 "constraint": f"{metric} = 0",
                 "action": "fail",
                 "description": description or f"The contract says {', '.join(columns)} is unique.",
@@ -956,7 +991,7 @@ class _Translator:
         )
 
     def sla(self, datasets: list[str]) -> None:
-        for index, sla in enumerate(self.doc.get("slaProperties") or []):
+        for sla in self.doc.get("slaProperties") or []:
             element = str(sla.get("element") or "")
             clause = str(sla.get("id") or f"slaProperties: {sla.get('property')} {element}".strip())
             if str(sla.get("property", "")).lower() not in FRESHNESS:
@@ -1079,7 +1114,12 @@ def _good(kind: str, parts: list[_Part], pattern: str | None, options: dict) -> 
         n = max(int(low or 1), 1) if high is None else min(max(int(low or 1), 1), int(high))
         candidates.append("x" * n)
     elif kind in ("integer", "number", "date", "timestamp"):
-        for key, sign in (("minimum", 0), ("exclusiveMinimum", 1), ("maximum", 0), ("exclusiveMaximum", -1)):
+        for key, sign in (
+            ("minimum", 0),
+            ("exclusiveMinimum", 1),
+            ("maximum", 0),
+            ("exclusiveMaximum", -1),
+        ):
             if key in options:
                 try:
                     bound = _value(kind, options[key])
@@ -1090,7 +1130,10 @@ def _good(kind: str, parts: list[_Part], pattern: str | None, options: dict) -> 
         candidates.append(default)
         if "multipleOf" in options:
             m = options["multipleOf"]
-            candidates = [c - c % m + (m if c % m else 0) if isinstance(c, int | float) else c for c in candidates]
+            candidates = [
+                c - c % m + (m if c % m else 0) if isinstance(c, int | float) else c
+                for c in candidates
+            ]
     elif kind == "boolean":
         candidates.append(True)
     for value in candidates:
@@ -1220,6 +1263,13 @@ def plan(root: Path, translation: Translation) -> tuple[list[Planned], list[str]
     for key, made in translation.files.items():
         path = existing.get(made.dataset) or base / key
         before = path.read_text(encoding="utf-8") if path.is_file() else None
+        other = _raw(path).get("dataset") if before is not None else made.dataset
+        if other != made.dataset:  # another dataset's file by that name: never overwritten
+            problems.append(
+                f"{rules._display_path(path)} holds dataset {other}, not {made.dataset}: give the "
+                f"schema object {made.stem} a physicalName (the dataset) or another name"
+            )
+            continue
         data, merged_notes = merge(made, _raw(path) if before is not None else {})
         notes += merged_notes
         text = render(data)
@@ -1248,15 +1298,21 @@ def _unquote(node: exp.Expression) -> Any:
     if isinstance(node, exp.Neg):
         value = _unquote(node.this)
         return -value if isinstance(value, int | float) else None
-    if isinstance(node, exp.Cast | exp.TsOrDsToDate) or (
-        isinstance(node, exp.Anonymous) and False
-    ):
+    if isinstance(node, exp.Cast):
         return _unquote(node.this)
     if isinstance(node, exp.Literal):
         if node.is_string:
-            return node.this.encode("utf-8").decode("unicode_escape") if "\\" in node.this else node.this
+            return (
+                node.this.encode("utf-8").decode("unicode_escape")
+                if "\\" in node.this
+                else node.this
+            )
         number = Decimal(node.this)
-        return int(number) if number == number.to_integral_value() and "." not in node.this else float(node.this)
+        return (
+            int(number)
+            if number == number.to_integral_value() and "." not in node.this
+            else float(node.this)
+        )
     return None
 
 
@@ -1269,9 +1325,18 @@ def _parts(constraint: str, column: str) -> dict | None:
         return None
     out: dict = {}
     options: dict = {}
-    ops = {exp.GTE: "minimum", exp.GT: "exclusiveMinimum", exp.LTE: "maximum", exp.LT: "exclusiveMaximum"}
+    ops = {
+        exp.GTE: "minimum",
+        exp.GT: "exclusiveMinimum",
+        exp.LTE: "maximum",
+        exp.LT: "exclusiveMaximum",
+    }
     for part in tree.flatten() if isinstance(tree, exp.And) else [tree]:
-        if isinstance(part, exp.Not) and isinstance(part.this, exp.Is) and part.this.this.name == column:
+        if (
+            isinstance(part, exp.Not)
+            and isinstance(part.this, exp.Is)
+            and part.this.this.name == column
+        ):
             out["required"] = True
         elif type(part) in ops and isinstance(part.this, exp.Column) and part.this.name == column:
             value = _literal_of(constraint, part.expression)
@@ -1281,8 +1346,14 @@ def _parts(constraint: str, column: str) -> dict | None:
         elif type(part) in (exp.GTE, exp.LTE) and isinstance(part.this, exp.Length):
             if part.this.this.name != column or not isinstance(part.expression, exp.Literal):
                 return None
-            options["minLength" if isinstance(part, exp.GTE) else "maxLength"] = int(part.expression.this)
-        elif isinstance(part, exp.EQ) and isinstance(part.this, exp.Mod) and part.this.this.name == column:
+            options["minLength" if isinstance(part, exp.GTE) else "maxLength"] = int(
+                part.expression.this
+            )
+        elif (
+            isinstance(part, exp.EQ)
+            and isinstance(part.this, exp.Mod)
+            and part.this.this.name == column
+        ):
             options["multipleOf"] = _unquote(part.this.expression)
         elif isinstance(part, exp.RegexpLike) and part.this.name == column:
             pattern = _unquote(part.expression)
@@ -1328,7 +1399,16 @@ def export(root: Path, dataset: str) -> dict:
 
     def prop(column: str) -> dict:
         if column not in props:
-            named = next((o.split(".", 1)[1] for o in owners if o.startswith(f"{name}.") and o.split(".", 1)[1].lower() == column.lower() or o == f"{name}.{column}"), column)
+            named = next(
+                (
+                    o.split(".", 1)[1]
+                    for o in owners
+                    if o.startswith(f"{name}.")
+                    and o.split(".", 1)[1].lower() == column.lower()
+                    or o == f"{name}.{column}"
+                ),
+                column,
+            )
             props[column] = {"name": named} | ({"physicalName": column} if named != column else {})
         return props[column]
 
@@ -1356,38 +1436,59 @@ def export(root: Path, dataset: str) -> dict:
         if check.kind == "volume":
             low, high = check.get("min_rows"), check.get("max_rows")
             bound = (
-                {"mustBe": low} if low is not None and low == high
-                else {"mustBeBetween": [low, high]} if low is not None and high is not None
-                else {"mustBeGreaterOrEqualTo": low} if low is not None
-                else {"mustBeLessOrEqualTo": high} if high is not None
+                {"mustBe": low}
+                if low is not None and low == high
+                else {"mustBeBetween": [low, high]}
+                if low is not None and high is not None
+                else {"mustBeGreaterOrEqualTo": low}
+                if low is not None
+                else {"mustBeLessOrEqualTo": high}
+                if high is not None
                 else None
             )
             if bound is None:
                 continue  # ratios to earlier updates: nothing in ODCS says that
-            quality.append(_clean({**_ids(check), "type": "library", "metric": "rowCount", **bound, "description": check.description}))
+            quality.append(
+                _clean(
+                    {
+                        **_ids(check),
+                        "type": "library",
+                        "metric": "rowCount",
+                        **bound,
+                        "description": check.description,
+                    }
+                )
+            )
         elif check.kind == "freshness":
             age = rules.DURATION.match(str(check.get("max_age")))
             value = float(age.group(1))
             # A clause without an id is "slaProperties: <property> <element>", as written.
             written = re.fullmatch(r"slaProperties: (\S+) (\S+)", check.contract or "")
-            sla.append(_clean({
-                **({"id": check.contract} if _STABLE_ID.match(check.contract or "") else {}),
-                "property": written.group(1) if written else "latency",
-                "value": int(value) if value.is_integer() else value,
-                "unit": age.group(2),
-                "element": written.group(2) if written else f"{name}.{check.get('column')}",
-                "description": check.description,
-            }))
+            sla.append(
+                _clean(
+                    {
+                        **(
+                            {"id": check.contract} if _STABLE_ID.match(check.contract or "") else {}
+                        ),
+                        "property": written.group(1) if written else "latency",
+                        "value": int(value) if value.is_integer() else value,
+                        "unit": age.group(2),
+                        "element": written.group(2) if written else f"{name}.{check.get('column')}",
+                        "description": check.description,
+                    }
+                )
+            )
         elif check.kind == "references":
             column = str(check.get("column"))
-            rel = {"to": f"{check.get('dataset')}.{check.get('key') or column}", "type": "foreignKey"}
+            rel = {
+                "to": f"{check.get('dataset')}.{check.get('key') or column}",
+                "type": "foreignKey",
+            }
             custom = [{"property": "name", "value": check.name}]
             if check.description:
                 custom.append({"property": "description", "value": check.description})
             prop(column).setdefault("relationships", []).append({**rel, "customProperties": custom})
     obj = {"name": name, "physicalName": ruleset.dataset, "physicalType": "table"}
-    if ruleset.description if hasattr(ruleset, "description") else False:
-        obj["description"] = ruleset.description
     obj["properties"] = list(props.values())
     if quality:
         obj["quality"] = quality
@@ -1420,22 +1521,37 @@ def _clean(item: dict) -> dict:
 
 def _ids(item) -> dict:
     """A clause that is a stable id goes back as the id; the name always."""
-    return {**({"id": item.contract} if _STABLE_ID.match(item.contract or "") else {}), "name": item.name}
+    return {
+        **({"id": item.contract} if _STABLE_ID.match(item.contract or "") else {}),
+        "name": item.name,
+    }
 
 
 def _quality(rule: rules.Rule, what: dict) -> dict:
     severity = "warning" if rule.action == "warn" else "error"
-    bound = {"mustBe": 0} if rule.threshold is None else {
-        "mustBeLessOrEqualTo": _plain(Decimal(str(rule.threshold)) * 100), "unit": "percent"
-    }
+    bound = (
+        {"mustBe": 0}
+        if rule.threshold is None
+        else {"mustBeLessOrEqualTo": _plain(Decimal(str(rule.threshold)) * 100), "unit": "percent"}
+    )
     if "mustBe" in what or what.get("metric") == "duplicateValues":
         bound = {}
     examples = {e: [x.row for x in rule.examples if x.expect == e] for e in rules.EXPECTED}
-    custom = [{"property": "examples", "value": {k: v for k, v in examples.items() if v}}] if rule.examples else []
-    return _clean({
-        **_ids(rule), **what, **bound, "severity": severity, "description": rule.description,
-        "customProperties": custom,
-    })
+    custom = (
+        [{"property": "examples", "value": {k: v for k, v in examples.items() if v}}]
+        if rule.examples
+        else []
+    )
+    return _clean(
+        {
+            **_ids(rule),
+            **what,
+            **bound,
+            "severity": severity,
+            "description": rule.description,
+            "customProperties": custom,
+        }
+    )
 
 
 def _export_rule(rule: rules.Rule, ruleset: rules.RuleSet, name: str, prop, quality: list) -> None:
@@ -1461,7 +1577,14 @@ def _export_rule(rule: rules.Rule, ruleset: rules.RuleSet, name: str, prop, qual
                 entry["description"] = rule.description
             passing = [x.row[column] for x in rule.examples if x.expect == "pass"]
             if passing:
-                entry["examples"] = [v.isoformat(sep=" ") if isinstance(v, datetime) else v.isoformat() if isinstance(v, date) else v for v in passing]
+                entry["examples"] = [
+                    v.isoformat(sep=" ")
+                    if isinstance(v, datetime)
+                    else v.isoformat()
+                    if isinstance(v, date)
+                    else v
+                    for v in passing
+                ]
             return
     what = _library(rule.constraint, column) if column else None
     if what is not None:
@@ -1482,7 +1605,9 @@ def _library(constraint: str, column: str) -> dict | None:
         return None
 
     def values(node) -> list | None:
-        items = [_unquote(e) if not isinstance(e, exp.Cast) else e.this.this for e in node.expressions]
+        items = [
+            _unquote(e) if not isinstance(e, exp.Cast) else e.this.this for e in node.expressions
+        ]
         return None if any(v is None for v in items) else items
 
     if isinstance(tree, exp.Not) and isinstance(tree.this, exp.Is):
@@ -1495,10 +1620,17 @@ def _library(constraint: str, column: str) -> dict | None:
             return {"metric": "invalidValues", "arguments": {"validValues": [*values(right), None]}}
     if isinstance(tree, exp.RegexpLike):
         return {"metric": "invalidValues", "arguments": {"pattern": _unquote(tree.expression)}}
-    if isinstance(tree, exp.And) and isinstance(tree.this, exp.Not) and isinstance(tree.expression, exp.Not):
+    if (
+        isinstance(tree, exp.And)
+        and isinstance(tree.this, exp.Not)
+        and isinstance(tree.expression, exp.Not)
+    ):
         inner = tree.expression.this
         if isinstance(inner, exp.In) and values(inner) is not None:
-            return {"metric": "missingValues", "arguments": {"missingValues": [None, *values(inner)]}}
+            return {
+                "metric": "missingValues",
+                "arguments": {"missingValues": [None, *values(inner)]},
+            }
     return None
 
 
@@ -1523,7 +1655,9 @@ def _delta_type(kind: Any) -> str:
         return f"array<{_delta_type(kind['elementType'])}>"
     if kind.get("type") == "map":
         return f"map<{_delta_type(kind['keyType'])}, {_delta_type(kind['valueType'])}>"
-    fields = ", ".join(f"{_quote_field(f['name'])}: {_delta_type(f['type'])}" for f in kind["fields"])
+    fields = ", ".join(
+        f"{_quote_field(f['name'])}: {_delta_type(f['type'])}" for f in kind["fields"]
+    )
     return f"struct<{fields}>"
 
 
@@ -1571,7 +1705,9 @@ def drift(root: Path, translation: Translation) -> list[str]:
             for column in want.schema:
                 got = have.get(column.name.lower())
                 if got is None:
-                    lines.append(f"{shown}: column {column.name}: in the contract, not in the table")
+                    lines.append(
+                        f"{shown}: column {column.name}: in the contract, not in the table"
+                    )
                 elif _canonical(got[1]) != _canonical(column.type):
                     lines.append(
                         f"{shown}: column {column.name}: the table has {got[1]}, "
@@ -1601,12 +1737,16 @@ def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
         for item in wanted:
             other = have.pop(item.name, None)
             if other is None:
-                lines.append(f"{kind} {item.name}: in the contract ({item.contract}), not in the file")
+                lines.append(
+                    f"{kind} {item.name}: in the contract ({item.contract}), not in the file"
+                )
                 continue
             for attribute in ("constraint", "action", "threshold", "kind", "options", "contract"):
                 a, b = getattr(item, attribute, None), getattr(other, attribute, None)
                 if a != b:
-                    lines.append(f"{kind} {item.name}: {attribute} {b!r} in the file, {a!r} in the contract")
+                    lines.append(
+                        f"{kind} {item.name}: {attribute} {b!r} in the file, {a!r} in the contract"
+                    )
         lines += [
             f"{kind} {item.name}: made from clause {item.contract!r}, which the contract no longer has"
             for item in have.values()

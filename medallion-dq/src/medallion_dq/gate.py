@@ -277,7 +277,9 @@ class GateResult:
         else:
             reasons = []
             if self.failures:
-                names = ", ".join(f"{r.dataset}.{self._named(r.dataset, r.rule)}" for r in self.failures)
+                names = ", ".join(
+                    f"{r.dataset}.{self._named(r.dataset, r.rule)}" for r in self.failures
+                )
                 reasons.append(
                     f"{len(self.failures)} of {len(self.rows)} rule(s) over threshold: {names}"
                 )
@@ -503,7 +505,9 @@ def run_gate(
     )
     result.update_id = update_id
     result.clauses = {
-        f"{_short(r.dataset)}.{name}": clause for r in rulesets for name, clause in r.clauses().items()
+        f"{_short(r.dataset)}.{name}": clause
+        for r in rulesets
+        for name, clause in r.clauses().items()
     }
     if any(r.checks or r.schema for r in rulesets):
         from medallion_dq import checks

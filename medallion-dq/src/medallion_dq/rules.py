@@ -31,6 +31,15 @@ the dataset's schema contract sit beside the rules::
       order_id: string
       amount: decimal(12,2)
 
+Rules and checks made from a data contract carry the clause they come from, and the file the
+contract's id and version (medallion_dq.contract; the gate prints the clause beside a failure)::
+
+    contract: {id: acme-orders, version: 1.0.0}
+    rules:
+      - name: valid_amount
+        constraint: amount >= 0
+        contract: 'orders.amount: minimum'
+
 and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
 be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
 and locally alike; every problem is reported with a stable code before any data is read.
@@ -744,7 +753,16 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
     if reader.problems:
         raise DataQualityError(reader.problems)
     return RuleSet(
-        dataset, layer, tuple(rules), file, file_threshold, owner, quarantine, checks, schema, contract
+        dataset,
+        layer,
+        tuple(rules),
+        file,
+        file_threshold,
+        owner,
+        quarantine,
+        checks,
+        schema,
+        contract,
     )
 
 
