@@ -267,7 +267,7 @@ def _value(kind: str, value: Any) -> Any:
         return (
             value
             if isinstance(value, date) and not isinstance(value, datetime)
-            else (date.fromisoformat(str(value)[:10]))
+            else date.fromisoformat(str(value))
         )
     if kind == "timestamp":
         if isinstance(value, datetime):
@@ -676,10 +676,12 @@ class _Translator:
             )
         if not parts:
             return
-        good = [
-            v
-            for v in self._given(prop.get("examples"), kind, where)
-            if all(p.holds(v) for p in parts)
+        given = self._given(prop.get("examples"), kind, where)
+        good = [v for v in given if all(p.holds(v) for p in parts)]
+        self.out.skipped += [
+            f"{where}: example {v!r} breaks the contract's own options: not a passing row"
+            for v in given
+            if v not in good
         ]
         if not good:
             made = _good(kind, parts, pattern, options)
@@ -963,6 +965,9 @@ class _Translator:
         )
         keys.settings.pop("quarantine", None)
         keys.settings.pop("threshold", None)
+        if not all(rules.IDENTIFIER.match(c) for c in columns):
+            self.out.skipped.append(f"{clause}: {columns} are not column names: not translated")
+            return
         joined = "_".join(c.lower() for c in columns)
         metric = f"duplicate_{joined}s"
         self.add_rule(
@@ -1301,12 +1306,8 @@ def _unquote(node: exp.Expression) -> Any:
     if isinstance(node, exp.Cast):
         return _unquote(node.this)
     if isinstance(node, exp.Literal):
-        if node.is_string:
-            return (
-                node.this.encode("utf-8").decode("unicode_escape")
-                if "\\" in node.this
-                else node.this
-            )
+        if node.is_string:  # sqlglot has read Spark's escapes already
+            return node.this
         number = Decimal(node.this)
         return (
             int(number)
