@@ -354,7 +354,7 @@ def test_options_and_metrics_become_rules_with_their_clause():
 
 
 @pytest.mark.spark
-def test_the_examples_made_hold_on_spark(spark, project):
+def test_the_examples_made_hold_on_spark(spark, project, capsys):
     """Every example import made (the standard's examples, the options and metrics above, the
     sample's contract) is judged on Spark as the expectations judge rows; and `check` accepts
     the files (a references check to a dataset no pipeline defines yet is DQC012, said by
@@ -362,6 +362,10 @@ def test_the_examples_made_hold_on_spark(spark, project):
     made = list(generated().values())
     for name in EXAMPLES:
         assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
+    said = capsys.readouterr().out
+    assert (
+        "check: DQC012 src/acme_orders/rules/silver/tbl.yml: references check 'known_rcvr'" in said
+    )
     assert run(project, "import", "contracts/orders.odcs.yaml") == 0
     made += examples.project_rule_sets(project)
     cases = examples.cases(made)
@@ -394,3 +398,23 @@ def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
     assert (
         "silver_orders.known_channel [known_channel (acme-orders-orders 1.0.0)]" in result.table()
     )
+
+
+@pytest.mark.spark
+def test_a_job_over_rows_breaking_a_clause_stops_at_the_gate_naming_it(lake):
+    """The sample's job over its fixtures and a delivery of refunds: negative amounts break the
+    contract's `orders.amount: minimum` beyond the 5 % the contract tolerates."""
+    lake.land_fixtures("orders")
+    lake.land_fixtures("customers")
+    refunds = [
+        {"order_id": f"R-{i:06d}", "customer_id": "C-0037", "order_ts": "2026-11-02T10:00:00"}
+        | {"channel": "web", "currency": "EUR", "amount": "-5.00", "quantity": "1"}
+        for i in range(12)
+    ]
+    lake.land("orders", "refunds-2026-11-02", refunds)
+    job = lake.project.run_job("medallion")
+    validate, verdict, publish = job.tasks
+    assert (validate.status, verdict.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
+    clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
+    assert f"silver_orders.valid_amount {clause}" in verdict.gate.table()
+    assert f"over threshold: silver_orders.valid_amount {clause}" in verdict.gate.summary()

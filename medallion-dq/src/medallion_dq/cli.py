@@ -3,9 +3,9 @@
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
 
-Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, or `check` found
-errors; 2 the command could not start (no project, a wrong option, an error in pipeline code,
-no Java/Docker, invalid rules or bundle, the lake busy); 3 the Spark server died during the run;
+Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, `check` found
+errors, or `contract check` drift; 2 the command could not start (no project, a wrong option, an
+error in pipeline code, no Java/Docker, invalid rules or bundle or data contract, the lake busy); 3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
 """
 

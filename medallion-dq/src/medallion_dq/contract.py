@@ -1801,6 +1801,13 @@ def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = 
             f"{len(made.rules)} rule(s), {len(made.checks)} check(s), {len(made.schema)} column(s)"
         )
     _say(translation, notes)
+    # What `check` says of the files written: a quarantine to add, a dataset to define.
+    from medallion_dq import conventions
+
+    shown = tuple(item.display for item in planned)
+    for problem in conventions.check(root):
+        if problem.file.endswith(shown):
+            print(f"  check: {problem}")
     return 0
 
 
