@@ -184,18 +184,23 @@ def read(path: Path, label: str | None = None) -> dict:
     ]
     if unknown:
         raise ContractError(unknown)
+    _validate(data, label)
+    return data
+
+
+def _validate(doc: dict, label: str) -> None:
+    """ContractError with the schema's messages, each with its path, when `doc` is not ODCS."""
     from jsonschema.exceptions import best_match
 
-    errors = sorted(_validator().iter_errors(_jsonable(data)), key=lambda e: list(map(str, e.path)))
-    if errors:
-        lines = []
-        for error in errors:
-            error = best_match([error])
-            line = f"{label}: {_path(error.absolute_path)}: {error.message}"
-            if line not in lines:
-                lines.append(line)
+    errors = sorted(_validator().iter_errors(_jsonable(doc)), key=lambda e: list(map(str, e.path)))
+    lines = []
+    for error in errors:
+        error = best_match([error])  # the branch of an allOf / oneOf that says what is wrong
+        line = f"{label}: {_path(error.absolute_path)}: {error.message}"
+        if line not in lines:
+            lines.append(line)
+    if lines:
         raise ContractError(lines)
-    return data
 
 
 # --------------------------------------------------------------------------- types
@@ -231,9 +236,10 @@ def _column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
         return _DEFAULT_TYPES[logical]
     if name in ("varchar", "char"):
         return "string"
+    written = f"type {logical or physical!r}" if logical or physical else "no logicalType"
     skipped.append(
-        f"{where}: type {logical or physical or 'none'!r} has no Spark type here: the column is "
-        "left out of schema: (give logicalType, or a Spark physicalType)"
+        f"{where}: {written}: the column is left out of schema: (give a logicalType, or a "
+        "Spark physicalType)"
     )
     return None
 
@@ -1568,7 +1574,8 @@ def _export_rule(rule: rules.Rule, ruleset: rules.RuleSet, name: str, prop, qual
     own = rule.threshold is None and (not rule.contract or ": " in rule.contract)
     if own and column and rule.name == f"valid_{column.lower()}" and rule.action == action:
         parts = _parts(rule.constraint, column)
-        if parts is not None:
+        # logicalTypeOptions need the property's logicalType (the schema: contract's column)
+        if parts is not None and (column.lower() in schema or "logicalTypeOptions" not in parts):
             entry = prop(column)
             if parts.get("required"):
                 entry["required"] = True
@@ -1814,9 +1821,7 @@ def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = 
 def _export(root: Path, dataset: str, out: str | None = None) -> int:
     doc = export(root, dataset)
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
-    errors = list(_validator().iter_errors(_jsonable(doc)))
-    if errors:  # a bug here, not the user's: say so rather than write a contract that is not ODCS
-        raise ContractError([f"export: {_path(e.absolute_path)}: {e.message}" for e in errors])
+    _validate(doc, "export")  # a bug here, not the user's: never write a contract that is not ODCS
     if out is None:
         sys.stdout.write(text)
     else:
