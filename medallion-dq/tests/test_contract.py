@@ -418,3 +418,29 @@ def test_a_job_over_rows_breaking_a_clause_stops_at_the_gate_naming_it(lake):
     clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
     assert f"silver_orders.valid_amount {clause}" in verdict.gate.table()
     assert f"over threshold: silver_orders.valid_amount {clause}" in verdict.gate.summary()
+
+
+def test_dataset_picks_one_object_and_a_wrong_kind_of_value_is_listed(project, capsys):
+    def change(doc):
+        props(doc)[6]["quality"] = [
+            {"metric": "invalidValues", "arguments": {"validValues": ["one", "two"]}, "mustBe": 0}
+        ]
+
+    path = edited(project, change)
+    assert (
+        run(
+            project,
+            "import",
+            str(ODCS_EXAMPLES / "full-example.odcs.yaml"),
+            "--dataset",
+            "receivers",
+        )
+        == 0
+    )
+    written = capsys.readouterr().out
+    assert "wrote rules/silver/receivers.yml" in written and "tbl.yml" not in written
+    assert run(project, "import", str(path)) == 0
+    assert (
+        "not translated: orders.quantity: invalidValues: 'one' is not a number: not translated"
+        in capsys.readouterr().out
+    )

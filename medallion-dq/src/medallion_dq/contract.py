@@ -755,10 +755,33 @@ class _Translator:
         if prop is None:
             self.out.skipped.append(f"{clause}: {metric} on a whole object: not translated")
             return
-        column, ckind, spark_type = prop
         translated, threshold = _bound(rule, clause, self.out)
-        if not translated:
+        try:
+            made = translated and self.row_metric(prop, metric, args)
+        except (ValueError, TypeError) as error:
+            self.out.skipped.append(f"{clause}: {error}: not translated")
             return
+        if not made:
+            return
+        column, constraint, name, examples = made
+        self.add_rule(
+            target,
+            {
+                "name": self.name(target, rule.get("name") or rule.get("id"), name),
+                "constraint": constraint,
+                "action": _action(self.layer, rule.get("severity"), clause, self.out),
+                "description": rule.get("description"),
+                "threshold": threshold,
+                "contract": clause,
+                "examples": _examples(rule, column) or examples,
+            },
+            where,
+        )
+
+    def row_metric(self, prop: tuple, metric: str, args: dict) -> tuple | None:
+        """nullValues, missingValues, invalidValues of a column -> (column, constraint, name,
+        examples); ValueError for a value that is not of the column's kind."""
+        column, ckind, _ = prop
         if metric == "nullValues":
             constraint, name = f"{column} IS NOT NULL", f"not_null_{column.lower()}"
             good, bad = [_good(ckind, [], None, {})], [None]
@@ -772,6 +795,7 @@ class _Translator:
             )
             name = f"present_{column.lower()}"
             good = [g for g in [_good(ckind, [], None, {}), "x"] if g not in values][:1]
+            good = [g for g in good if ckind == "string" or g != "x"]
             bad = [*values, None]
         elif metric == "invalidValues":
             valid = args.get("validValues")
@@ -791,31 +815,18 @@ class _Translator:
                     next((s for s in ("", "-", "x", "!") if not _searches(pattern, s)), None)
                 )
             if not parts:
-                self.out.skipped.append(f"{clause}: invalidValues without validValues or pattern")
-                return
+                raise ValueError("neither validValues nor pattern")
             constraint, name = " AND ".join(parts), f"known_{column.lower()}"
             if valid is None or None not in valid:
                 bad.append(None)
         else:  # pragma: no cover - read() refuses other metrics
-            return
+            return None
         nulls = metric == "invalidValues" and None in (args.get("validValues") or [0])
-        examples = _examples(rule, column) or {
+        examples = {
             "pass": [{column: v} for v in dict.fromkeys(good) if v is not None or nulls],
             "fail": [{column: v} for v in dict.fromkeys(bad) if v is not None or not nulls],
         }
-        self.add_rule(
-            target,
-            {
-                "name": self.name(target, rule.get("name") or rule.get("id"), name),
-                "constraint": constraint,
-                "action": _action(self.layer, rule.get("severity"), clause, self.out),
-                "description": rule.get("description"),
-                "threshold": threshold,
-                "contract": clause,
-                "examples": examples,
-            },
-            where,
-        )
+        return column, constraint, name, examples
 
     def sql(self, target: _File, obj: dict, prop, rule: dict, clause: str, where: str) -> None:
         """A count of the object's rows: with WHERE, the rows breaking a row rule; without,
