@@ -147,16 +147,21 @@ def test_import_export_import_writes_the_same_files(project, tmp_path, capsys):
     ids=lambda p: p.name,
 )
 def test_the_standards_examples_go_round_too(project, tmp_path, path):
+    """Into files of their own: exported, the files removed, the exports imported again."""
+    before = snapshot(project)
     assert run(project, "import", str(path)) == 0
     first = snapshot(project)
-    imported = contract.translate(contract.read(path), path.name).files.values()
-    for made in imported:
-        if made.layer != "silver":
-            continue
-        out = tmp_path / f"{made.stem}.odcs.yaml"
-        assert run(project, "export", "--dataset", made.dataset, "--out", str(out)) == 0
+    written = [project / name for name in set(first) - set(before)]
+    datasets = {rules.load(p).dataset for p in written if p.parent.name == "silver"}
+    exported = []
+    for dataset in sorted(datasets):
+        exported.append(tmp_path / f"{dataset}.odcs.yaml")
+        assert run(project, "export", "--dataset", dataset, "--out", str(exported[-1])) == 0
+    for written_file in written:
+        written_file.unlink()
+    for out in exported:
         assert run(project, "import", str(out)) == 0
-        assert snapshot(project) == first, made.dataset
+    assert snapshot(project) == first
 
 
 # --------------------------------------------------------------------------- drift
@@ -456,3 +461,24 @@ def test_what_runs_on_databricks_needs_neither_the_contract_module_nor_jsonschem
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['medallion_dq.constraints']"
+
+
+def test_check_names_the_uniqueness_clause_a_contract_dropped(project, capsys):
+    def change(doc):
+        props(doc)[0]["quality"].pop(1)  # unique_order_id: rules/gold/order_keys.yml's clause
+
+    assert run(project, "check", str(edited(project, change))) == 1
+    assert (
+        "rules/gold/order_keys.yml: unique_order_id: made from clause 'unique_order_id', which "
+        "the contract no longer has"
+    ) in capsys.readouterr().out
+
+
+def test_export_says_what_a_contract_cannot_hold(project, capsys):
+    assert run(project, "export", "--dataset", "silver_orders") == 0
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out)["schema"][0]["physicalName"] == "silver_orders"
+    assert captured.err.splitlines() == [
+        "contract export: not in the contract: daily_volume: min_ratio, max_ratio: ODCS counts "
+        "rows, not ratios"
+    ]

@@ -429,6 +429,8 @@ class Translation:
     files: dict[str, _File] = field(default_factory=dict)  # "<layer>/<stem>.yml" -> file
     skipped: list[str] = field(default_factory=list)  # clauses not (fully) translated
     notes: list[str] = field(default_factory=list)  # what the team has to do
+    contract: dict = field(default_factory=dict)  # {id, version}
+    whole: bool = True  # every object of the contract, not one (--dataset)
 
 
 def _snake(name: str) -> str:
@@ -504,7 +506,7 @@ class _Translator:
     def __init__(self, doc: dict, label: str, layer: str, dataset: str | None):
         self.doc, self.label, self.layer, self.only = doc, label, layer, dataset
         self.contract = {"id": str(doc["id"]), "version": str(doc["version"])}
-        self.out = Translation()
+        self.out = Translation(contract=self.contract, whole=dataset is None)
         self.objects = [o for o in doc.get("schema") or [] if isinstance(o, dict)]
 
     def dataset_of(self, obj: dict) -> str:
@@ -1394,8 +1396,10 @@ def _literal_of(constraint: str, node: exp.Expression) -> Any:
     return found.group(1) if found else None
 
 
-def export(root: Path, dataset: str) -> dict:
-    """An ODCS v3.1.0 document of a dataset's rule file (and its gold `_keys` file)."""
+def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
+    """An ODCS v3.1.0 document of a dataset's rule file (and its gold `_keys` file); what a
+    contract cannot say is added to `left`."""
+    left = [] if left is None else left
     existing = _existing(root)
     path = existing.get(dataset) or next(
         (p for d, p in existing.items() if p.stem == dataset and p.parent.name != "gold"), None
@@ -1441,16 +1445,20 @@ def export(root: Path, dataset: str) -> dict:
         _export_rule(rule, ruleset, name, prop, quality)
     for rule in keys:
         metric = re.fullmatch(r"duplicate_(\w+)s = 0", rule.constraint)
-        column = metric and next((c for c in props if c.lower() == metric.group(1)), None)
-        if column and rule.contract.endswith(": unique"):
-            prop(column)["unique"] = True
-        elif column:
-            prop(column).setdefault("quality", []).append(
+        columns = _key_columns(metric.group(1), list(props)) if metric else None
+        if not columns:
+            left.append(f"{rule.name}: {rule.constraint}: not a count of duplicate keys")
+        elif len(columns) == 1 and rule.contract.endswith(": unique"):
+            prop(columns[0])["unique"] = True
+        elif len(columns) == 1:
+            prop(columns[0]).setdefault("quality", []).append(
                 _quality(rule, {"metric": "duplicateValues", "mustBe": 0})
             )
+        else:
+            what = {"metric": "duplicateValues", "arguments": {"properties": columns}, "mustBe": 0}
+            quality.append(_quality(rule, what))
     sla = []
     for check in ruleset.checks:
-        entry = {"name": check.name, "description": check.description or None}
         if check.kind == "volume":
             low, high = check.get("min_rows"), check.get("max_rows")
             bound = (
@@ -1464,8 +1472,11 @@ def export(root: Path, dataset: str) -> dict:
                 if high is not None
                 else None
             )
+            ratios = [k for k in ("min_ratio", "max_ratio") if check.get(k) is not None]
+            if ratios:
+                left.append(f"{check.name}: {', '.join(ratios)}: ODCS counts rows, not ratios")
             if bound is None:
-                continue  # ratios to earlier updates: nothing in ODCS says that
+                continue
             quality.append(
                 _clean(
                     {
@@ -1531,6 +1542,19 @@ def export(root: Path, dataset: str) -> dict:
     if sla:
         doc["slaProperties"] = sla
     return doc
+
+
+def _key_columns(joined: str, columns: list[str]) -> list[str] | None:
+    """'email_code' -> ['email', 'code'] of the columns (a key's names joined by _)."""
+    if not joined:
+        return []
+    for column in sorted(columns, key=len, reverse=True):
+        name = column.lower()
+        if joined == name or joined.startswith(f"{name}_"):
+            rest = _key_columns(joined[len(name) + 1 :], columns)
+            if rest is not None:
+                return [column, *rest]
+    return None
 
 
 def _clean(item: dict) -> dict:
@@ -1702,6 +1726,23 @@ def drift(root: Path, translation: Translation) -> list[str]:
     each; and between the contract's columns and the local lake's tables."""
     existing = _existing(root)
     lines = []
+    made_for = {made.dataset for made in translation.files.values()}
+    for dataset, path in existing.items():  # a file of the contract it no longer describes
+        raw = _raw(path)
+        ours = (raw.get("contract") or {}) if isinstance(raw.get("contract"), dict) else {}
+        if (
+            translation.whole
+            and dataset not in made_for
+            and ours.get("id") == translation.contract["id"]
+        ):
+            where = rules._display_path(path)
+            lines += [
+                f"{where}: {item.get('name')}: made from clause {item['contract']!r}, which the "
+                "contract no longer has"
+                for section in ("rules", "checks")
+                for item in raw.get(section) or []
+                if isinstance(item, dict) and item.get("contract")
+            ]
     for key, made in translation.files.items():
         path = existing.get(made.dataset)
         if path is None:
@@ -1830,9 +1871,12 @@ def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = 
 
 
 def _export(root: Path, dataset: str, out: str | None = None) -> int:
-    doc = export(root, dataset)
+    left: list[str] = []
+    doc = export(root, dataset, left)
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     _validate(doc, "export")  # a bug here, not the user's: never write a contract that is not ODCS
+    for line in left:
+        print(f"contract export: not in the contract: {line}", file=sys.stderr)
     if out is None:
         sys.stdout.write(text)
     else:
