@@ -1,11 +1,11 @@
-"""Command line: `medallion-dq check | run | report | diff | profile | spark`.
+"""Command line: `medallion-dq check | run | report | diff | profile | contract | spark`.
 
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
 
-Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, or `check` found
-errors; 2 the command could not start (no project, a wrong option, an error in pipeline code,
-no Java/Docker, invalid rules or bundle, the lake busy); 3 the Spark server died during the run;
+Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, `check` found
+errors, or `contract check` drift; 2 the command could not start (no project, a wrong option, an
+error in pipeline code, no Java/Docker, invalid rules or bundle or data contract, the lake busy); 3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
 """
 
@@ -344,6 +344,25 @@ def cmd_profile(args) -> int:
     )
 
 
+def cmd_contract(args) -> int:
+    """A data contract (ODCS) into rule files, rule files into one, or the drift (contract.py)."""
+    from medallion_dq import contract
+
+    root = _root(args.root)
+    options = {"dataset": args.dataset}
+    if args.action == "export":
+        if not args.dataset or args.file:
+            print("error: contract export takes --dataset NAME and no FILE", file=sys.stderr)
+            return 2
+        options["out"] = args.out
+    else:
+        if not args.file:
+            print(f"error: contract {args.action} takes the contract FILE", file=sys.stderr)
+            return 2
+        options |= {"file": args.file, "layer": args.layer}
+    return contract.command(args.action, root, **options)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -446,6 +465,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     profile.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
     profile.add_argument("--backend", choices=BACKENDS, default=None)
+    contract = sub.add_parser(
+        "contract",
+        help="a data contract (ODCS v3.1) into rule files (import), back (export), or the drift",
+    )
+    contract.add_argument("action", choices=["import", "export", "check"])
+    contract.add_argument("file", nargs="?", help="the contract, e.g. contracts/orders.odcs.yaml")
+    contract.add_argument("--dataset", help="only this schema object (export: this dataset)")
+    contract.add_argument("--layer", choices=["silver", "gold"], default="silver")
+    contract.add_argument("--out", help="export: write the contract here (default: print it)")
     args = parser.parse_args(argv)
     commands = {
         "check": cmd_check,
@@ -454,5 +482,6 @@ def main(argv: list[str] | None = None) -> int:
         "spark": cmd_spark,
         "diff": cmd_diff,
         "profile": cmd_profile,
+        "contract": cmd_contract,
     }
     return commands[args.command](args)

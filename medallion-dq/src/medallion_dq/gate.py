@@ -191,6 +191,13 @@ class GateResult:
     allow_empty: bool = False
     #: Dataset-level checks and schema contracts of the datasets in the update (checks.py).
     checks: list = field(default_factory=list)
+    #: ``dataset.rule`` (or check) -> the data-contract clause it was made from, when it was.
+    clauses: dict[str, str] = field(default_factory=dict)
+
+    def _named(self, dataset: str, name: str) -> str:
+        """``name``, with the contract clause it breaks when it has one."""
+        clause = self.clauses.get(f"{_short(dataset)}.{name}")
+        return f"{name} [{clause}]" if clause else name
 
     @property
     def passed(self) -> bool:
@@ -215,7 +222,7 @@ class GateResult:
         header = ("rule", "passed", "failed", "failed %", "threshold", "status")
         body = [
             (
-                f"{row.dataset}.{row.rule}",
+                f"{row.dataset}.{self._named(row.dataset, row.rule)}",
                 f"{row.passed:,}",
                 f"{row.failed:,}",
                 f"{row.failed_fraction:.2%}",
@@ -253,7 +260,8 @@ class GateResult:
         from medallion_dq import checks
 
         return checks.table(
-            (c.dataset, c.name, c.kind, c.value, c.bound, c.status) for c in self.checks
+            (c.dataset, self._named(c.dataset, c.name), c.kind, c.value, c.bound, c.status)
+            for c in self.checks
         )
 
     def summary(self) -> str:
@@ -269,7 +277,9 @@ class GateResult:
         else:
             reasons = []
             if self.failures:
-                names = ", ".join(f"{r.dataset}.{r.rule}" for r in self.failures)
+                names = ", ".join(
+                    f"{r.dataset}.{self._named(r.dataset, r.rule)}" for r in self.failures
+                )
                 reasons.append(
                     f"{len(self.failures)} of {len(self.rows)} rule(s) over threshold: {names}"
                 )
@@ -494,6 +504,11 @@ def run_gate(
         allow_empty=allow_empty,
     )
     result.update_id = update_id
+    result.clauses = {
+        f"{_short(r.dataset)}.{name}": clause
+        for r in rulesets
+        for name, clause in r.clauses().items()
+    }
     if any(r.checks or r.schema for r in rulesets):
         from medallion_dq import checks
 

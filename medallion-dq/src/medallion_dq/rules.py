@@ -31,6 +31,15 @@ the dataset's schema contract sit beside the rules::
       order_id: string
       amount: decimal(12,2)
 
+Rules and checks made from a data contract carry the clause they come from, and the file the
+contract's id and version (medallion_dq.contract; the gate prints the clause beside a failure)::
+
+    contract: {id: acme-orders, version: 1.0.0}
+    rules:
+      - name: valid_amount
+        constraint: amount >= 0
+        contract: 'orders.amount: minimum'
+
 and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
 be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
 and locally alike; every problem is reported with a stable code before any data is read.
@@ -55,11 +64,14 @@ from medallion_dq.problems import DataQualityError, Problem
 
 ACTIONS = ("warn", "drop", "fail")
 LAYERS = ("bronze", "silver", "gold")
-RULE_FIELDS = {"name", "constraint", "action", "description", "owner", "threshold", "examples"}
+RULE_FIELDS = {
+    *("name", "constraint", "action", "description", "owner", "threshold", "examples"),
+    "contract",  # the data-contract clause the rule was made from (medallion_dq.contract)
+}
 EXPECTED = ("pass", "fail")  # the keys of a rule's examples
 FILE_FIELDS = {
     *("dataset", "layer", "threshold", "owner", "description", "rules", "quarantine"),
-    *("checks", "schema"),
+    *("checks", "schema", "contract"),
 }
 # Dataset-level checks: each kind's options, (required, optional); medallion_dq.checks judges them.
 CHECK_KINDS = {
@@ -67,7 +79,7 @@ CHECK_KINDS = {
     "freshness": (("column", "max_age"), ()),
     "references": (("column", "dataset"), ("key", "max_orphans", "max_fraction")),
 }
-CHECK_FIELDS = {"name", "description", *CHECK_KINDS}
+CHECK_FIELDS = {"name", "description", "contract", *CHECK_KINDS}
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")  # max_age: 90m, 36h, 2d
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 QUARANTINE_FORMS = ("table", "view")
@@ -120,6 +132,18 @@ class Rule:
     owner: str = ""
     threshold: float | None = None
     examples: tuple[Example, ...] = ()
+    contract: str = ""  # the contract clause it was made from, e.g. orders.amount: minimum
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The data contract a rule file was made from (`contract: {id, version}`)."""
+
+    id: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.version}"
 
 
 @dataclass(frozen=True)
@@ -130,6 +154,7 @@ class Check:
     kind: str
     options: tuple[tuple[str, object], ...]
     description: str = ""
+    contract: str = ""  # the contract clause it was made from
 
     def get(self, option: str, default: object = None) -> object:
         return dict(self.options).get(option, default)
@@ -155,6 +180,13 @@ class RuleSet:
     quarantine_declared: str | None = None  # 'table' | 'view' as written in the file, or None
     checks: tuple[Check, ...] = ()
     schema: tuple[Column, ...] = ()  # the contract: what this dataset publishes
+    contract: Contract | None = None  # the data contract the file was made from, if any
+
+    def clauses(self) -> dict[str, str]:
+        """`rule or check name -> clause (contract id version)` of the items made from the
+        data contract: what the gate shows beside a failure."""
+        items = [*self.rules, *self.checks]
+        return {i.name: f"{i.contract} ({self.contract})" for i in items if i.contract}
 
     @property
     def schema_ddl(self) -> str:
@@ -370,8 +402,9 @@ class _Reader:
             taken.add(name)
             options = self.check_options(kinds[0], entry[kinds[0]], label)
             description = entry.get("description") or ""
+            clause = self.text(entry, "contract", label)
             if options is not None and name:
-                found.append(Check(name, kinds[0], tuple(options.items()), description))
+                found.append(Check(name, kinds[0], tuple(options.items()), description, clause))
         return tuple(found)
 
     def check_options(self, kind: str, value: object, check: str) -> dict | None:
@@ -448,6 +481,23 @@ class _Reader:
                     path=check,
                 )
         return dict(value) if len(self.problems) == problems else None
+
+    def contract(self, value: object) -> Contract | None:
+        """The file's `contract: {id, version}`: the data contract its clauses come from."""
+        if value is None:
+            return None
+        if not (
+            isinstance(value, dict)
+            and set(value) == {"id", "version"}
+            and all(isinstance(v, str | int | float) and str(v) for v in value.values())
+        ):
+            self.add(
+                "DQ025",
+                f"'contract' must map id and version to text, got {_show(value)}",
+                "write contract: {id: orders, version: 1.0.0} (medallion-dq contract import does)",
+            )
+            return None
+        return Contract(str(value["id"]), str(value["version"]))
 
     def schema(self, value: object) -> tuple[Column, ...]:
         """The `schema:` contract: column -> Spark SQL type (optionally ending in NOT NULL)."""
@@ -691,15 +741,28 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
         description = reader.text(entry, "description", label)
         rule_owner = reader.text(entry, "owner", label) or owner
         examples = reader.examples(entry.get("examples"), columns, label)
-        rules.append(Rule(name, constraint, action, description, rule_owner, threshold, examples))
+        clause = reader.text(entry, "contract", label)
+        rules.append(
+            Rule(name, constraint, action, description, rule_owner, threshold, examples, clause)
+        )
     checks = reader.checks(data.get("checks"), seen)
     schema = reader.schema(data.get("schema"))
+    contract = reader.contract(data.get("contract"))
     if not (rules or checks or schema) and not reader.problems:
         reader.add("DQ003", "no rules in file", "add at least one rule or delete the file")
     if reader.problems:
         raise DataQualityError(reader.problems)
     return RuleSet(
-        dataset, layer, tuple(rules), file, file_threshold, owner, quarantine, checks, schema
+        dataset,
+        layer,
+        tuple(rules),
+        file,
+        file_threshold,
+        owner,
+        quarantine,
+        checks,
+        schema,
+        contract,
     )
 
 

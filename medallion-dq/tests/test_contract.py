@@ -1,0 +1,484 @@
+"""`medallion-dq contract`: a data contract (ODCS v3.1.0) into rule files, back, and the drift.
+
+What a team relies on: the sample's contract makes the sample's rules; import -> export ->
+import writes the same files; `check` finds a column added, removed or retyped in the contract
+(exit 1, a line each); a file that is not ODCS is refused with the schema's message and its path
+(exit 2, nothing written); the standard's own examples give rule files `check` accepts and
+whose examples hold on Spark; the gate names the clause a failure breaks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from medallion_dq import cli, contract, conventions, examples, gate, rules
+from sample import sample_project
+
+HERE = Path(__file__).parent / "contracts"
+ODCS_EXAMPLES = HERE / "odcs-examples"
+# The standard's own examples (v3.1.0): a sql rule, nested properties, SLA properties and more.
+EXAMPLES = ("column-accuracy", "all-schema-types", "full-example")
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A copy of the sample project, the working folder: commands here write its rule files."""
+    root = tmp_path / "project"
+    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local", "*.pyc"))
+    monkeypatch.chdir(root)
+    return root
+
+
+def rule_dir(root: Path) -> Path:
+    return root / "src" / "acme_orders" / "rules"
+
+
+def run(root: Path, *args: str) -> int:
+    return cli.main(["--root", str(root), "contract", *args])
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(rule_dir(root).rglob("*.yml"))}
+
+
+def edited(root: Path, change) -> Path:
+    """The sample contract, changed by `change(document)`, written beside it."""
+    doc = yaml.safe_load((root / "contracts" / "orders.odcs.yaml").read_text())
+    change(doc)
+    out = root / "contracts" / "changed.odcs.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def props(doc: dict) -> list[dict]:
+    return doc["schema"][0]["properties"]
+
+
+# --------------------------------------------------------------------------- the sample
+
+
+def test_the_sample_contract_agrees_with_the_sample_rules(project, capsys):
+    assert run(project, "check", "contracts/orders.odcs.yaml") == 0
+    assert "the rule files agree with orders.odcs.yaml" in capsys.readouterr().out
+
+
+def test_the_sample_contract_makes_the_sample_rules_but_daily_volume(project, capsys):
+    """Imported into a project without the two files, the contract gives the same rules, checks
+    and schema: all but daily_volume, a ratio to earlier updates no contract can state."""
+    before = {
+        p.name: rules.load(p)
+        for p in (
+            rule_dir(project) / "silver/orders.yml",
+            rule_dir(project) / "gold/order_keys.yml",
+        )
+    }
+    for path in before:
+        next(rule_dir(project).rglob(path)).unlink()
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    out = capsys.readouterr().out
+    assert "wrote rules/silver/orders.yml: 6 rule(s), 2 check(s), 7 column(s)" in out
+    assert "wrote rules/gold/order_keys.yml: 1 rule(s)" in out
+    assert 'F.countDistinct("order_id")).alias("duplicate_order_ids")' in out  # the gold dataset
+    for name, old in before.items():
+        new = rules.load(next(rule_dir(project).rglob(name)))
+        assert {r.name: r for r in new.rules} == {r.name: r for r in old.rules}
+        assert (
+            new.dataset,
+            new.owner,
+            new.threshold,
+            new.quarantine,
+            new.schema,
+            new.contract,
+        ) == (
+            old.dataset,
+            old.owner,
+            old.threshold,
+            old.quarantine,
+            old.schema,
+            old.contract,
+        )
+        assert {c.name: c for c in new.checks} == {
+            c.name: c for c in old.checks if c.name != "daily_volume"
+        }
+
+
+def test_import_keeps_the_teams_own_items_and_settings(project):
+    orders = rule_dir(project) / "silver/orders.yml"
+    text = orders.read_text().replace("threshold: 0.05", "threshold: 0.07", 1)
+    orders.write_text(text)
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    new = rules.load(orders)
+    assert "daily_volume" in {c.name for c in new.checks}  # the team's: no contract clause
+    assert new.threshold == 0.05  # the contract says 0.05 (customProperties threshold)
+
+
+# --------------------------------------------------------------------------- round trip
+
+
+def test_import_export_import_writes_the_same_files(project, tmp_path, capsys):
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    first = snapshot(project)
+    out = tmp_path / "exported.odcs.yaml"
+    assert run(project, "export", "--dataset", "silver_orders", "--out", str(out)) == 0
+    exported = yaml.safe_load(out.read_text())
+    assert (exported["apiVersion"], exported["id"], exported["version"]) == (
+        "v3.1.0",
+        "acme-orders-orders",
+        "1.0.0",
+    )
+    contract.read(out)  # valid ODCS
+    capsys.readouterr()
+    assert run(project, "import", str(out)) == 0
+    assert "rules/silver/orders.yml: unchanged" in capsys.readouterr().out
+    assert snapshot(project) == first
+    assert run(project, "check", str(out)) == 0
+
+
+@pytest.mark.parametrize(
+    "path",
+    [*sorted(ODCS_EXAMPLES.glob("*.odcs.yaml")), HERE / "members.odcs.yaml"],
+    ids=lambda p: p.name,
+)
+def test_the_standards_examples_go_round_too(project, tmp_path, path):
+    """Into files of their own: exported, the files removed, the exports imported again."""
+    before = snapshot(project)
+    assert run(project, "import", str(path)) == 0
+    first = snapshot(project)
+    written = [project / name for name in set(first) - set(before)]
+    datasets = {rules.load(p).dataset for p in written if p.parent.name == "silver"}
+    exported = []
+    for dataset in sorted(datasets):
+        exported.append(tmp_path / f"{dataset}.odcs.yaml")
+        assert run(project, "export", "--dataset", dataset, "--out", str(exported[-1])) == 0
+    for written_file in written:
+        written_file.unlink()
+    for out in exported:
+        assert run(project, "import", str(out)) == 0
+    assert snapshot(project) == first
+
+
+# --------------------------------------------------------------------------- drift
+
+
+@pytest.mark.parametrize(
+    ("change", "line"),
+    [
+        (
+            lambda d: props(d).append(
+                {"name": "discount", "logicalType": "number", "physicalType": "decimal(5,2)"}
+            ),
+            "rules/silver/orders.yml: column discount: in the contract (decimal(5,2)), not in schema:",
+        ),
+        (
+            lambda d: props(d).pop(1),  # customer_id, with its references check
+            "rules/silver/orders.yml: column customer_id: in schema:, not in the contract",
+        ),
+        (
+            lambda d: props(d)[6].update(physicalType="bigint"),
+            "rules/silver/orders.yml: column quantity: int in schema:, bigint in the contract",
+        ),
+    ],
+    ids=["added", "removed", "retyped"],
+)
+def test_check_names_each_column_that_drifted(project, capsys, change, line):
+    changed = edited(project, change)
+    assert run(project, "check", str(changed)) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert line in out
+    assert out[-1].startswith("contract check: ")
+
+
+def test_check_names_a_changed_bound_and_a_clause_gone(project, capsys):
+    def change(doc):
+        props(doc)[5]["logicalTypeOptions"]["minimum"] = 1
+        del doc["slaProperties"]
+
+    assert run(project, "check", str(edited(project, change))) == 1
+    out = capsys.readouterr().out
+    assert (
+        "rule valid_amount: constraint 'amount >= 0' in the file, 'amount >= 1' in the contract"
+        in out
+    )
+    assert (
+        "check fresh_orders: made from clause 'fresh_orders', which the contract no longer has"
+        in out
+    )
+
+
+def test_check_compares_the_local_lakes_table(project, capsys):
+    """A table of `medallion-dq run`'s lake, read from its Delta log (no Spark)."""
+    log = project / ".local/lake/dev/warehouse/dev.db/silver_orders/_delta_log"
+    log.mkdir(parents=True)
+    fields = [
+        {"name": n, "type": t, "nullable": True, "metadata": {}}
+        for n, t in [("order_id", "string"), ("customer_id", "string"), ("order_ts", "timestamp")]
+        + [("channel", "string"), ("currency", "string"), ("amount", "decimal(12,2)")]
+        + [("quantity", "long")]
+    ]
+    schema = json.dumps({"type": "struct", "fields": fields})
+    commit = {"metaData": {"id": "x", "format": {"provider": "parquet"}, "schemaString": schema}}
+    (log / "00000000000000000000.json").write_text(json.dumps(commit) + "\n")
+    assert run(project, "check", "contracts/orders.odcs.yaml") == 1
+    out = capsys.readouterr().out
+    assert (
+        ".local/lake/dev/warehouse/dev.db/silver_orders: column quantity: the table has bigint, "
+        "the contract int"
+    ) in out
+
+
+# --------------------------------------------------------------------------- refused
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: props(d)[2].update(logicalType="strnig"),
+            "changed.odcs.yaml: schema[0].properties[2].logicalType: 'strnig' is not one of "
+            "['string', 'date', 'timestamp', 'time', 'number', 'integer', 'object', 'array', "
+            "'boolean']",
+        ),
+        (
+            lambda d: d.update(apiVersion="v2.2.2"),
+            "changed.odcs.yaml: apiVersion: 'v2.2.2' is not a version medallion-dq reads; fix: "
+            "write a contract of ODCS v3.0.0, v3.0.1, v3.0.2, v3.1.0 (checked against the v3.1.0 "
+            "schema)",
+        ),
+        (
+            lambda d: props(d)[0]["quality"][0].update(metric="nullCount"),
+            "changed.odcs.yaml: schema[0].properties[0].quality[0].metric: unknown metric "
+            "'nullCount'; fix: use one of nullValues, missingValues, invalidValues, "
+            "duplicateValues, rowCount, or a sql rule",
+        ),
+        (lambda d: d.pop("kind"), "changed.odcs.yaml: (top level): 'kind' is a required property"),
+    ],
+    ids=["not-odcs", "api-version", "unknown-metric", "no-kind"],
+)
+def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
+    project, capsys, change, message
+):
+    changed = edited(project, change)
+    before = snapshot(project)
+    for action in ("import", "check"):
+        assert run(project, action, str(changed)) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"error: {message}"]
+    assert snapshot(project) == before
+
+
+def test_import_never_writes_over_another_datasets_file(project, capsys):
+    """An object `customers` without a physicalName is the dataset `customers`: the sample's
+    rules/silver/customers.yml is silver_customers' file, so import stops."""
+    before = snapshot(project)
+    text = (HERE / "members.odcs.yaml").read_text()
+    changed = project / "contracts" / "changed.odcs.yaml"
+    changed.write_text(
+        text.replace("name: members\n    physicalName: silver_members", "name: customers")
+    )
+    assert run(project, "import", str(changed)) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: rules/silver/customers.yml holds dataset silver_customers, not customers: give "
+        "the schema object customers a physicalName (the dataset) or another name"
+    ]
+    assert snapshot(project) == before
+
+
+def test_untranslated_clauses_are_listed(project, capsys):
+    def change(doc):
+        props(doc)[3]["quality"].append(
+            {"type": "text", "description": "Channels are agreed with sales each quarter."}
+        )
+        doc["schema"][0]["quality"] = [
+            {"type": "sql", "query": "SELECT max(amount) FROM {object}", "mustBeLessThan": 10000},
+            {"type": "custom", "engine": "soda", "implementation": "type: row_count"},
+        ]
+        doc["slaProperties"].append({"property": "retention", "value": 3, "unit": "y"})
+
+    assert run(project, "import", str(edited(project, change))) == 0
+    out = capsys.readouterr().out
+    for line in (
+        "not translated: orders.channel: text: a text rule, for people: Channels are agreed "
+        "with sales each quarter.",
+        "not translated: orders: sql: sql 'SELECT max(amount) FROM {object}': not a count(*) of "
+        "orders",
+        "not translated: orders: custom: a custom rule for soda: not translated",
+        "not translated: slaProperties: retention: SLA retention 3y: not a data check",
+    ):
+        assert line in out
+
+
+# --------------------------------------------------------------------------- translation
+
+
+def generated() -> dict[str, rules.RuleSet]:
+    path = HERE / "members.odcs.yaml"
+    made = contract.translate(contract.read(path), path.name)
+    return {
+        key: rules.parse(contract.render(contract.merge(f, {})[0]), key)
+        for key, f in made.files.items()
+    }
+
+
+def test_options_and_metrics_become_rules_with_their_clause():
+    files = generated()
+    silver, keys = files["silver/members.yml"], files["gold/member_keys.yml"]
+    assert silver.contract == rules.Contract("generated", "2.1.0")
+    got = {r.name: (r.constraint, r.action, r.threshold, r.contract) for r in silver.rules}
+    email = contract.FORMATS["email"].replace("\\", "\\\\")  # in a SQL literal
+    assert got["valid_email"] == (
+        f"email IS NOT NULL AND length(email) <= 40 AND email RLIKE '{email}'",
+        "drop",
+        None,
+        "members.email: required, maxLength, format",
+    )
+    assert got["valid_score"][:2] == ("score > 0 AND score <= 100 AND score % 5 = 0", "drop")
+    assert got["valid_born"][0] == ("born >= DATE '1900-01-01' AND born < DATE '2026-01-01'")
+    assert got["present_nickname"][0] == "nickname IS NOT NULL AND nickname NOT IN ('', 'n/a')"
+    assert got["known_iban"][1:3] == ("warn", 0.01)
+    assert got["valid_tags"][0] == "tags IS NOT NULL"
+    assert got["sql_8"] == (
+        "NOT coalesce(score > 50 AND born < DATE '1950-01-01', false)",
+        "drop",
+        None,
+        "members: sql",
+    )
+    assert {c.name: dict(c.options) for c in silver.checks} == {
+        "sane_volume": {"min_rows": 10, "max_rows": 5000}
+    }
+    assert {c.name: c.type for c in silver.schema}["address"] == (
+        "struct<street: string, zip: string>"
+    )
+    assert [(r.name, r.constraint, r.action) for r in keys.rules] == [
+        ("unique_email_code", "duplicate_email_codes = 0", "fail")
+    ]
+
+
+@pytest.mark.spark
+def test_the_examples_made_hold_on_spark(spark, project, capsys):
+    """Every example import made (the standard's examples, the options and metrics above, the
+    sample's contract) is judged on Spark as the expectations judge rows; and `check` accepts
+    the files (a references check to a dataset no pipeline defines yet is DQC012, said by
+    import too)."""
+    made = list(generated().values())
+    for name in EXAMPLES:
+        assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
+    said = capsys.readouterr().out
+    assert (
+        "check: DQC012 src/acme_orders/rules/silver/tbl.yml: references check 'known_rcvr'" in said
+    )
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    made += examples.project_rule_sets(project)
+    cases = examples.cases(made)
+    assert len(cases) > 60
+    assert [str(p) for p in examples.judge(spark, cases) if p] == []
+    problems = [p for p in conventions.check(project) if p.severity == "error"]
+    assert {p.code for p in problems} <= {"DQC012"}, problems
+
+
+def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
+    """run_gate with the sample's silver rules (their row rules: the dataset checks need
+    Spark), the metrics of an update where valid_amount failed 10 rows of 100."""
+    sample = sample_project() / "src/acme_orders/rules/silver/orders.yml"
+    data = yaml.safe_load(sample.read_text())
+    del data["checks"], data["schema"]
+    (tmp_path / "silver").mkdir()
+    (tmp_path / "silver" / "orders.yml").write_text(yaml.safe_dump(data))
+    metrics = [
+        {"dataset": "silver_orders", "name": r["name"], "passed": 100, "failed": 0}
+        for r in data["rules"]
+    ]
+    metrics[1] |= {"passed": 90, "failed": 10}  # valid_amount
+    monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
+    monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: metrics)
+    monkeypatch.setattr(gate, "completed_datasets", lambda events, update_id: {"silver_orders"})
+    result = gate.run_gate(object(), rule_files=[tmp_path])
+    clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
+    assert f"silver_orders.valid_amount {clause}" in result.table()
+    assert f"1 of 6 rule(s) over threshold: silver_orders.valid_amount {clause}" in result.summary()
+    assert (
+        "silver_orders.known_channel [known_channel (acme-orders-orders 1.0.0)]" in result.table()
+    )
+
+
+@pytest.mark.spark
+def test_a_job_over_rows_breaking_a_clause_stops_at_the_gate_naming_it(lake):
+    """The sample's job over its fixtures and a delivery of refunds: negative amounts break the
+    contract's `orders.amount: minimum` beyond the 5 % the contract tolerates."""
+    lake.land_fixtures("orders")
+    lake.land_fixtures("customers")
+    refunds = [
+        {"order_id": f"R-{i:06d}", "customer_id": "C-0037", "order_ts": "2026-11-02T10:00:00"}
+        | {"channel": "web", "currency": "EUR", "amount": "-5.00", "quantity": "1"}
+        for i in range(12)
+    ]
+    lake.land("orders", "refunds-2026-11-02", refunds)
+    job = lake.project.run_job("medallion")
+    validate, verdict, publish = job.tasks
+    assert (validate.status, verdict.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
+    clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
+    assert f"silver_orders.valid_amount {clause}" in verdict.gate.table()
+    assert f"over threshold: silver_orders.valid_amount {clause}" in verdict.gate.summary()
+
+
+def test_dataset_picks_one_object_and_a_wrong_kind_of_value_is_listed(project, capsys):
+    def change(doc):
+        props(doc)[6]["quality"] = [
+            {"metric": "invalidValues", "arguments": {"validValues": ["one", "two"]}, "mustBe": 0}
+        ]
+
+    path = edited(project, change)
+    assert (
+        run(
+            project,
+            "import",
+            str(ODCS_EXAMPLES / "full-example.odcs.yaml"),
+            "--dataset",
+            "receivers",
+        )
+        == 0
+    )
+    written = capsys.readouterr().out
+    assert "wrote rules/silver/receivers.yml" in written and "tbl.yml" not in written
+    assert run(project, "import", str(path)) == 0
+    assert (
+        "not translated: orders.quantity: invalidValues: 'one' is not a number: not translated"
+        in capsys.readouterr().out
+    )
+
+
+def test_what_runs_on_databricks_needs_neither_the_contract_module_nor_jsonschema():
+    code = (
+        "import sys, medallion_dq.rules, medallion_dq.gate, medallion_dq.quarantine;"
+        "print(sorted(m for m in sys.modules if m.startswith(('jsonschema', 'medallion_dq.c'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['medallion_dq.constraints']"
+
+
+def test_check_names_the_uniqueness_clause_a_contract_dropped(project, capsys):
+    def change(doc):
+        props(doc)[0]["quality"].pop(1)  # unique_order_id: rules/gold/order_keys.yml's clause
+
+    assert run(project, "check", str(edited(project, change))) == 1
+    assert (
+        "rules/gold/order_keys.yml: unique_order_id: made from clause 'unique_order_id', which "
+        "the contract no longer has"
+    ) in capsys.readouterr().out
+
+
+def test_export_says_what_a_contract_cannot_hold(project, capsys):
+    assert run(project, "export", "--dataset", "silver_orders") == 0
+    captured = capsys.readouterr()
+    assert yaml.safe_load(captured.out)["schema"][0]["physicalName"] == "silver_orders"
+    assert captured.err.splitlines() == [
+        "contract export: not in the contract: daily_volume: min_ratio, max_ratio: ODCS counts "
+        "rows, not ratios"
+    ]
