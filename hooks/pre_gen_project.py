@@ -27,6 +27,8 @@ ANSWERS_MARKER = "# cookiecutter-answers: "
 
 SUPPORTED_PYTHON = ("3.10", "3.11", "3.12")
 SOURCE_FORMATS = ("json", "csv")
+# The CI file each answer bakes (post_gen_project.py removes the others).
+CI_SYSTEMS = ("github", "azure_devops", "gitlab", "none")
 
 MAX_NAME = 80
 MAX_DESCRIPTION = 300
@@ -295,6 +297,13 @@ def validate_source_format(value: Any) -> list[str]:
     return [f"is not a supported landing format; choose one of {', '.join(SOURCE_FORMATS)}"]
 
 
+def validate_ci(value: Any) -> list[str]:
+    """One of the CI systems the template writes a pipeline file for, or none."""
+    if value in CI_SYSTEMS:
+        return []
+    return [f"is not a CI the template knows; choose one of {', '.join(CI_SYSTEMS)}"]
+
+
 VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "project_name": validate_project_name,
     "project_slug": validate_project_slug,
@@ -307,6 +316,7 @@ VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "source_format": validate_source_format,
     "include_container_backend": validate_include_container_backend,
     "python_version": validate_python_version,
+    "ci": validate_ci,
 }
 
 
