@@ -118,7 +118,8 @@ def test_actionlint_finds_a_broken_workflow(tmp_path: Path) -> None:
     done = subprocess.run(
         [tool("actionlint"), "-no-color", str(workflow)], capture_output=True, text=True
     )
-    assert done.returncode == 1 and 'input "python" is not defined' in done.stdout
+    assert done.returncode == 1
+    assert 'input "python" is not defined' in done.stdout
 
 
 @pytest.mark.parametrize("ci", CI)
@@ -127,7 +128,8 @@ def test_the_steps_are_the_readme_commands(ci: str, bake_session: Bake) -> None:
     project = bake_session(ci=ci)
     readme = (project / "README.md").read_text(encoding="utf-8")
     lines = list(commands(ci, yaml.safe_load((project / CI[ci][0]).read_text(encoding="utf-8"))))
-    assert "nox" in lines and "databricks bundle deploy -t dev" in lines
+    assert "nox" in lines
+    assert "databricks bundle deploy -t dev" in lines
     assert [line for line in lines if line not in readme] == []
 
 
@@ -142,4 +144,5 @@ def test_the_tools_are_pinned_as_the_project_and_the_template_pin_them(
     nox = next(p for p in baked["dependency-groups"]["dev"] if str(p).startswith("nox=="))
     uv = next(p for p in ours["dependency-groups"]["runner"] if p.startswith("uv=="))
     installs = re.findall(r"python -m pip install (.+)", text)
-    assert installs and set(installs) == {f"{nox} {uv}"}
+    assert installs
+    assert set(installs) == {f"{nox} {uv}"}
