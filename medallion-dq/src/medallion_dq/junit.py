@@ -122,7 +122,10 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
     elif verdict is None:
         why = f"the quality gate did not run ({gate_task.message or gate_task.status})"
     else:
-        why = "not judged by the quality gate (no metrics in the update it judged)"
+        why = (
+            "not judged by the quality gate: no metrics of it in the update the gate judged "
+            "(a rule of another pipeline, or a fail rule, which stops its update instead)"
+        )
     for ruleset in rulesets:
         dataset = _short(ruleset.dataset)
         names = [rule.name for rule in ruleset.rules] + [check.name for check in ruleset.checks]
