@@ -135,7 +135,7 @@ def _write_junit(path: str | None, root: Path, result, what: str, error: str | N
 
     try:
         rulesets = gate._load_rule_files(config.rules_dirs(root))
-    except ValueError:  # invalid rule files stop the run before this; say so, list none
+    except ValueError:  # invalid rule files stopped the run at its checks: none to list
         rulesets = []
     junit.write(path, result, rulesets, what=what, error=error)
 
