@@ -22,7 +22,8 @@ PYTHON = "{{ cookiecutter.python_version }}"
 LAYERS = ("bronze", "silver", "gold")
 RULES = Path("src/{{ cookiecutter.package_name }}/rules")
 # PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
-# its wheel is built once into this cache and found there (the version medallion-dq pins).
+# its wheel is built once into this cache and found there (the version medallion-dq pins);
+# DQ_CACHE_DIR moves it, with medallion-dq's own cache (a CI that caches its workspace only).
 PYSPARK = "pyspark==4.2.0"
 WHEELS = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq") / "wheels"
 

@@ -86,7 +86,6 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
             gate_task = task
     verdict = gate_task.gate if gate_task is not None else None
     if verdict is not None:
-        examples = getattr(gate_task, "examples", {}) or {}
         for row in verdict.rows:
             key = (_short(row.dataset), row.rule)
             judged.add(key)
@@ -97,7 +96,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
                 f"{row.failed:,} of {row.total:,} rows failed ({row.failed_fraction:.2%}); "
                 f"threshold {row.threshold:.2%} ({row.threshold_source})"
             )
-            found = examples.get(f"{key[0]}.{key[1]}") or []
+            found = gate_task.examples.get(f"{key[0]}.{key[1]}") or []
             text = detail + (f"\n{_records(found)}" if found else "")
             _outcome(case, "failure", f"over threshold: {detail}", text)
         for dataset in verdict.empty:
