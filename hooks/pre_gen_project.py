@@ -28,6 +28,8 @@ ANSWERS_MARKER = "# cookiecutter-answers: "
 SUPPORTED_PYTHON = ("3.10", "3.11", "3.12")
 SOURCE_FORMATS = ("json", "csv")
 MEDALLION_DQ_SOURCES = ("template", "index")
+# The CI file each answer bakes (post_gen_project.py removes the others).
+CI_SYSTEMS = ("github", "azure_devops", "gitlab", "none")
 
 MAX_NAME = 80
 MAX_DESCRIPTION = 300
@@ -305,6 +307,11 @@ def validate_medallion_dq_source(value: Any) -> list[str]:
         "repository, through [tool.uv.sources]) or 'index' (your package index has it)"
     )
     return [why]
+def validate_ci(value: Any) -> list[str]:
+    """One of the CI systems the template writes a pipeline file for, or none."""
+    if value in CI_SYSTEMS:
+        return []
+    return [f"is not a CI the template knows; choose one of {', '.join(CI_SYSTEMS)}"]
 
 
 VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
@@ -320,6 +327,7 @@ VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "include_container_backend": validate_include_container_backend,
     "medallion_dq_source": validate_medallion_dq_source,
     "python_version": validate_python_version,
+    "ci": validate_ci,
 }
 
 

@@ -164,6 +164,7 @@ REFUSED = [
     Refused({"python_version": "3.9"}, None, "choices", id="python-unsupported"),
     Refused({"source_format": "parquet"}, None, "choices", id="format-unsupported"),
     Refused({"medallion_dq_source": "pypi"}, None, "choices", id="source-unsupported"),
+    Refused({"ci": "jenkins"}, None, "choices", id="ci-unknown"),
 ]
 
 
@@ -335,6 +336,8 @@ def test_unrendered_hook_says_so(tmp_path: Path) -> None:
         (pre_gen.validate_python_version, 3.11),
         (pre_gen.validate_source_format, "parquet"),
         (pre_gen.validate_medallion_dq_source, "pypi"),
+        (pre_gen.validate_ci, "azure"),
+        (pre_gen.validate_ci, None),
         (pre_gen.validate_include_container_backend, "true"),
         (pre_gen.validate_include_container_backend, 1),
         (pre_gen.validate_project_name, None),
@@ -354,6 +357,8 @@ def test_validators_refuse_wrong_types_and_choices(validator: Any, value: Any) -
         (pre_gen.validate_python_version, "3.12"),
         (pre_gen.validate_source_format, "csv"),
         (pre_gen.validate_medallion_dq_source, "index"),
+        (pre_gen.validate_ci, "azure_devops"),
+        (pre_gen.validate_ci, "none"),
         (pre_gen.validate_include_container_backend, False),
         (pre_gen.validate_project_name, 'Caf\u00e9 \u00d8rders\'s "best" 2 \'\'\' """'),
         (pre_gen.validate_project_slug, "a"),
@@ -381,6 +386,7 @@ def test_defaults_are_valid() -> None:
         "include_container_backend": True,
         "medallion_dq_source": "template",
         "python_version": "3.11",
+        "ci": "github",
     }
     assert pre_gen.validate(answers) == []
     assert pre_gen.validate({}) == [
@@ -424,6 +430,13 @@ def test_post_gen_removal_list_is_data() -> None:
     assert post_gen.paths_to_remove({"source_format": "xml"}) == []
     # the container backend is a session and an extra, not files: it removes nothing
     assert post_gen.paths_to_remove({"include_container_backend": False}) == []
+    # one CI file per answer, none for none
+    assert post_gen.paths_to_remove({"ci": "gitlab"}) == [".github", "azure-pipelines.yml"]
+    assert post_gen.paths_to_remove({"ci": "none"}) == [
+        ".github",
+        "azure-pipelines.yml",
+        ".gitlab-ci.yml",
+    ]
 
 
 def test_post_gen_never_leaves_the_project(tmp_path: Path) -> None:

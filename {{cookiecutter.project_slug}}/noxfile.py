@@ -22,9 +22,10 @@ PYTHON = "{{ cookiecutter.python_version }}"
 LAYERS = ("bronze", "silver", "gold")
 RULES = Path("src/{{ cookiecutter.package_name }}/rules")
 # PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
-# its wheel is built once into this cache and found there (the version medallion-dq pins).
+# its wheel is built once into this cache and found there (the version medallion-dq pins);
+# DQ_CACHE_DIR moves it, with medallion-dq's own cache (a CI that caches its workspace only).
 PYSPARK = "pyspark==4.2.0"
-WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"
+WHEELS = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq") / "wheels"
 
 
 def pyspark_wheel(session: nox.Session) -> None:
@@ -42,7 +43,8 @@ def pytest(session: nox.Session, *args: str, group: str = "test", env: dict | No
     if group == "test":
         pyspark_wheel(session)
     session.install("-e", ".", "--group", group)
-    session.run("pytest", *args, *session.posargs, env=env)
+    junit = f"--junitxml=.local/test-results/{session.name}.xml"  # CI shows them as test results
+    session.run("pytest", junit, *args, *session.posargs, env=env)
 
 
 def layer(name: str) -> list[str]:

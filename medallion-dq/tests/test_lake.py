@@ -271,3 +271,31 @@ def test_an_empty_delivery_stops_at_the_gate(project):
     )
     tasks = json.loads(summary.read_text())["tasks"]
     assert (tasks["quality_gate"]["status"], tasks["publish"]["status"]) == ("FAILED", "SKIPPED")
+
+
+def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
+    """`run --junit-xml` in a throwaway lake on the second day alone, whose orders break
+    valid_order_id's 2 % threshold: that rule is a failing test case (failed rows, threshold,
+    failing records), the others and the dataset checks pass, and gold's rules, whose update
+    the gate stopped, are skipped. Read back with a JUnit parser, as a CI reads it."""
+    from junitparser import Failure, JUnitXml
+
+    landing = tmp_path / "day2"
+    (second,) = [p for p in (project / "fixtures" / "landing" / "orders").glob("*-11-04.*")]
+    (landing / "orders").mkdir(parents=True)
+    (landing / "orders" / second.name).write_bytes(second.read_bytes())
+    shutil.copytree(project / "fixtures" / "landing" / "customers", landing / "customers")
+    report = tmp_path / "results" / "dq.xml"
+    args = ("run", "--job", "medallion", "--fresh", "--landing", landing, "--junit-xml", report)
+    done = cli(project, *args)
+    assert done.returncode == 1, done.stdout + done.stderr  # the gate stops the job
+    cases = {(c.classname, c.name): c for suite in JUnitXml.fromfile(str(report)) for c in suite}
+    failing = cases[("silver_orders", "valid_order_id")]
+    (failure,) = failing.result
+    assert isinstance(failure, Failure)
+    assert "threshold 2.00% (rule)" in failure.message
+    assert "failing records (examples):" in failure.text and '"order_id":' in failure.text
+    assert cases[("silver_orders", "valid_amount")].is_passed
+    assert cases[("silver_customers", "valid_email")].is_passed
+    assert cases[("silver_orders", "known_customer")].is_passed  # a dataset check
+    assert cases[("gold_order_keys", "unique_order_id")].is_skipped

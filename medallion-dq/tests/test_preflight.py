@@ -494,6 +494,17 @@ def test_cli_landing_one_level_too_deep_is_exit_2_before_spark(project):
     assert "Traceback" not in output and "Spark (" not in output  # Spark never started
 
 
+def test_cli_junit_xml_naming_a_folder_is_exit_2_before_spark(project):
+    done = cli(project, "run", "--job", "medallion", "--junit-xml", "fixtures")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert (
+        "RUN011 --junit-xml fixtures: is a folder, not a file; fix: name the file: "
+        "--junit-xml fixtures/dq-results.xml"
+    ) in output
+    assert "Traceback" not in output and "Spark (" not in output
+
+
 def test_cli_syntax_error_is_exit_2_before_spark(project):
     edit(project / SILVER, "def typed_orders():", "def typed_orders(:")
     done = cli(project, "run", "--pipeline", "validation")

@@ -109,6 +109,9 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
         landing=args.landing,
         json_path=args.json,
     )
+    problems += preflight.check_json_path(
+        args.junit_xml, option="--junit-xml", example_name="dq-results.xml"
+    )
     if not preflight.has_errors(problems):
         problems += [*validate_bundle(root), *conventions.check(root)]
     try:
@@ -122,6 +125,19 @@ def _write_summary(path: str | None, summary: dict) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+
+
+def _write_junit(path: str | None, root: Path, result, what: str, error: str | None) -> None:
+    """The run's rules and dataset checks as JUnit test cases (junit.py), whatever its end."""
+    if not path:
+        return
+    from medallion_dq import gate, junit
+
+    try:
+        rulesets = gate._load_rule_files(config.rules_dirs(root))
+    except ValueError:  # invalid rule files stopped the run at its checks: none to list
+        rulesets = []
+    junit.write(path, result, rulesets, what=what, error=error)
 
 
 def _terminated(signum, _frame):
@@ -162,7 +178,7 @@ def cmd_run(args) -> int:
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
     signal.signal(signal.SIGTERM, _terminated)  # like Ctrl-C: put the update back, then exit
     summary: dict = {"status": "ERROR", "error": None}
-    local = None
+    local = result = None
     try:
         with lake.locked(work_dir):
             # The lake's own warm server: its catalog already knows the lake's tables, and
@@ -176,7 +192,14 @@ def cmd_run(args) -> int:
                 f"lake {work_dir.relative_to(root)}",
                 flush=True,
             )
-            project = LocalProject(root, local, target=target, variables=variables, landing=landing)
+            project = LocalProject(
+                root,
+                local,
+                target=target,
+                variables=variables,
+                landing=landing,
+                failing_examples=3 if args.junit_xml else 0,
+            )
             project.open_lake()
             if args.job:
                 result = project.run_job(args.job, full_refresh=args.full_refresh)
@@ -186,7 +209,7 @@ def cmd_run(args) -> int:
         print(f"{what}: {summary['status']} in {summary['seconds']} s")
         return 0 if result.ok else 1
     except Interrupted as stop:
-        done = stop.job or stop.result
+        done = result = stop.job or stop.result
         summary = done.to_dict() if done else {"status": "CANCELED"}
         summary["status"] = "CANCELED"
         summary["error"] = f"{stop} (exit {stop.exit_code})"
@@ -236,6 +259,8 @@ def cmd_run(args) -> int:
         if local is not None:
             local.stop()
         _write_summary(args.json, summary)
+        error = summary.get("error")  # a pipeline's summary holds its update's error as a dict
+        _write_junit(args.junit_xml, root, result, what, error if isinstance(error, str) else None)
 
 
 def cmd_report(args) -> int:
@@ -416,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     run.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
     run.add_argument("--json", help="write a JSON summary to this path")
+    run.add_argument(
+        "--junit-xml",
+        metavar="FILE",
+        help="write each rule and dataset check as a JUnit test case (CI's test results)",
+    )
     run.add_argument(
         "--traceback",
         action="store_true",

@@ -27,7 +27,7 @@ RUN007  a pipeline's catalog or schema still holds a reference with no value (``
 RUN008  ``--landing`` (or the default fixtures/landing) does not exist or is not a folder
 RUN009  ``--landing`` lacks a source folder the pipelines read (``<landing>/orders/``)
 RUN010  warning: a source folder holds no file of the pipeline's format (the update reads nothing)
-RUN011  ``--json`` is a folder, or its folder cannot be created or written
+RUN011  ``--json`` / ``--junit-xml`` is a folder, or its folder cannot be created or written
 RUN012  a pipeline .py file does not compile (syntax error; shown with its line and a caret)
 RUN013  a pipeline .py file imports a module that is not installed
 RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
@@ -158,14 +158,21 @@ def parse_variables(
 # --------------------------------------------------------------------------- --json
 
 
-def check_json_path(json_path: str | Path | None, *, cwd: Path | None = None) -> list[Problem]:
-    """RUN011 when the JSON summary could not be written to ``json_path`` after the run."""
+def check_json_path(
+    json_path: str | Path | None,
+    *,
+    cwd: Path | None = None,
+    option: str = "--json",
+    example_name: str = "summary.json",
+) -> list[Problem]:
+    """RUN011 when the file an ``option`` names (the JSON summary, the JUnit XML) could not be
+    written to ``json_path`` after the run."""
     if json_path is None or str(json_path) == "":
         return []
     cwd = Path(cwd or Path.cwd())
-    option = f"--json {json_path}"
+    example = f"{option} {Path(json_path) / example_name}"
+    option = f"{option} {json_path}"
     path = cwd / Path(json_path).expanduser()
-    example = f"--json {Path(json_path) / 'summary.json'}"
     if path.is_dir() or str(json_path).endswith(("/", os.sep)):
         return [Problem("RUN011", option, "is a folder, not a file", f"name the file: {example}")]
     if path.exists() and not os.access(path, os.W_OK):

@@ -34,6 +34,9 @@ class TaskResult:
     update: UpdateResult | None = None
     gate: gate.GateResult | None = None
     message: str = ""
+    #: A few failing records per rule over its threshold, keyed ``dataset.rule`` (the gate task,
+    #: when the project was asked for them: ``failing_examples``).
+    examples: dict[str, list[dict]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {"status": self.status, "kind": self.kind}
@@ -45,6 +48,8 @@ class TaskResult:
                 "table": self.gate.table(),
                 "checks": [check.to_dict() for check in self.gate.checks],
             }
+            if self.examples:
+                out["gate"]["failing_records"] = self.examples
         if self.message:
             out["message"] = self.message
         return out
@@ -81,8 +86,11 @@ class LocalProject:
         database: str | None = None,
         as_of: str | None = None,
         log: Callable[[str], None] | None = None,
+        failing_examples: int = 0,
     ):
         self.root = Path(root).resolve()
+        # Records to show per rule the gate fails (`run --junit-xml`); 0: none are read.
+        self.failing_examples = failing_examples
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
@@ -246,7 +254,44 @@ class LocalProject:
             "SUCCESS" if verdict.passed else "FAILED",
             gate=verdict,
             message="" if verdict.passed else _gate_reason(verdict),
+            examples=self._failing_records(verdict, f"{schema}." if schema else ""),
         )
+
+    def _failing_records(self, verdict: gate.GateResult, prefix: str) -> dict[str, list[dict]]:
+        """Up to ``failing_examples`` records of each rule over its threshold: a drop rule's
+        from the dataset's quarantine (`_dq_failed_rules` names it), a warn rule's from the
+        dataset, where they were kept. A rule whose records cannot be read gets none."""
+        from pyspark.sql import functions as F
+
+        from medallion_dq.quarantine import FAILED_RULES, QUARANTINED_AT
+
+        if not self.failing_examples or not verdict.failures:
+            return {}
+        rules = {
+            (ruleset.dataset, rule.name): rule
+            for ruleset in gate._load_rule_files(rules_dirs(self.root))
+            for rule in ruleset.rules
+        }
+        spark, found = self.local.spark, {}
+        for row in verdict.failures:
+            dataset = gate._short(row.dataset)
+            rule = rules.get((dataset, row.rule))
+            if rule is None or rule.action not in ("drop", "warn"):
+                continue
+            try:
+                if rule.action == "drop":
+                    frame = spark.table(f"{prefix}{dataset}_quarantine")
+                    frame = frame.where(F.array_contains(FAILED_RULES, rule.name))
+                    frame = frame.drop(FAILED_RULES, QUARANTINED_AT)
+                else:
+                    frame = spark.table(f"{prefix}{dataset}")
+                    frame = frame.where(f"NOT coalesce(({rule.constraint}), false)")
+                records = frame.limit(self.failing_examples).collect()
+            except Exception as error:  # an example is a nicety: never fail the run over it
+                self.log(f"[gate] no failing records of {dataset}.{rule.name}: {error}")
+                continue
+            found[f"{dataset}.{rule.name}"] = [record.asDict() for record in records]
+        return found
 
 
 def _gate_reason(verdict: gate.GateResult) -> str:
