@@ -307,6 +307,8 @@ def validate_medallion_dq_source(value: Any) -> list[str]:
         "repository, through [tool.uv.sources]) or 'index' (your package index has it)"
     )
     return [why]
+
+
 def validate_ci(value: Any) -> list[str]:
     """One of the CI systems the template writes a pipeline file for, or none."""
     if value in CI_SYSTEMS:
