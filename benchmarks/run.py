@@ -970,6 +970,92 @@ def nox_loop(project_dir: Path) -> dict:
     return out
 
 
+CLI_COMMANDS = {
+    "run --pipeline validation": ["run", "--pipeline", "validation", "--full-refresh"],
+    "run --job medallion": ["run", "--job", "medallion", "--full-refresh"],
+}
+
+
+def cli_loop(project_dir: Path, repeats: int) -> dict:
+    """The command-line loop: a rule edited, then a new `medallion-dq run` process (with
+    --full-refresh, so the edited rule judges every row), on the lake's warm server and on a
+    server of its own (`--own-server`, every run before 0.5.0), interleaved pair by pair. The
+    first round warms the lake's server and is not counted."""
+    print("\n== command-line loop of the baked project (new process per run)", flush=True)
+    (rules,) = (project_dir / "src").glob("*/rules/silver/orders.yml")
+    original = rules.read_text("utf-8")
+    env = {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "600"}
+    runs: dict[str, dict[str, list[float]]] = {n: {"warm": [], "own": []} for n in CLI_COMMANDS}
+    load_before = load()
+    try:
+        for round_ in range(repeats + 1):
+            for name, args in CLI_COMMANDS.items():
+                for server in ("warm", "own"):
+                    rules.write_text(f"{original}# edited, round {round_}\n", "utf-8")
+                    command = [sys.executable, "-m", "medallion_dq", *args]
+                    command += ["--own-server"] if server == "own" else []
+                    started = time.perf_counter()
+                    done = subprocess.run(
+                        command, cwd=project_dir, env=env, capture_output=True, text=True
+                    )
+                    seconds = time.perf_counter() - started
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{name} ({server}) failed:\n{done.stdout}{done.stderr}")
+                    print(f"   {name} ({server}): {seconds:.1f} s", flush=True)
+                    if round_:
+                        runs[name][server].append(round(seconds, 2))
+    finally:
+        rules.write_text(original, "utf-8")
+        stop = [sys.executable, "-m", "medallion_dq", "spark", "stop"]
+        subprocess.run(stop, cwd=project_dir, capture_output=True, check=False)
+    medians = {
+        name: {
+            server: round(statistics.median(seconds), 2) for server, seconds in by_server.items()
+        }
+        for name, by_server in runs.items()
+    }
+    ratios = {
+        name: round(statistics.median(w / o for w, o in zip(s["warm"], s["own"], strict=True)), 2)
+        for name, s in runs.items()
+    }
+    return {
+        "repeats": repeats,
+        "runs": runs,
+        "medians": medians,
+        "ratios_warm_to_own": ratios,
+        "load_average": {"before": load_before, "after": load()},
+    }
+
+
+def _cli_loop_md(results: dict) -> list[str]:
+    loop = results.get("cli_loop")
+    if not loop:
+        return []
+    md = [
+        "## Command-line loop of the baked project",
+        "",
+        (
+            f"Measured by `{loop['command']}`: {env_line(loop['environment'])}; load average "
+            f"{loop['load_average']['before'][0]:.1f} at the start. A rule file edited before "
+            "each run, then `medallion-dq run … --full-refresh` as a new process; medians of "
+            f"{loop['repeats']} rounds, the runs interleaved pair by pair, the first (cold) "
+            "round not counted."
+        ),
+        "",
+        (
+            "| command, end to end | lake's warm server (s) | own server, `--own-server` (s) "
+            "| warm / own, pair by pair |"
+        ),
+        "|---|---:|---:|---:|",
+    ]
+    for name, medians in loop["medians"].items():
+        md.append(
+            f"| `{name}` | {medians['warm']:.1f} | {medians['own']:.1f} | "
+            f"{loop['ratios_warm_to_own'][name]:.2f} |"
+        )
+    return [*md, ""]
+
+
 # -- report ---------------------------------------------------------------------------------------
 def goals(size: dict) -> list[str]:
     """The goals, judged on wall-time medians, for each quarantine form (b: table, v: view):
@@ -1009,6 +1095,7 @@ def markdown(results: dict) -> str:
     md += _profile_md(results)
     md += _checks_md(results)
     md += _cluster_md(results)
+    md += _cli_loop_md(results)
     return "\n".join(md) + "\n"
 
 
@@ -1229,6 +1316,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only time one silver update of the first --rows size on the cluster backend "
         "against embedded (needs Docker); the other results in results.json/.md are kept",
     )
+    parser.add_argument(
+        "--cli-loop",
+        action="store_true",
+        help="only time `medallion-dq run` as a new process after a rule edit, on the lake's warm "
+        "server and on its own (--repeats rounds); the other results in results.json/.md are kept",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
         "--project",
@@ -1264,10 +1357,12 @@ def main(argv: list[str] | None = None) -> int:
         "rules": {"drop": DROP, "warn": WARN, "fail": FAIL},
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
-    if args.profile or args.checks or args.cluster:  # one of its own, merged into the last
+    if args.profile or args.checks or args.cluster or args.cli_loop:  # merged into the last
         rows = sorted(args.rows or DEFAULT_ROWS)[0]
         try:
-            if args.profile:
+            if args.cli_loop:
+                key, measured = "cli_loop", cli_loop(project_dir, args.repeats)
+            elif args.profile:
                 key, measured = "profile", bench_profile(project, rows, work)
             elif args.cluster:
                 key, measured = "cluster", bench_cluster(project, rows, args.repeats, work, package)
@@ -1284,7 +1379,12 @@ def main(argv: list[str] | None = None) -> int:
         results[key] = measured
         (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
         (args.out / "results.md").write_text(markdown(results), "utf-8")
-        shown = {"profile": _profile_md, "dataset_checks": _checks_md, "cluster": _cluster_md}
+        shown = {
+            "profile": _profile_md,
+            "dataset_checks": _checks_md,
+            "cluster": _cluster_md,
+            "cli_loop": _cli_loop_md,
+        }
         print("\n" + "\n".join(shown[key](results)))
         return 0
     try:
