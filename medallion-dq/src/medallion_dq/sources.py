@@ -90,6 +90,11 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {"json": ("json", "jsonl"), "csv": ("cs
 #: Locally, CSV lines are parsed into this many fields at most (a wider file is not supported).
 CSV_MAX_COLUMNS = 256
 
+#: Locally, files up to this size are read whole, their encoding detected (UTF-8, UTF-16);
+#: larger ones are streamed line by line as UTF-8 (a whole file costs a few times its size in
+#: the server's memory: at the default 2 GB, a 117 MB file ended it).
+WHOLE_FILE_MAX_BYTES = 16 * 1024 * 1024
+
 _BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 # Appended to a CSV line to count its fields with the CSV parser itself (see _csv_field_count).
 _END_MARK = "\u0001medallion-end\u0001"
@@ -331,6 +336,7 @@ END
 # Line breaks as Spark's line-based readers see them; a line of only white space is no record.
 _LINE_BREAKS = "'\\\\r\\\\n|\\\\r|\\\\n'"
 _HAS_TEXT = "_line RLIKE '\\\\S'"
+_BOM = "\ufeff"
 # Splitting a string turns bytes that are not UTF-8 into U+FFFD, so whether the file was valid
 # UTF-8 is noted before (`_utf8`); a line holding a replaced byte is then a corrupt record.
 _BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
@@ -339,28 +345,18 @@ _BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
 def _local_text_files(
     spark: SparkSession, path: str, file_format: str, schema: str | StructType
 ) -> DataFrame:
-    """Locally: JSON lines or CSV, every record kept, unknown fields rescued (emulated)."""
+    """Locally: JSON lines or CSV, every record kept, unknown fields rescued (emulated).
+
+    Lines come from two readers of the folder: files up to WHOLE_FILE_MAX_BYTES whole (their
+    encoding detected), larger ones streamed by Spark's text source (see _streamed_lines)."""
     from pyspark.sql import functions as F
 
-    files = (
-        spark.readStream.format("binaryFile")
-        .schema(_BINARY_FILE_SCHEMA)
-        .option("pathGlobFilter", path_glob_filter(file_format))
-        .option("recursiveFileLookup", "true")
-        .load(path)
-        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
-        .select(
-            SOURCE_FILE,
-            F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines"),
-            F.expr("is_valid_utf8(_text)").alias("_utf8"),
-        )
-    )
     names = field_names(schema)
     known = "array(" + ", ".join(_sql_string(n) for n in names) + ")"
     if file_format == "json":
-        records = _json_records(files, schema, names, known)
+        records = _json_records(_lines(spark, path, file_format), schema, names, known)
     else:
-        records = _csv_records(files, names, known)
+        records = _csv_records(_csv_lines(spark, path), names, known)
     # Auto Loader's rescued data also names the file the record came from.
     return records.select(
         *[F.col(n) for n in names],
@@ -374,18 +370,70 @@ def _local_text_files(
     )
 
 
-def _json_records(files: DataFrame, schema, names: list[str], known: str) -> DataFrame:
+def _files(spark: SparkSession, path: str, file_format: str, source: str, stream: bool = True):
+    """A reader of the folder's files (streaming, or a batch read) for a Spark file source."""
+    return (
+        (spark.readStream if stream else spark.read)
+        .format(source)
+        .option("pathGlobFilter", path_glob_filter(file_format))
+        .option("recursiveFileLookup", "true")
+    )
+
+
+def _whole_files(spark: SparkSession, path: str, file_format: str) -> DataFrame:
+    """Files up to WHOLE_FILE_MAX_BYTES, each decoded whole: `_text`, `_utf8`. The size filter
+    is pushed to the binaryFile source, which then does not read a larger file's bytes."""
+    from pyspark.sql import functions as F
+
+    return (
+        _files(spark, path, file_format, "binaryFile")
+        .schema(_BINARY_FILE_SCHEMA)
+        .load(path)
+        .where(F.col("length") <= WHOLE_FILE_MAX_BYTES)
+        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
+        .select(SOURCE_FILE, "_text", F.expr("is_valid_utf8(_text)").alias("_utf8"))
+    )
+
+
+def _streamed_lines(spark: SparkSession, path: str, file_format: str, *extra: Column) -> DataFrame:
+    """The lines of files over WHOLE_FILE_MAX_BYTES, read by Spark's text source: split into
+    parts read in parallel, never held whole; as UTF-8 (a byte-order mark is dropped), a line
+    with bytes that are not UTF-8 is `_bad_text` (its text kept with U+FFFD for them)."""
+    from pyspark.sql import functions as F
+
+    return (
+        _files(spark, path, file_format, "text")
+        .load(path)
+        .where(F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
+        .select(
+            F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
+            F.expr("NOT is_valid_utf8(value)").alias("_bad_text"),
+            *extra,
+        )
+    )
+
+
+def _lines(spark: SparkSession, path: str, file_format: str) -> DataFrame:
+    """Every line with text of every file: `_source_file`, `_line`, `_bad_text`."""
+    from pyspark.sql import functions as F
+
+    whole = _whole_files(spark, path, file_format).select(
+        SOURCE_FILE, "_utf8", F.explode(F.expr(f"split(_text, {_LINE_BREAKS})")).alias("_line")
+    )
+    whole = whole.select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"))
+    return whole.unionByName(_streamed_lines(spark, path, file_format)).filter(F.expr(_HAS_TEXT))
+
+
+def _json_records(lines: DataFrame, schema, names: list[str], known: str) -> DataFrame:
     """JSON lines: parsed in PERMISSIVE mode; keys the schema does not name are rescued."""
     from pyspark.sql import functions as F
 
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
-    lines = files.select(SOURCE_FILE, "_utf8", F.explode("_lines").alias("_line")).filter(
-        F.expr(_HAS_TEXT)
-    )
     parsed = lines.select(
         SOURCE_FILE,
         "_line",
-        F.expr(_BAD_TEXT).alias("_bad_text"),
+        "_bad_text",
         F.from_json("_line", _with_corrupt_record(schema), options).alias("_parsed"),
         # `variant` keeps each value's JSON type (a number stays a number, an object an object).
         F.expr(
@@ -419,31 +467,18 @@ def _csv_field_count(expr: str) -> str:
     return f"array_position({marked}, {mark}) - 1"
 
 
-def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
-    """CSV: the first line with text is the header; columns are matched to the schema by name,
-    as Auto Loader matches them. Header names are made unique as Spark makes them when it
-    infers a header (an empty name becomes `_c<i>`, a repeated one `<name><i>`). A line whose
-    number of fields differs from the header's is a corrupt record (its fields kept as read)."""
+def _with_columns(df: DataFrame, *keep: str) -> DataFrame:
+    """`keep` and the columns named by `_header`, a file's header line: `_width` (how many) and
+    `_columns` (the names, made unique as Spark makes them when it infers a header: an empty
+    name becomes `_c<i>`, a repeated one `<name><i>`)."""
     from pyspark.sql import functions as F
 
-    header = files.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header"),
-    ).select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        F.expr("array_position(_lines, _header)").alias("_header_at"),
-        F.expr(f"greatest({_csv_field_count('_header')}, 0)").alias("_width"),
+    return df.select(
+        *keep,
+        F.expr(f"greatest(coalesce({_csv_field_count('_header')}, 0), 0)").alias("_width"),
         F.expr(_csv_fields("_header")).alias("_header_fields"),
-    )
-    columns = header.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        "_header_at",
+    ).select(
+        *keep,
         "_width",
         F.expr(
             "transform(slice(_header_fields, 1, _width), (h, i) -> CASE "
@@ -452,18 +487,65 @@ def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
             "THEN concat(h, i) ELSE h END)"
         ).alias("_columns"),
     )
-    lines = columns.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_header_at",
-        "_width",
-        "_columns",
-        F.posexplode("_lines").alias("_at", "_line"),
-    ).filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after the header
+
+
+def _csv_lines(spark: SparkSession, path: str) -> DataFrame:
+    """The data lines with text of every CSV file, with its file's columns (`_width`,
+    `_columns`): the header is the first line with text. A streamed file's header is the first
+    line with text of its first part, read again for it (a batch read joined to the stream); in
+    that part, a line equal to the header is taken as the header."""
+    from pyspark.sql import functions as F
+
+    whole = _whole_files(spark, path, "csv").select(
+        SOURCE_FILE, "_utf8", F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines")
+    )
+    whole = whole.select(
+        "*", F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header")
+    ).select("*", F.expr("array_position(_lines, _header)").alias("_header_at"))
+    whole = (
+        _with_columns(whole, SOURCE_FILE, "_utf8", "_lines", "_header_at")
+        .select("*", F.posexplode("_lines").alias("_at", "_line"))
+        .filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after it
+        .select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"), "_width", "_columns")
+    )
+    # One task reads a file's first part, in order, and aggregates it before any exchange:
+    # `first` is its first line with text (a streaming plan allows no row ids to order by).
+    first_lines = (
+        _files(spark, path, "csv", "text", stream=False)
+        .load(path)
+        .where(
+            (F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
+            & (F.col("_metadata.file_block_start") == 0)
+        )
+        .select(
+            F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
+        )
+        .filter(F.expr(_HAS_TEXT))
+        .groupBy(SOURCE_FILE)
+        .agg(F.first("_line").alias("_header"))
+    )
+    headers = _with_columns(first_lines, SOURCE_FILE, "_header")
+    streamed = (
+        _streamed_lines(spark, path, "csv", F.col("_metadata.file_block_start").alias("_block"))
+        .filter(F.expr(_HAS_TEXT))
+        .join(headers, SOURCE_FILE, "left")
+        .filter(F.expr("NOT (_block = 0 AND _line <=> _header)"))
+        .select(SOURCE_FILE, "_line", "_bad_text", "_width", "_columns")
+    )
+    return whole.unionByName(streamed)
+
+
+def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
+    """CSV: columns are matched to the schema by name, as Auto Loader matches them. A line
+    whose number of fields differs from the header's is a corrupt record (its fields kept as
+    read)."""
+    from pyspark.sql import functions as F
+
     fields = lines.select(
         SOURCE_FILE,
         "_line",
-        F.expr(_BAD_TEXT).alias("_bad_text"),
+        "_bad_text",
         "_width",
         "_columns",
         F.expr(_csv_fields("_line")).alias("_fields"),
