@@ -169,13 +169,16 @@ def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
     return f"dataset checks, update {rows[0]['update_id']}\n{table}"
 
 
+_TAGS = {"PASS": "ok", "WARN": "warn"}
+
+
 def _checks_section(rows: list[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     body = "".join(
         f"<tr><td><code>{html_text(r['dataset'])}.{html_text(r['check'])}</code></td>"
         f"<td>{html_text(r['kind'])}</td><td>{html_text(r['value'])}</td><td>{html_text(r['bound'])}</td>"
-        f'<td><span class="tag {"ok" if r["status"] == "PASS" else "fail"}">'
+        f'<td><span class="tag {_TAGS.get(r["status"], "fail")}">'
         f"{html_text(r['status'])}</span>"
         + (f" {html_text(r['note'])}" if r.get("note") else "")
         + "</td></tr>"
@@ -309,6 +312,7 @@ tr.first td { border-top:2px solid #cbd2d9; }
 .tag { font-size:11px; padding:1px 6px; border-radius:9px; font-weight:600; }
 .tag.ok { background:#e6f4ea; color:var(--ok); }
 .tag.fail { background:#fdecea; color:var(--bad); }
+.tag.warn { background:#fdf3e1; color:var(--warn); }
 .legend { display:flex; flex-wrap:wrap; gap:6px 18px; margin:8px 0 0; padding:0;
           list-style:none; font-size:12px; }
 .legend li { display:flex; align-items:center; gap:6px; }

@@ -29,12 +29,14 @@ Where which option applies:
   fields (Auto Loader adds the column; with a given schema it is only added when asked for);
   `pathGlobFilter` picks the extensions; `recursiveFileLookup` reads sub-folders and turns off
   partition inference from folder names.
-- Locally (open-source Spark, which has no rescued-data option): each file is read whole with
-  the `binaryFile` source and decoded here: a UTF-8 / UTF-16 byte-order mark, or the RFC 4627
-  pattern of NUL bytes for UTF-16 without one, picks the encoding; lines are split as Spark's
-  line-based readers split them; JSON lines are parsed with `from_json` in PERMISSIVE mode
-  (`columnNameOfCorruptRecord`), and the keys the schema does not name are computed with
-  `from_json(line, 'map<string,variant>')`; CSV lines are parsed with `from_csv` and matched to
+- Locally (open-source Spark, which has no rescued-data option): a file of at most
+  `WHOLE_FILE_MAX_BYTES` is read whole with the `binaryFile` source and decoded here: a UTF-8 /
+  UTF-16 byte-order mark, or the RFC 4627 pattern of NUL bytes for UTF-16 without one, picks the
+  encoding; lines are split as Spark's line-based readers split them. A larger file is streamed
+  by Spark's `text` source, in parts read in parallel, never held whole, as UTF-8; a CSV file's
+  header is read again from its first part (a batch read joined to the stream). JSON lines
+  are parsed with `from_json` in PERMISSIVE mode (`columnNameOfCorruptRecord`), and the keys
+  the schema does not name are computed with `from_json(line, 'map<string,variant>')`; CSV lines are parsed with `from_csv` and matched to
   the schema by the header's column names (Spark's own CSV reader would match them by
   position and silently shift every value of a file whose columns come in another order).
 
@@ -42,17 +44,20 @@ Limits, locally: text that is neither UTF-8 nor valid UTF-16 (UTF-32, Latin-1, a
 UTF-16 file) is kept as corrupt records, with U+FFFD for the bytes that are not UTF-8 (as
 Spark's JSON reader keeps them), not decoded; CSV values spanning lines (multiLine) are not
 supported (as in Spark's default), nor CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON
-line holding an array of records is one corrupt record, not several rows. Each file is held in
-memory whole (the `binaryFile` source; at most 2 GB a file): meant for tests, not production
-volumes. On Databricks a UTF-16 file is left to Auto Loader's JSON / CSV reader; Spark's JSON
-reader (checked on open-source Spark 4.2) recognises its records line by line and keeps the
-stray last byte as one more corrupt record; set the reader's `encoding` option if a source
-always sends UTF-16.
+line holding an array of records is one corrupt record, not several rows. A file over
+`WHOLE_FILE_MAX_BYTES` is read as UTF-8 (a UTF-16 one becomes corrupt records), and in its
+first part a CSV line equal to the header is taken as the header. On Databricks a UTF-16 file
+is left to Auto Loader's JSON / CSV reader; Spark's JSON reader (checked on open-source Spark
+4.2) recognises its records line by line and keeps the stray last byte as one more corrupt
+record; set the reader's `encoding` option if a source always sends UTF-16.
+
+`landing_drift` says how an update's records differ from the schema (for `run` and the gate).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -63,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CORRUPT_RECORD",
     "CSV_MAX_COLUMNS",
+    "Drift",
     "EXTENSIONS",
     "FILE_FORMAT",
     "INGESTED_AT",
@@ -70,6 +76,7 @@ __all__ = [
     "SOURCE_FILE",
     "UnreadFile",
     "field_names",
+    "landing_drift",
     "path_glob_filter",
     "read_landing",
     "unread_files",
@@ -569,3 +576,66 @@ def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
             f"e -> concat({_json_text('e.k')}, ':', {_json_text('e.v')})), ','), '}}') END"
         ).alias("_rescued"),
     )
+
+
+# --------------------------------------------------------------------------- drift
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How the records of one update differ from the schema bronze reads them with."""
+
+    records: int
+    rescued_records: int  # records with fields the schema does not name (`_rescued_data`)
+    new_fields: dict[str, int]  # such a field -> the records holding it
+    missing_fields: dict[str, int]  # a schema field -> the records without it (or NULL)
+
+    def __bool__(self) -> bool:
+        return bool(self.rescued_records or self.missing_fields)
+
+    def __str__(self) -> str:
+        if not self:
+            return f"{self.records} records, all fields as the schema names them"
+        parts = [f"{self.rescued_records} of {self.records} records rescued"]
+        if self.new_fields:
+            named = ", ".join(f"{k} ({n})" for k, n in self.new_fields.items())
+            parts.append(f"new fields: {named}")
+        if self.missing_fields:
+            named = ", ".join(f"{k} ({n})" for k, n in self.missing_fields.items())
+            parts.append(f"missing: {named}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
+    """The drift of a bronze table's records (a table `read_landing` wrote; None for another
+    table): those ingested at or after `since` (a UTC timestamp's text, e.g. an update's start),
+    all without it. A field is missing from a record that parsed and has no value for it; a
+    corrupt record counts in `records` only. Two Spark jobs, the second over rescued records."""
+    from pyspark.sql import functions as F
+
+    if RESCUED_DATA not in df.columns:
+        return None
+    fields = [c for c in df.columns if not c.startswith("_")]
+    if since is not None:
+        df = df.where(F.col(INGESTED_AT) >= F.lit(since).cast("timestamp"))
+    parsed = F.col(CORRUPT_RECORD).isNull()
+    counts = df.agg(
+        F.count(F.lit(1)).alias("records"),
+        F.count(RESCUED_DATA).alias("rescued"),
+        *(
+            F.count_if(parsed & F.col(f).isNull()).alias(f"missing_{i}")
+            for i, f in enumerate(fields)
+        ),
+    ).first()
+    new_fields = {}
+    if counts["rescued"]:
+        keys = df.where(F.col(RESCUED_DATA).isNotNull()).select(
+            F.explode(F.json_object_keys(RESCUED_DATA)).alias("field")
+        )
+        found = keys.where(F.col("field") != "_file_path").groupBy("field").count().collect()
+        new_fields = {r["field"]: r["count"] for r in sorted(found, key=lambda r: (-r[1], r[0]))}
+    missing = {f: counts[f"missing_{i}"] for i, f in enumerate(fields) if counts[f"missing_{i}"]}
+    return Drift(counts["records"], counts["rescued"], new_fields, missing)
