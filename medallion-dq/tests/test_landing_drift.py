@@ -37,12 +37,13 @@ def test_renamed_and_new_fields_are_reported_per_update(lake, capfd):
 
     drift = {
         "records": 10,
+        "corrupt_records": 0,
         "rescued_records": 4,
         "new_fields": {"amt": 3, "coupon": 1},
         "missing_fields": {"amount": 3},
     }
     assert first.to_dict()["landing_drift"]["bronze_orders"] == drift
-    said = "4 of 10 records rescued; new fields: amt (3), coupon (1); missing: amount (3)"
+    said = "4 of 10 records hold fields the schema lacks; new fields: amt (3), coupon (1); missing: amount (3)"
     assert f"bronze_orders: landing drift: {said}" in capfd.readouterr().err
 
     events = lake.project.runner.event_log.read()
@@ -58,6 +59,7 @@ def test_renamed_and_new_fields_are_reported_per_update(lake, capfd):
     assert_update_ok(second)
     assert second.landing_drift["bronze_orders"] == {
         "records": 2,
+        "corrupt_records": 0,
         "rescued_records": 0,
         "new_fields": {},
         "missing_fields": {},

@@ -267,7 +267,6 @@ def judge(
 
 
 def landing_drift(
-    spark: SparkSession,
     events_df: DataFrame,
     update_id: str,
     datasets: set[str],
@@ -276,12 +275,17 @@ def landing_drift(
 ) -> list[CheckResult]:
     """A warning for each bronze dataset of `datasets` whose records of this update (ingested
     since its first event) drifted from its schema; nothing for the others."""
+    from pyspark.errors import AnalysisException
+
     from medallion_dq import sources
 
     since, out = _update_time(events_df, update_id, first=True), []
     for name in sorted(datasets):
         started = time.perf_counter()
-        drift = sources.landing_drift(spark.read.table(table(name)), since)
+        try:
+            drift = sources.landing_drift(events_df.sparkSession.read.table(table(name)), since)
+        except AnalysisException:  # a temporary view of the pipeline: no table to read
+            continue
         if drift:
             out.append(
                 CheckResult(

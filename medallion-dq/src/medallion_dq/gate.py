@@ -497,17 +497,15 @@ def run_gate(
     result.update_id = update_id
     from medallion_dq import checks
 
-    spark = events_df.sparkSession
-
     def table(name: str) -> str:
         return f"{table_prefix}{name}"
 
     if any(r.checks or r.schema for r in rulesets):
         result.checks = checks.judge(
-            spark, events_df, update_id, rulesets, ran, table=table, as_of=as_of
+            events_df.sparkSession, events_df, update_id, rulesets, ran, table=table, as_of=as_of
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    result.checks += checks.landing_drift(spark, events_df, update_id, ran, table=table)
+    result.checks += checks.landing_drift(events_df, update_id, ran, table=table)
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "

@@ -586,17 +586,21 @@ class Drift:
     """How the records of one update differ from the schema bronze reads them with."""
 
     records: int
+    corrupt_records: int  # records that did not parse (`_corrupt_record`)
     rescued_records: int  # records with fields the schema does not name (`_rescued_data`)
     new_fields: dict[str, int]  # such a field -> the records holding it
     missing_fields: dict[str, int]  # a schema field -> the records without it (or NULL)
 
     def __bool__(self) -> bool:
-        return bool(self.rescued_records or self.missing_fields)
+        """Drift: fields the schema does not name, or a schema field no record has (a field
+        renamed or dropped). A NULL here and there is the rules' business, not drift."""
+        parsed = self.records - self.corrupt_records
+        return bool(self.rescued_records) or (parsed > 0 and parsed in self.missing_fields.values())
 
     def __str__(self) -> str:
         if not self:
             return f"{self.records} records, all fields as the schema names them"
-        parts = [f"{self.rescued_records} of {self.records} records rescued"]
+        parts = [f"{self.rescued_records} of {self.records} records hold fields the schema lacks"]
         if self.new_fields:
             named = ", ".join(f"{k} ({n})" for k, n in self.new_fields.items())
             parts.append(f"new fields: {named}")
@@ -624,6 +628,7 @@ def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
     parsed = F.col(CORRUPT_RECORD).isNull()
     counts = df.agg(
         F.count(F.lit(1)).alias("records"),
+        F.count(CORRUPT_RECORD).alias("corrupt"),
         F.count(RESCUED_DATA).alias("rescued"),
         *(
             F.count_if(parsed & F.col(f).isNull()).alias(f"missing_{i}")
@@ -638,4 +643,4 @@ def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
         found = keys.where(F.col("field") != "_file_path").groupBy("field").count().collect()
         new_fields = {r["field"]: r["count"] for r in sorted(found, key=lambda r: (-r[1], r[0]))}
     missing = {f: counts[f"missing_{i}"] for i, f in enumerate(fields) if counts[f"missing_{i}"]}
-    return Drift(counts["records"], counts["rescued"], new_fields, missing)
+    return Drift(counts["records"], counts["corrupt"], counts["rescued"], new_fields, missing)
