@@ -106,6 +106,7 @@ def test_run_job_writes_the_summary(two_days):
         "restored",
         "removed",
         "unread_files",
+        "landing_drift",
         "error",
     }
     rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
@@ -116,6 +117,8 @@ def test_run_job_writes_the_summary(two_days):
         "bronze_customers": 62,
         "silver_customers": 59,
     }
+    drift = {name: d["rescued_records"] for name, d in validate["landing_drift"].items()}
+    assert drift == {"bronze_orders": 0, "bronze_customers": 0}
     silver = validate["datasets"]["silver_orders"]
     assert (silver["input_records"], silver["dropped_records"]) == (201, 13)
     assert {e["name"]: e["failed_records"] for e in silver["expectations"]} == {

@@ -214,7 +214,7 @@ def test_json_pointing_at_a_folder_or_below_a_file(project):
 
 
 def test_syntax_error_is_reported_with_file_line_and_caret(project):
-    edit(project / SILVER, "def typed_orders():", "def typed_orders(:")
+    edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
     line = line_of(project / SILVER, "def typed_orders(:")
     problems = check(project)
     text = one(problems, "RUN012")
@@ -337,7 +337,7 @@ def test_misspelt_name_in_a_query_function(project, load):
 
 
 def test_syntax_error_while_loading(project, load):
-    edit(project / SILVER, "def typed_orders():", "def typed_orders(:")
+    edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
     error = load(project / SILVER, project)
     first, source, caret = str(error).splitlines()
     line = line_of(project / SILVER, "def typed_orders(:")
@@ -506,7 +506,7 @@ def test_cli_junit_xml_naming_a_folder_is_exit_2_before_spark(project):
 
 
 def test_cli_syntax_error_is_exit_2_before_spark(project):
-    edit(project / SILVER, "def typed_orders():", "def typed_orders(:")
+    edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
     done = cli(project, "run", "--pipeline", "validation")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output

@@ -16,6 +16,10 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   `max_fraction`), a few orphan keys shown.
 - schema: each contract column exists in the table with the declared type (extra columns are
   allowed: the contract says what is published, not what else is carried).
+- landing drift, of every bronze table (one `read_landing` wrote) the update ingested records
+  into, without a declaration: fields the schema does not name (kept in `_rescued_data`) and
+  schema fields records lack (sources.landing_drift). A warning, never a failure: the source
+  changed its records, and nothing was lost.
 
 Each check gives a `CheckResult` (value, bound, pass/fail): the gate prints and judges them with
 the expectation metrics, and the local runner records them in the event log for the report.
@@ -44,16 +48,17 @@ _ROWS_PATH = "$.flow_progress.metrics.num_output_rows"
 class CheckResult:
     dataset: str
     name: str
-    kind: str  # volume | freshness | references | schema
+    kind: str  # volume | freshness | references | schema | drift
     value: str  # what was measured, e.g. "3 orphan rows of 96"
     bound: str  # what is allowed, e.g. "at most 0"
     passed: bool
     note: str = ""  # e.g. "first update: no history yet", a few orphan keys
     seconds: float = field(default=0.0, compare=False)  # what judging it took (benchmarks)
+    warning: bool = False  # passed, but worth a look (landing drift)
 
     @property
     def status(self) -> str:
-        return "PASS" if self.passed else "FAIL"
+        return ("WARN" if self.warning else "PASS") if self.passed else "FAIL"
 
     def __str__(self) -> str:
         text = f"{self.dataset}.{self.name} ({self.kind}): {self.value}; bound {self.bound}"
@@ -261,12 +266,52 @@ def judge(
     return results
 
 
-def _update_time(events_df: DataFrame, update_id: str) -> str:
+def landing_drift(
+    events_df: DataFrame,
+    update_id: str,
+    datasets: set[str],
+    *,
+    table: Callable[[str], str] = lambda name: name,
+) -> list[CheckResult]:
+    """A warning for each bronze dataset of `datasets` whose records of this update (ingested
+    since its first event) drifted from its schema; nothing for the others."""
+    from pyspark.errors import AnalysisException
+
+    from medallion_dq import sources
+
+    since, out = _update_time(events_df, update_id, first=True), []
+    for name in sorted(datasets):
+        started = time.perf_counter()
+        try:
+            drift = sources.landing_drift(events_df.sparkSession.read.table(table(name)), since)
+        except AnalysisException:  # a temporary view of the pipeline: no table to read
+            continue
+        if drift:
+            out.append(
+                CheckResult(
+                    name,
+                    "landing_drift",
+                    "drift",
+                    str(drift),
+                    "records as the schema names their fields",
+                    passed=True,
+                    note="rescued fields are in _rescued_data: map them, or add them to the schema",
+                    seconds=round(time.perf_counter() - started, 3),
+                    warning=True,
+                )
+            )
+    return out
+
+
+def _update_time(events_df: DataFrame, update_id: str, first: bool = False) -> str:
+    """The time of the update's last event (its first with `first`), in UTC."""
     from pyspark.sql import functions as F
 
+    moment = F.min("timestamp") if first else F.max("timestamp")
+    shown = "yyyy-MM-dd HH:mm:ss.SSSSSS" if first else "yyyy-MM-dd HH:mm:ss"
     row = (
         events_df.filter(F.col("origin.update_id") == F.lit(update_id))
-        .agg(F.date_format(F.max("timestamp"), "yyyy-MM-dd HH:mm:ss").alias("time"))
+        .agg(F.date_format(moment, shown).alias("time"))
         .collect()[0]
     )
     if row["time"] is None:

@@ -44,6 +44,7 @@ import yaml
 
 from medallion_dq import config, quarantine, rules
 from medallion_dq.config import STATE_DIR
+from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, Problem
 
 EXAMPLES = 5  # example rows per kind (newly dropped, newly kept) and dataset
@@ -562,17 +563,6 @@ def text_report(report: dict, diffs: list[DatasetDiff]) -> str:
     return "\n".join(lines)
 
 
-def _md(text: str) -> str:
-    """A markdown table cell: pipes escaped, one line."""
-    return " ".join(str(text).split()).replace("\\", "\\\\").replace("|", "\\|")
-
-
-def _md_code(text: str) -> str:
-    text = " ".join(str(text).split()).replace("|", "\\|")
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
-
-
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
@@ -584,22 +574,23 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def markdown_report(report: dict, diffs: list[DatasetDiff]) -> str:
     base = report["base"]
     lines = [
-        f"## Rule changes: `{base}` → {HEAD}",
+        f"## Rule changes: {md_code(base)} → {HEAD}",
         "",
-        f"{_changed(diffs).capitalize()}; rows: {_md(report['data'])}.",
+        f"{_changed(diffs).capitalize()}; rows: {md_text(report['data'])}.",
     ]
     for diff in diffs:
-        lines += ["", f"### {diff.dataset}", "", _md(_summary(diff, base).capitalize()) + "."]
+        summary = md_text(_summary(diff, base).capitalize())
+        lines += ["", f"### {md_text(diff.dataset)}", "", summary + "."]
         if diff.error:
-            lines += ["", "```", diff.error, "```"]
+            lines += ["", md_block(diff.error)]
             continue
-        rows = [[_md_code(r[0]), *map(_md, r[1:])] for r in _rule_rows(diff)]
+        rows = [[md_code(r[0]), *map(md_text, r[1:])] for r in _rule_rows(diff)]
         lines += ["", *_md_table(RULE_HEADER, rows)]
         changes = _changes(diff)
         if changes:
             lines.append("")
             lines += [
-                f"- {_md_code(name)}: {what} {_md_code(old)} → {_md_code(new)}"
+                f"- {md_code(name)}: {what} {md_code(old)} → {md_code(new)}"
                 for name, what, old, new in changes
             ]
         for kind in KINDS:
@@ -608,7 +599,9 @@ def markdown_report(report: dict, diffs: list[DatasetDiff]) -> str:
                 header, cells = _example_table(examples, kind)
                 title = f"{kind.replace('_', ' ').capitalize()} ({len(examples)} of {getattr(diff, kind)})"
                 lines += ["", f"**{title}**", ""]
-                lines += _md_table([_md(h) for h in header], [[_md(c) for c in r] for r in cells])
+                lines += _md_table(
+                    [md_text(h) for h in header], [[md_text(c) for c in r] for r in cells]
+                )
     return "\n".join(lines) + "\n"
 
 

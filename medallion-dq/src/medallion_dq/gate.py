@@ -295,6 +295,7 @@ class GateResult:
             if self.empty and not self.allow_empty:
                 text += "\n" + "\n".join(self.empty_messages)
             text += "".join(f"\n{check}" for check in failed_checks)
+        text += "".join(f"\nwarning: {check}" for check in self.checks if check.warning)
         return f"{text}\n{self.note}" if self.note else text
 
     def __str__(self) -> str:
@@ -495,7 +496,7 @@ def run_gate(
             note="no flow_progress events: has the validation pipeline run?", evaluated=False
         )
     expected = {ruleset.dataset for ruleset in rulesets}
-    ran = completed_datasets(events_df, update_id) if expected else set()
+    ran = completed_datasets(events_df, update_id)
     result = evaluate(
         expectation_metrics(events_df, update_id),
         thresholds,
@@ -509,18 +510,17 @@ def run_gate(
         for r in rulesets
         for name, clause in r.clauses().items()
     }
-    if any(r.checks or r.schema for r in rulesets):
-        from medallion_dq import checks
+    from medallion_dq import checks
 
+    def table(name: str) -> str:
+        return f"{table_prefix}{name}"
+
+    if any(r.checks or r.schema for r in rulesets):
         result.checks = checks.judge(
-            events_df.sparkSession,
-            events_df,
-            update_id,
-            rulesets,
-            ran,
-            table=lambda name: f"{table_prefix}{name}",
-            as_of=as_of,
+            events_df.sparkSession, events_df, update_id, rulesets, ran, table=table, as_of=as_of
         )
+    # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
+    result.checks += checks.landing_drift(events_df, update_id, ran, table=table)
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from medallion_dq.gate import (
     DEFAULT_THRESHOLD,
     EXPECTATIONS_SCHEMA,
 )
+from medallion_dq.markup import html_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -169,15 +169,18 @@ def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
     return f"dataset checks, update {rows[0]['update_id']}\n{table}"
 
 
+_TAGS = {"PASS": "ok", "WARN": "warn"}
+
+
 def _checks_section(rows: list[Mapping[str, Any]]) -> str:
     if not rows:
         return ""
     body = "".join(
-        f"<tr><td><code>{_attr(r['dataset'])}.{_attr(r['check'])}</code></td>"
-        f"<td>{_attr(r['kind'])}</td><td>{_attr(r['value'])}</td><td>{_attr(r['bound'])}</td>"
-        f'<td><span class="tag {"ok" if r["status"] == "PASS" else "fail"}">'
-        f"{_attr(r['status'])}</span>"
-        + (f" {_attr(r['note'])}" if r.get("note") else "")
+        f"<tr><td><code>{html_text(r['dataset'])}.{html_text(r['check'])}</code></td>"
+        f"<td>{html_text(r['kind'])}</td><td>{html_text(r['value'])}</td><td>{html_text(r['bound'])}</td>"
+        f'<td><span class="tag {_TAGS.get(r["status"], "fail")}">'
+        f"{html_text(r['status'])}</span>"
+        + (f" {html_text(r['note'])}" if r.get("note") else "")
         + "</td></tr>"
         for r in latest_checks(rows)
     )
@@ -309,6 +312,7 @@ tr.first td { border-top:2px solid #cbd2d9; }
 .tag { font-size:11px; padding:1px 6px; border-radius:9px; font-weight:600; }
 .tag.ok { background:#e6f4ea; color:var(--ok); }
 .tag.fail { background:#fdecea; color:var(--bad); }
+.tag.warn { background:#fdf3e1; color:var(--warn); }
 .legend { display:flex; flex-wrap:wrap; gap:6px 18px; margin:8px 0 0; padding:0;
           list-style:none; font-size:12px; }
 .legend li { display:flex; align-items:center; gap:6px; }
@@ -317,10 +321,6 @@ tr.first td { border-top:2px solid #cbd2d9; }
 .empty { color:var(--muted); }
 footer { color:var(--muted); font-size:12px; }
 """
-
-
-def _attr(value: Any) -> str:
-    return escape(str(value), quote=True)
 
 
 def _threshold(row: Mapping[str, Any], thresholds: Mapping[str, float]) -> float:
@@ -347,11 +347,11 @@ def _latest_table(rows: list[Mapping[str, Any]], thresholds: Mapping[str, float]
             over = limit is not None and rate is not None and rate > limit * 100
             css = "bad" if over else ("warn" if r["failed"] else "")
             cells = [
-                f"<td><code>{_attr(r['rule'])}</code></td>",
-                f"<td>{_attr(r['dataset'])}</td>",
+                f"<td><code>{html_text(r['rule'])}</code></td>",
+                f"<td>{html_text(r['dataset'])}</td>",
                 f'<td class="n">{r["passed"]:,}</td>',
                 f'<td class="n">{r["failed"]:,}</td>',
-                f'<td class="n pct">{_attr(_pct(rate))}</td>',
+                f'<td class="n pct">{html_text(_pct(rate))}</td>',
             ]
             if thresholds is not None:
                 shown = "–" if limit is None else _pct(limit * 100)
@@ -362,11 +362,11 @@ def _latest_table(rows: list[Mapping[str, Any]], thresholds: Mapping[str, float]
                     if limit is not None
                     else ""
                 )
-                cells.append(f'<td class="n">{_attr(shown)}</td><td>{tag}</td>')
+                cells.append(f'<td class="n">{html_text(shown)}</td><td>{tag}</td>')
             body.append(f'<tr class="{css}">{"".join(cells)}</tr>')
         parts.append(
-            f"<h3>{_attr(pipeline)} · update <code>{_attr(update_id)}</code>"
-            f"{' · ' + _attr(_when(ts)) if ts else ''}</h3>"
+            f"<h3>{html_text(pipeline)} · update <code>{html_text(update_id)}</code>"
+            f"{' · ' + html_text(_when(ts)) if ts else ''}</h3>"
             '<table><thead><tr><th>rule</th><th>dataset</th><th class="n">passed</th>'
             f'<th class="n">failed</th><th class="n">failed %</th>{limit_head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>"
@@ -439,8 +439,8 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
             text = _short_time(ts) or f"#{i + 1}"
             out.append(
                 f'<text x="{xx:.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
-                f"<title>{_attr(pipeline)} update {_attr(update_id)}</title>"
-                f"{_attr(text)}</text>"
+                f"<title>{html_text(pipeline)} update {html_text(update_id)}</title>"
+                f"{html_text(text)}</text>"
             )
     out.append(
         f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{height - 10}" '
@@ -463,7 +463,7 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
         )
         name = f"{dataset}.{rule}"
         coords = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v, _ in points)
-        out.append(f"<g><title>{_attr(name)}</title>")
+        out.append(f"<g><title>{html_text(name)}</title>")
         if len(points) > 1:
             out.append(
                 f'<polyline points="{coords}" fill="none" stroke="{color}" '
@@ -476,13 +476,13 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
             )
             out.append(
                 f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="#fff" '
-                f'stroke="{color}" stroke-width="2"><title>{_attr(tip)}</title></circle>'
+                f'stroke="{color}" stroke-width="2"><title>{html_text(tip)}</title></circle>'
             )
         out.append("</g>")
         legend.append(
             f'<li><svg width="26" height="10" aria-hidden="true"><line x1="1" x2="25" y1="5" '
             f'y2="5" stroke="{color}" stroke-width="2.5"{dash_attr}/></svg>'
-            f"<code>{_attr(name)}</code>{'' if points else ' (no rows)'}</li>"
+            f"<code>{html_text(name)}</code>{'' if points else ' (no rows)'}</li>"
         )
     out.append("</svg>")
     return "".join(out) + f'<ul class="legend">{"".join(legend)}</ul>'
@@ -499,16 +499,16 @@ def _all_table(rows: list[Mapping[str, Any]]) -> str:
                 c for c in ("first" if i == 0 else "", "warn" if r["failed"] else "") if c
             )
             head = (
-                f'<td class="t">{_attr(_when(ts))}</td><td>{_attr(pipeline)}</td>'
-                f"<td><code>{_attr(update_id)}</code></td>"
+                f'<td class="t">{html_text(_when(ts))}</td><td>{html_text(pipeline)}</td>'
+                f"<td><code>{html_text(update_id)}</code></td>"
                 if i == 0
                 else "<td></td><td></td><td></td>"
             )
             body.append(
                 f'<tr class="{css}">{head}'
-                f"<td>{_attr(r['dataset'])}</td><td><code>{_attr(r['rule'])}</code></td>"
+                f"<td>{html_text(r['dataset'])}</td><td><code>{html_text(r['rule'])}</code></td>"
                 f'<td class="n">{r["passed"]:,}</td><td class="n">{r["failed"]:,}</td>'
-                f'<td class="n pct">{_attr(_pct(_rate(r)))}</td></tr>'
+                f'<td class="n pct">{html_text(_pct(_rate(r)))}</td></tr>'
             )
     return (
         "<table><thead><tr><th>time</th><th>pipeline</th><th>update</th><th>dataset</th>"
@@ -552,15 +552,15 @@ def html(
         [
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{_attr(title)}</title><style>{_CSS}</style></head><body><main>",
-            f"<h1>{_attr(title)}</h1>",
+            f"<title>{html_text(title)}</title><style>{_CSS}</style></head><body><main>",
+            f"<h1>{html_text(title)}</h1>",
             (
                 f'<p class="sub">Expectation metrics from the pipeline event log · generated '
-                f"{_attr(generated)}</p>"
+                f"{html_text(generated)}</p>"
             ),
             '<div class="cards">',
             *(
-                f'<div class="card"><b>{value:,}</b><span>{_attr(label)}</span></div>'
+                f'<div class="card"><b>{value:,}</b><span>{html_text(label)}</span></div>'
                 for value, label in cards
             ),
             "</div>",

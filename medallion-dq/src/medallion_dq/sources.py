@@ -29,12 +29,14 @@ Where which option applies:
   fields (Auto Loader adds the column; with a given schema it is only added when asked for);
   `pathGlobFilter` picks the extensions; `recursiveFileLookup` reads sub-folders and turns off
   partition inference from folder names.
-- Locally (open-source Spark, which has no rescued-data option): each file is read whole with
-  the `binaryFile` source and decoded here: a UTF-8 / UTF-16 byte-order mark, or the RFC 4627
-  pattern of NUL bytes for UTF-16 without one, picks the encoding; lines are split as Spark's
-  line-based readers split them; JSON lines are parsed with `from_json` in PERMISSIVE mode
-  (`columnNameOfCorruptRecord`), and the keys the schema does not name are computed with
-  `from_json(line, 'map<string,variant>')`; CSV lines are parsed with `from_csv` and matched to
+- Locally (open-source Spark, which has no rescued-data option): a file of at most
+  `WHOLE_FILE_MAX_BYTES` is read whole with the `binaryFile` source and decoded here: a UTF-8 /
+  UTF-16 byte-order mark, or the RFC 4627 pattern of NUL bytes for UTF-16 without one, picks the
+  encoding; lines are split as Spark's line-based readers split them. A larger file is streamed
+  by Spark's `text` source, in parts read in parallel, never held whole, as UTF-8; a CSV file's
+  header is read again from its first part (a batch read joined to the stream). JSON lines
+  are parsed with `from_json` in PERMISSIVE mode (`columnNameOfCorruptRecord`), and the keys
+  the schema does not name are computed with `from_json(line, 'map<string,variant>')`; CSV lines are parsed with `from_csv` and matched to
   the schema by the header's column names (Spark's own CSV reader would match them by
   position and silently shift every value of a file whose columns come in another order).
 
@@ -42,17 +44,20 @@ Limits, locally: text that is neither UTF-8 nor valid UTF-16 (UTF-32, Latin-1, a
 UTF-16 file) is kept as corrupt records, with U+FFFD for the bytes that are not UTF-8 (as
 Spark's JSON reader keeps them), not decoded; CSV values spanning lines (multiLine) are not
 supported (as in Spark's default), nor CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON
-line holding an array of records is one corrupt record, not several rows. Each file is held in
-memory whole (the `binaryFile` source; at most 2 GB a file): meant for tests, not production
-volumes. On Databricks a UTF-16 file is left to Auto Loader's JSON / CSV reader; Spark's JSON
-reader (checked on open-source Spark 4.2) recognises its records line by line and keeps the
-stray last byte as one more corrupt record; set the reader's `encoding` option if a source
-always sends UTF-16.
+line holding an array of records is one corrupt record, not several rows. A file over
+`WHOLE_FILE_MAX_BYTES` is read as UTF-8 (a UTF-16 one becomes corrupt records), and in its
+first part a CSV line equal to the header is taken as the header. On Databricks a UTF-16 file
+is left to Auto Loader's JSON / CSV reader; Spark's JSON reader (checked on open-source Spark
+4.2) recognises its records line by line and keeps the stray last byte as one more corrupt
+record; set the reader's `encoding` option if a source always sends UTF-16.
+
+`landing_drift` says how an update's records differ from the schema (for `run` and the gate).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -63,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CORRUPT_RECORD",
     "CSV_MAX_COLUMNS",
+    "Drift",
     "EXTENSIONS",
     "FILE_FORMAT",
     "INGESTED_AT",
@@ -70,6 +76,7 @@ __all__ = [
     "SOURCE_FILE",
     "UnreadFile",
     "field_names",
+    "landing_drift",
     "path_glob_filter",
     "read_landing",
     "unread_files",
@@ -89,6 +96,11 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {"json": ("json", "jsonl"), "csv": ("cs
 
 #: Locally, CSV lines are parsed into this many fields at most (a wider file is not supported).
 CSV_MAX_COLUMNS = 256
+
+#: Locally, files up to this size are read whole, their encoding detected (UTF-8, UTF-16);
+#: larger ones are streamed line by line as UTF-8 (a whole file costs a few times its size in
+#: the server's memory: at the default 2 GB, a 117 MB file ended it).
+WHOLE_FILE_MAX_BYTES = 16 * 1024 * 1024
 
 _BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
 # Appended to a CSV line to count its fields with the CSV parser itself (see _csv_field_count).
@@ -331,6 +343,7 @@ END
 # Line breaks as Spark's line-based readers see them; a line of only white space is no record.
 _LINE_BREAKS = "'\\\\r\\\\n|\\\\r|\\\\n'"
 _HAS_TEXT = "_line RLIKE '\\\\S'"
+_BOM = "\ufeff"
 # Splitting a string turns bytes that are not UTF-8 into U+FFFD, so whether the file was valid
 # UTF-8 is noted before (`_utf8`); a line holding a replaced byte is then a corrupt record.
 _BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
@@ -339,28 +352,18 @@ _BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
 def _local_text_files(
     spark: SparkSession, path: str, file_format: str, schema: str | StructType
 ) -> DataFrame:
-    """Locally: JSON lines or CSV, every record kept, unknown fields rescued (emulated)."""
+    """Locally: JSON lines or CSV, every record kept, unknown fields rescued (emulated).
+
+    Lines come from two readers of the folder: files up to WHOLE_FILE_MAX_BYTES whole (their
+    encoding detected), larger ones streamed by Spark's text source (see _streamed_lines)."""
     from pyspark.sql import functions as F
 
-    files = (
-        spark.readStream.format("binaryFile")
-        .schema(_BINARY_FILE_SCHEMA)
-        .option("pathGlobFilter", path_glob_filter(file_format))
-        .option("recursiveFileLookup", "true")
-        .load(path)
-        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
-        .select(
-            SOURCE_FILE,
-            F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines"),
-            F.expr("is_valid_utf8(_text)").alias("_utf8"),
-        )
-    )
     names = field_names(schema)
     known = "array(" + ", ".join(_sql_string(n) for n in names) + ")"
     if file_format == "json":
-        records = _json_records(files, schema, names, known)
+        records = _json_records(_lines(spark, path, file_format), schema, names, known)
     else:
-        records = _csv_records(files, names, known)
+        records = _csv_records(_csv_lines(spark, path), names, known)
     # Auto Loader's rescued data also names the file the record came from.
     return records.select(
         *[F.col(n) for n in names],
@@ -374,18 +377,70 @@ def _local_text_files(
     )
 
 
-def _json_records(files: DataFrame, schema, names: list[str], known: str) -> DataFrame:
+def _files(spark: SparkSession, path: str, file_format: str, source: str, stream: bool = True):
+    """A reader of the folder's files (streaming, or a batch read) for a Spark file source."""
+    return (
+        (spark.readStream if stream else spark.read)
+        .format(source)
+        .option("pathGlobFilter", path_glob_filter(file_format))
+        .option("recursiveFileLookup", "true")
+    )
+
+
+def _whole_files(spark: SparkSession, path: str, file_format: str) -> DataFrame:
+    """Files up to WHOLE_FILE_MAX_BYTES, each decoded whole: `_text`, `_utf8`. The size filter
+    is pushed to the binaryFile source, which then does not read a larger file's bytes."""
+    from pyspark.sql import functions as F
+
+    return (
+        _files(spark, path, file_format, "binaryFile")
+        .schema(_BINARY_FILE_SCHEMA)
+        .load(path)
+        .where(F.col("length") <= WHOLE_FILE_MAX_BYTES)
+        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
+        .select(SOURCE_FILE, "_text", F.expr("is_valid_utf8(_text)").alias("_utf8"))
+    )
+
+
+def _streamed_lines(spark: SparkSession, path: str, file_format: str, *extra: Column) -> DataFrame:
+    """The lines of files over WHOLE_FILE_MAX_BYTES, read by Spark's text source: split into
+    parts read in parallel, never held whole; as UTF-8 (a byte-order mark is dropped), a line
+    with bytes that are not UTF-8 is `_bad_text` (its text kept with U+FFFD for them)."""
+    from pyspark.sql import functions as F
+
+    return (
+        _files(spark, path, file_format, "text")
+        .load(path)
+        .where(F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
+        .select(
+            F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
+            F.expr("NOT is_valid_utf8(value)").alias("_bad_text"),
+            *extra,
+        )
+    )
+
+
+def _lines(spark: SparkSession, path: str, file_format: str) -> DataFrame:
+    """Every line with text of every file: `_source_file`, `_line`, `_bad_text`."""
+    from pyspark.sql import functions as F
+
+    whole = _whole_files(spark, path, file_format).select(
+        SOURCE_FILE, "_utf8", F.explode(F.expr(f"split(_text, {_LINE_BREAKS})")).alias("_line")
+    )
+    whole = whole.select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"))
+    return whole.unionByName(_streamed_lines(spark, path, file_format)).filter(F.expr(_HAS_TEXT))
+
+
+def _json_records(lines: DataFrame, schema, names: list[str], known: str) -> DataFrame:
     """JSON lines: parsed in PERMISSIVE mode; keys the schema does not name are rescued."""
     from pyspark.sql import functions as F
 
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
-    lines = files.select(SOURCE_FILE, "_utf8", F.explode("_lines").alias("_line")).filter(
-        F.expr(_HAS_TEXT)
-    )
     parsed = lines.select(
         SOURCE_FILE,
         "_line",
-        F.expr(_BAD_TEXT).alias("_bad_text"),
+        "_bad_text",
         F.from_json("_line", _with_corrupt_record(schema), options).alias("_parsed"),
         # `variant` keeps each value's JSON type (a number stays a number, an object an object).
         F.expr(
@@ -419,31 +474,18 @@ def _csv_field_count(expr: str) -> str:
     return f"array_position({marked}, {mark}) - 1"
 
 
-def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
-    """CSV: the first line with text is the header; columns are matched to the schema by name,
-    as Auto Loader matches them. Header names are made unique as Spark makes them when it
-    infers a header (an empty name becomes `_c<i>`, a repeated one `<name><i>`). A line whose
-    number of fields differs from the header's is a corrupt record (its fields kept as read)."""
+def _with_columns(df: DataFrame, *keep: str) -> DataFrame:
+    """`keep` and the columns named by `_header`, a file's header line: `_width` (how many) and
+    `_columns` (the names, made unique as Spark makes them when it infers a header: an empty
+    name becomes `_c<i>`, a repeated one `<name><i>`)."""
     from pyspark.sql import functions as F
 
-    header = files.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header"),
-    ).select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        F.expr("array_position(_lines, _header)").alias("_header_at"),
-        F.expr(f"greatest({_csv_field_count('_header')}, 0)").alias("_width"),
+    return df.select(
+        *keep,
+        F.expr(f"greatest(coalesce({_csv_field_count('_header')}, 0), 0)").alias("_width"),
         F.expr(_csv_fields("_header")).alias("_header_fields"),
-    )
-    columns = header.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_lines",
-        "_header_at",
+    ).select(
+        *keep,
         "_width",
         F.expr(
             "transform(slice(_header_fields, 1, _width), (h, i) -> CASE "
@@ -452,18 +494,65 @@ def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
             "THEN concat(h, i) ELSE h END)"
         ).alias("_columns"),
     )
-    lines = columns.select(
-        SOURCE_FILE,
-        "_utf8",
-        "_header_at",
-        "_width",
-        "_columns",
-        F.posexplode("_lines").alias("_at", "_line"),
-    ).filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after the header
+
+
+def _csv_lines(spark: SparkSession, path: str) -> DataFrame:
+    """The data lines with text of every CSV file, with its file's columns (`_width`,
+    `_columns`): the header is the first line with text. A streamed file's header is the first
+    line with text of its first part, read again for it (a batch read joined to the stream); in
+    that part, a line equal to the header is taken as the header."""
+    from pyspark.sql import functions as F
+
+    whole = _whole_files(spark, path, "csv").select(
+        SOURCE_FILE, "_utf8", F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines")
+    )
+    whole = whole.select(
+        "*", F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header")
+    ).select("*", F.expr("array_position(_lines, _header)").alias("_header_at"))
+    whole = (
+        _with_columns(whole, SOURCE_FILE, "_utf8", "_lines", "_header_at")
+        .select("*", F.posexplode("_lines").alias("_at", "_line"))
+        .filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after it
+        .select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"), "_width", "_columns")
+    )
+    # One task reads a file's first part, in order, and aggregates it before any exchange:
+    # `first` is its first line with text (a streaming plan allows no row ids to order by).
+    first_lines = (
+        _files(spark, path, "csv", "text", stream=False)
+        .load(path)
+        .where(
+            (F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
+            & (F.col("_metadata.file_block_start") == 0)
+        )
+        .select(
+            F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
+        )
+        .filter(F.expr(_HAS_TEXT))
+        .groupBy(SOURCE_FILE)
+        .agg(F.first("_line").alias("_header"))
+    )
+    headers = _with_columns(first_lines, SOURCE_FILE, "_header")
+    streamed = (
+        _streamed_lines(spark, path, "csv", F.col("_metadata.file_block_start").alias("_block"))
+        .filter(F.expr(_HAS_TEXT))
+        .join(headers, SOURCE_FILE, "left")
+        .filter(F.expr("NOT (_block = 0 AND _line <=> _header)"))
+        .select(SOURCE_FILE, "_line", "_bad_text", "_width", "_columns")
+    )
+    return whole.unionByName(streamed)
+
+
+def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
+    """CSV: columns are matched to the schema by name, as Auto Loader matches them. A line
+    whose number of fields differs from the header's is a corrupt record (its fields kept as
+    read)."""
+    from pyspark.sql import functions as F
+
     fields = lines.select(
         SOURCE_FILE,
         "_line",
-        F.expr(_BAD_TEXT).alias("_bad_text"),
+        "_bad_text",
         "_width",
         "_columns",
         F.expr(_csv_fields("_line")).alias("_fields"),
@@ -487,3 +576,71 @@ def _csv_records(files: DataFrame, names: list[str], known: str) -> DataFrame:
             f"e -> concat({_json_text('e.k')}, ':', {_json_text('e.v')})), ','), '}}') END"
         ).alias("_rescued"),
     )
+
+
+# --------------------------------------------------------------------------- drift
+
+
+@dataclass(frozen=True)
+class Drift:
+    """How the records of one update differ from the schema bronze reads them with."""
+
+    records: int
+    corrupt_records: int  # records that did not parse (`_corrupt_record`)
+    rescued_records: int  # records with fields the schema does not name (`_rescued_data`)
+    new_fields: dict[str, int]  # such a field -> the records holding it
+    missing_fields: dict[str, int]  # a schema field -> the records without it (or NULL)
+
+    def __bool__(self) -> bool:
+        """Drift: fields the schema does not name, or a schema field no record has (a field
+        renamed or dropped). A NULL here and there is the rules' business, not drift."""
+        parsed = self.records - self.corrupt_records
+        return bool(self.rescued_records) or (parsed > 0 and parsed in self.missing_fields.values())
+
+    def __str__(self) -> str:
+        if not self:
+            return f"{self.records} records, all fields as the schema names them"
+        parts = [f"{self.rescued_records} of {self.records} records hold fields the schema lacks"]
+        if self.new_fields:
+            named = ", ".join(f"{k} ({n})" for k, n in self.new_fields.items())
+            parts.append(f"new fields: {named}")
+        if self.missing_fields:
+            named = ", ".join(f"{k} ({n})" for k, n in self.missing_fields.items())
+            parts.append(f"missing: {named}")
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
+    """The drift of a bronze table's records (a table `read_landing` wrote; None for another
+    table): those ingested at or after `since` (a UTC timestamp's text, e.g. an update's start),
+    all without it. A field is missing from a record that parsed and has no value for it; a
+    corrupt record counts in `records` only. Two Spark jobs, the second over rescued records."""
+    from pyspark.sql import functions as F
+
+    if RESCUED_DATA not in df.columns:
+        return None
+    fields = [c for c in df.columns if not c.startswith("_")]
+    if since is not None:
+        df = df.where(F.col(INGESTED_AT) >= F.lit(since).cast("timestamp"))
+    parsed = F.col(CORRUPT_RECORD).isNull()
+    counts = df.agg(
+        F.count(F.lit(1)).alias("records"),
+        F.count(CORRUPT_RECORD).alias("corrupt"),
+        F.count(RESCUED_DATA).alias("rescued"),
+        *(
+            F.count_if(parsed & F.col(f).isNull()).alias(f"missing_{i}")
+            for i, f in enumerate(fields)
+        ),
+    ).first()
+    new_fields = {}
+    if counts["rescued"]:
+        keys = df.where(F.col(RESCUED_DATA).isNotNull()).select(
+            F.explode(F.json_object_keys(RESCUED_DATA)).alias("field")
+        )
+        found = keys.where(F.col("field") != "_file_path").groupBy("field").count().collect()
+        new_fields = {r["field"]: r["count"] for r in sorted(found, key=lambda r: (-r[1], r[0]))}
+    missing = {f: counts[f"missing_{i}"] for i, f in enumerate(fields) if counts[f"missing_{i}"]}
+    return Drift(counts["records"], counts["corrupt"], counts["rescued"], new_fields, missing)

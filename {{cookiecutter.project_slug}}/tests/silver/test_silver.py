@@ -93,6 +93,16 @@ def test_dropped_rows_are_quarantined_with_the_rules_they_broke(rules_update):
     )
 
 
+def test_the_quarantine_keeps_the_text_a_type_did_not_parse(rules_update):
+    lake, _ = rules_update
+    garbled = lake.rows("silver_orders_quarantine", "order_id")["garbled"]
+    assert garbled["amount"] is None  # what the rules judged
+    assert garbled["_raw"]["amount"] == "12,50"  # what landed
+    assert "_raw" not in lake.table("silver_orders").columns
+    uk = lake.rows("silver_customers_quarantine", "customer_id")["uk"]
+    assert (uk["signup_date"].isoformat(), uk["_raw"]["signup_date"]) == ("2024-03-01",) * 2
+
+
 def test_each_rule_counts_its_failures_warn_rules_too(rules_update):
     _, result = rules_update
     assert_expectations(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 SCHEMA = (
@@ -66,7 +66,19 @@ class EventLog:
 
     def append(self, pipeline: str, result) -> None:
         now = datetime.now(timezone.utc)
-        rows = []
+        # When the update began, as Databricks' event log says it: the gate reads the rows
+        # bronze ingested since then (landing drift).
+        rows = [
+            (
+                uuid.uuid4().hex,
+                now - timedelta(seconds=result.seconds),
+                "create_update",
+                "INFO",
+                f"Update {result.update_id} started.",
+                (pipeline, pipeline, result.update_id, None, None),
+                "{}",
+            )
+        ]
         for flow, state in sorted(result.flows.items()):
             if state not in ("COMPLETED", "FAILED", "SKIPPED", "CANCELED"):
                 continue
@@ -85,7 +97,7 @@ class EventLog:
                     json.dumps(details),
                 )
             )
-        if rows:
+        if len(rows) > 1:
             # One commit per update, whatever the number of flows.
             self.spark.createDataFrame(rows, _schema()).write.format("delta").mode("append").save(
                 str(self.path)

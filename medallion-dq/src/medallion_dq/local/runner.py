@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from medallion_dq.constraints import referenced_columns
@@ -84,6 +85,8 @@ class UpdateResult:
     seconds: float
     removed: list[str] = field(default_factory=list)  # tables the update created, removed
     unread_files: list[dict] = field(default_factory=list)  # landing files its readers skip
+    # Bronze tables' records against their schema (sources.Drift.to_dict()), by table.
+    landing_drift: dict[str, dict] = field(default_factory=dict)
     # Where the update's time went, in seconds (see PHASES); not part of to_dict().
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -122,6 +125,7 @@ class UpdateResult:
             "restored": self.restored,
             "removed": self.removed,
             "unread_files": self.unread_files,
+            "landing_drift": self.landing_drift,
             "error": self.error.to_dict() if self.error else None,
         }
 
@@ -368,6 +372,8 @@ class Runner:
 
         phases = _Phases()
         started = phases.started
+        # Bronze rows carry when they were ingested (the server's clock: this machine's).
+        since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
         update_id = uuid.uuid4().hex[:12]
         self.log(
             f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
@@ -505,6 +511,11 @@ class Runner:
                 for name, table in tables.items()
                 if flows.get(name) == "COMPLETED" and name not in restored + removed
             }
+            drift = (
+                {}
+                if failed or interrupted is not None
+                else self._drift(spec, tables, output_rows, since)
+            )
             if interrupted is not None:
                 status = "CANCELED"
                 error = RunError("CANCELED", f"{signal.Signals(interrupted).name}: update canceled")
@@ -522,6 +533,7 @@ class Runner:
                 error,
                 time.perf_counter() - started,
                 removed,
+                landing_drift=drift,
             )
             phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
@@ -537,6 +549,20 @@ class Runner:
         if interrupted is not None or arrived:
             raise Interrupted(interrupted or arrived[0], result)
         return result
+
+    def _drift(self, spec: PipelineSpec, tables: dict, output_rows: dict, since: str) -> dict:
+        """The landing drift of each bronze table the update wrote rows to, said in one line
+        when there is some: fields the schema does not name, fields records lack."""
+        from medallion_dq.sources import landing_drift
+
+        out = {}
+        for name, rows in sorted(output_rows.items()):
+            drift = landing_drift(self.spark.read.table(tables[name]), since) if rows else None
+            if drift is not None:
+                out[name] = drift.to_dict()
+                if drift:
+                    self.log(f"[{spec.name}] {name}: landing drift: {drift}")
+        return out
 
     def recover(self) -> list[UpdateResult]:
         """Put back the updates whose process ended before they finished (SIGKILL, a crash, a

@@ -14,8 +14,11 @@ from {{ cookiecutter.package_name }} import RULES
 ORDERS = rules.load(RULES / "silver/orders.yml")
 
 
-def typed_orders():
-    """Bronze rows with types; a value that does not parse becomes NULL for the rules to judge."""
+def typed_orders(keep_raw=False):
+    """Bronze rows with types; a value that does not parse becomes NULL for the rules to judge.
+    With keep_raw, `_raw` holds the typed fields' text as landed: the quarantine shows an
+    `amount` NULL beside `_raw.amount` 'abc'."""
+    raw = [F.struct("order_ts", "amount", "quantity").alias("_raw")] if keep_raw else []
     return spark.readStream.table("bronze_orders").select(  # noqa: F821 - injected by the engine
         "order_id",
         "customer_id",
@@ -26,6 +29,7 @@ def typed_orders():
         F.expr("try_cast(quantity AS INT)").alias("quantity"),
         "_source_file",
         "_ingested_at",
+        *raw,
     )
 
 
@@ -41,4 +45,4 @@ def silver_orders():
     comment="Orders dropped from silver_orders, with the rules they broke.",
 )
 def silver_orders_quarantine():
-    return quarantine.quarantined(typed_orders(), ORDERS.drop)
+    return quarantine.quarantined(typed_orders(keep_raw=True), ORDERS.drop)

@@ -1,0 +1,117 @@
+"""Markdown and HTML built from data: nothing from the data becomes markup, rules read exactly.
+
+`diff --markdown` becomes a pull-request comment: it is rendered here as GitHub renders it
+(CommonMark with tables) and read back with html.parser, the elements and the text of each.
+"""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from markdown_it import MarkdownIt
+
+from medallion_dq import diff, report, rules
+
+BASE = """\
+dataset: silver_orders
+layer: silver
+rules:
+  - {name: valid_channel, constraint: "channel || '|' || currency <> 'a|b'", action: drop}
+"""
+HEAD_CONSTRAINT = "channel || '|' || currency <> '<b>&amp;|`x`\\*y*'"
+HEAD = BASE.replace("'a|b'", "'<b>&amp;|`x`\\\\*y*'")
+HOSTILE = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[a](http://x) *b* | c"]
+# What the report's own layout uses; anything else came from the data.
+LAYOUT = {"h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td", "code", "strong", "ul"}
+LAYOUT |= {"li", "pre"}
+
+
+class _Page(HTMLParser):
+    """The start tags of a page, and the text of each <code> and <td> element."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.texts: dict[str, list[str]] = {"code": [], "td": []}
+        self._open: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag in self.texts:
+            self._open.append(tag)
+            self.texts[tag].append("")
+
+    def handle_endtag(self, tag):
+        if tag in self.texts and self._open:
+            self._open.pop()
+
+    def handle_data(self, data):
+        for tag in self._open:
+            self.texts[tag][-1] += data
+
+
+def _read(page: str) -> _Page:
+    parsed = _Page()
+    parsed.feed(page)
+    return parsed
+
+
+def _diffed() -> diff.DatasetDiff:
+    base, head = rules.parse(BASE, "base.yml"), rules.parse(HEAD, "head.yml")
+    found = diff.DatasetDiff(
+        "silver_orders", base, head, diff.compare(base, head), rows=3, note="", error=""
+    )
+    found.dropped_before, found.dropped_after, found.newly_dropped, found.newly_kept = 0, 1, 1, 0
+    found.examples["newly_dropped"] = [
+        {"order_id": HOSTILE[0], "channel": HOSTILE[1], "note": HOSTILE[2], "_dropped_by": ["r"]}
+    ]
+    return found
+
+
+def test_diff_markdown_shows_landing_values_as_text_and_rules_exactly():
+    assert rules.parse(HEAD, "head.yml").rules[0].constraint == HEAD_CONSTRAINT
+    text = diff.markdown_report({"base": "main", "data": "fixtures | <b>x</b>"}, [_diffed()])
+    page = _read(MarkdownIt("commonmark").enable("table").render(text))
+
+    assert set(page.tags) <= LAYOUT, set(page.tags) - LAYOUT
+    assert "channel || '|' || currency <> 'a|b'" in page.texts["code"]
+    assert HEAD_CONSTRAINT in page.texts["code"]
+    # One example row, its cells as landed (a `|` does not split the cell).
+    assert page.texts["td"][-4:] == [*HOSTILE, "r"]
+
+
+def test_diff_error_block_is_text():
+    found = _diffed()
+    found.error = "```\n</pre><script>alert(1)</script>\n<b>x</b>"
+    text = diff.markdown_report({"base": "main", "data": "fixtures"}, [found])
+    page = MarkdownIt("commonmark").enable("table").render(text)
+    assert set(_read(page).tags) <= LAYOUT
+    assert "&lt;/pre&gt;&lt;script&gt;" in page
+
+
+def test_one_helper_for_markdown_code_and_html():
+    """The markdown helpers keep the text; report.html and its checks table use html_text."""
+    from medallion_dq import markup
+
+    rendered = (
+        MarkdownIt("commonmark")
+        .enable("table")
+        .render("| a |\n|---|\n| " + markup.md_code("x | y\n`z` <w> &amp;") + " |\n")
+    )
+    assert _read(rendered).texts["code"] == ["x | y\n`z` <w> &amp;"]
+    page = report.html([], HOSTILE[0], checks=[_check(HOSTILE[1])])
+    assert not {"script", "img"} & set(_read(page).tags)
+
+
+def _check(value: str) -> dict:
+    return {
+        "update_id": "u1",
+        "timestamp": None,
+        "pipeline": "validation",
+        "dataset": "silver_orders",
+        "check": "volume",
+        "kind": "volume",
+        "value": value,
+        "bound": value,
+        "status": "FAIL",
+    }
