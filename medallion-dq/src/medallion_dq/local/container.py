@@ -370,6 +370,14 @@ def _node(image: str, mounts: list[Path], user: str | None, backend: str, **kwar
     return container
 
 
+def _published(container: Any, *ports: int) -> Any:
+    """``container`` with ``ports`` published on the host's loopback only, each on a free port:
+    docker publishes them on every interface otherwise."""
+    for port in ports:
+        container.ports[str(port)] = ("127.0.0.1",)  # docker-py's (host address,) binding
+    return container
+
+
 def _check_image(image: str) -> None:
     if not _has_image(_client(), image):  # testcontainers would try a registry pull instead
         raise ContainerBackendError(
@@ -401,10 +409,8 @@ def start_server(
     to the caller (a root-owned warehouse could not be deleted by a normal user).
     """
     _check_image(image)
-    container = (
-        _node(image, mounts, user, "container")
-        .with_exposed_ports(PORT)
-        .with_command(_conf_args(confs))
+    container = _published(_node(image, mounts, user, "container"), PORT).with_command(
+        _conf_args(confs)
     )
     server = ContainerServer(container)
     _LIVE.add(server)
@@ -547,12 +553,11 @@ def start_cluster(
         "spark.cores.max": str(workers),
     }
     driver = (
-        _node(image, mounts, user, "cluster", hostname=driver_host)
+        _published(_node(image, mounts, user, "cluster", hostname=driver_host), PORT, UI_PORT)
         .with_network(network)
         .with_network_aliases(driver_host)
         .with_env("SPARK_MASTER", f"spark://{master_host}:{MASTER_PORT}")
         .with_env("SPARK_LOCAL_HOSTNAME", driver_host)
-        .with_exposed_ports(PORT, UI_PORT)
         .with_command(_conf_args(cluster_confs))
     )
     server = ClusterServer(driver, nodes, network)

@@ -32,7 +32,7 @@ import pyspark
 from medallion_dq.local import server as shared_server
 
 BACKENDS = ("embedded", "container", "cluster", "remote")
-TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
@@ -274,6 +274,10 @@ def _checked(setting):
         raise BackendUnavailable(str(error)) from None
 
 
+def driver_memory() -> str:
+    return os.environ.get("DQ_DRIVER_MEMORY", "2g")
+
+
 def _codegen_confs(on: bool) -> dict[str, str]:
     """Whole-stage and expression code generation on (Spark's defaults), or both interpreted."""
     return {
@@ -285,7 +289,7 @@ def _codegen_confs(on: bool) -> dict[str, str]:
 def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
     """Static settings of the Spark Connect server (they cannot go in a pipeline's configuration)."""
     log4j = work_dir / "log4j2.properties"
-    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "off")))
+    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn")))
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -306,8 +310,14 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": os.environ.get("DQ_DRIVER_MEMORY", "2g"),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.driver.memory": driver_memory(),
+        # A JVM out of heap exits at once and says so in its log (`LocalSpark.lost` names it),
+        # rather than going on with some of its threads dead. The log4j file as a URI: a path
+        # with a space, a quote or a non-ASCII letter is then one word of plain ASCII.
+        "spark.driver.extraJavaOptions": shared_server.java_option(
+            "-Dlog4j2.configurationFile=", log4j.as_uri()
+        )
+        + " -XX:+ExitOnOutOfMemoryError",
         "spark.sql.connect.serverStacktrace.enabled": "false",
         # The engine checks its flows' state every pollingInterval seconds, whole seconds: at 1
         # each level of the graph waited up to 1 s after its upstream, and an update 1-2 s after
@@ -393,6 +403,11 @@ class LocalSpark:
     def warehouse(self) -> Path:
         return (self.server_dir or self.work_dir) / "warehouse"
 
+    @property
+    def log(self) -> Path:
+        """The server's console output (an embedded server's: a container's is Docker's)."""
+        return (self.server_dir or self.work_dir) / "spark-server.log"
+
     def lost(self, error: BaseException) -> ServerLost | None:
         """A ServerLost saying what happened when `error` means the server is unreachable."""
         if not _unreachable(error):
@@ -408,6 +423,11 @@ class LocalSpark:
         else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
+        if self.server is None and "java.lang.OutOfMemoryError" in _tail_of(self.log):
+            return ServerLost(
+                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={driver_memory()}): raise"
+                f" DQ_DRIVER_MEMORY, e.g. {_doubled(driver_memory())}; its log: {self.log}"
+            )
         docker = self.backend in ("container", "cluster")
         check = " or check the Docker daemon" if docker else ""
         return ServerLost(
@@ -418,11 +438,31 @@ class LocalSpark:
             f" (DQ_DRIVER_MEMORY){check}.\nCause: {cause[:2000]}"
         )
 
+    @contextlib.contextmanager
+    def reporting_loss(self):
+        """Inside it, an error that means the server is gone is raised as ServerLost, which
+        the CLI reports in one line (exit 3)."""
+        try:
+            yield
+        except ServerLost:
+            raise
+        except Exception as error:
+            lost = self.lost(error)
+            if lost is None:
+                raise
+            raise lost from None
+
     def stop(self) -> None:
         for stop in reversed(self._stop):
             with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
         self._stop.clear()
+
+
+def _doubled(memory: str) -> str:
+    """Twice a JVM memory size such as 2g or 512m (the size itself when it is not one)."""
+    match = re.fullmatch(r"(\d+)([a-zA-Z]*)", memory.strip())
+    return f"{int(match[1]) * 2}{match[2]}" if match else memory
 
 
 def _unreachable(error: BaseException) -> bool:
@@ -447,18 +487,22 @@ def _tail_of(log: Path, lines: int = 12) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_to(log: Path):
-    """Point this process's stderr (fd 2) at ``log`` while a child is started: the child keeps
-    it, so the JVM's own prints (banners, the resolver, a thread's dying stack) go to the log."""
+def _output_to(log: Path):
+    """Point this process's stdout and stderr (fds 1 and 2) at ``log``, emptied, while a child is
+    started: the child keeps them, so the JVM's own prints (banners, the resolver, a thread's
+    dying stack, its last words out of memory) go to the log, and only this server's."""
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
-    with log.open("ab") as target:
+    saved = [os.dup(1), os.dup(2)]
+    with log.open("wb") as target:
+        os.dup2(target.fileno(), 1)
         os.dup2(target.fileno(), 2)
     try:
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, kept in enumerate(saved, start=1):
+            os.dup2(kept, fd)
+            os.close(kept)
 
 
 def _start_embedded(confs: dict[str, str], log: Path):
@@ -478,9 +522,10 @@ def _start_embedded(confs: dict[str, str], log: Path):
     if archive is not None and archive.is_file():  # mapped only: shared servers record it
         confs = shared_server.with_java_options(confs, shared_server.archive_options(archive)[0])
     try:
-        with _stderr_to(log):
+        with _output_to(log):
             ConnectSession._start_connect_server(
-                "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
+                "local[2]",
+                {**confs, **shared_server.LOOPBACK, "spark.connect.grpc.binding.port": str(port)},
             )
     finally:
         if previous is None:
@@ -509,8 +554,7 @@ def _connect_shared(
     with tempfile.TemporaryDirectory() as probe:
         confs = server_confs(Path(probe), all_jars)
         fingerprint = shared_server.fingerprint(confs, probe, _java_binary())
-    folder = (root / shared_server.STATE / fingerprint).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = shared_server.private_folder((root / shared_server.STATE / fingerprint).resolve())
     confs = server_confs(folder, all_jars)
     if jars is None:
         confs.update(fetch_delta_confs())
