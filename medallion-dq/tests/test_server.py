@@ -434,3 +434,35 @@ def test_another_user_of_the_machine_can_neither_find_the_token_nor_use_the_serv
         medallion_dq(root, "spark", "stop")
         subprocess.run(["userdel", name], check=False)
         shutil.rmtree(base, ignore_errors=True)
+
+
+OUT_OF_MEMORY = """
+import sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", work_dir=Path(sys.argv[1]))
+try:
+    with local.reporting_loss():  # an array of 300 million numbers, 1.2 GB, on one row
+        local.spark.sql("SELECT size(sequence(1, 300000000))").collect()
+except spark.ServerLost as lost:
+    print(lost)
+finally:
+    local.stop()
+"""
+
+
+def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
+    """Before, the server's log was off and a JVM out of memory ended with an empty log."""
+    died = subprocess.run(
+        [sys.executable, "-c", OUT_OF_MEMORY, str(tmp_path)],
+        env={**os.environ, "DQ_DRIVER_MEMORY": "512m"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = tmp_path / "spark-server.log"
+    assert died.stdout.strip() == (
+        "the Spark server ran out of memory (DQ_DRIVER_MEMORY=512m): raise DQ_DRIVER_MEMORY,"
+        f" e.g. 1024m; its log: {log}"
+    ), died.stdout + died.stderr[-3000:]
+    assert "java.lang.OutOfMemoryError" in log.read_text()

@@ -58,6 +58,7 @@ LOOPBACK = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
 }
+LOOPBACK_ENVIRONMENT = {"SPARK_LOCAL_IP": "127.0.0.1"}  # Spark's own default address too
 
 
 class ServerNotStarted(RuntimeError):
@@ -458,7 +459,9 @@ def supervise(folder: Path) -> int:
         command += ["--conf", f"{key}={value}"]
     started = time.monotonic()
     jvm = subprocess.Popen(  # its output: our log
-        command, stdin=subprocess.DEVNULL, env={**os.environ, TOKEN_VARIABLE: token}
+        command,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **LOOPBACK_ENVIRONMENT, TOKEN_VARIABLE: token},
     )
 
     stopping = []

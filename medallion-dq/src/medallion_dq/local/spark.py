@@ -66,7 +66,16 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex{{short}}
-"""
+{quiet}"""
+# Warnings every update or session would bury a dying server's last words: adaptive execution
+# off in streaming plans, long plans truncated, Hadoop's missing native library, and each RPC
+# error the client is told of anyway (16 `releaseExecute` errors with their stacks per session).
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+    "org.apache.spark.util.SparkStringUtils",
+    "org.apache.hadoop.util.NativeCodeLoader",
+    "org.apache.spark.sql.connect.utils.ErrorUtils",
+)
 
 
 # A local server that stops answering has died; it is not restarting. Give up after about
@@ -289,7 +298,11 @@ def _codegen_confs(on: bool) -> dict[str, str]:
 def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
     """Static settings of the Spark Connect server (they cannot go in a pipeline's configuration)."""
     log4j = work_dir / "log4j2.properties"
-    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn")))
+    quiet = "".join(
+        f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n"
+        for i, name in enumerate(QUIET_LOGGERS)
+    )
+    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn"), quiet=quiet))
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -513,14 +526,16 @@ def _start_embedded(confs: dict[str, str], log: Path):
 
     port, token = shared_server.free_port(), secrets.token_hex(16)
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
-    # pyspark hands the server its token through this variable and leaves it set, and every
-    # later session of the process would send it: to a container's server too, which has none
-    # (a TLS handshake error). Set for the start only; this session carries it in its URL.
-    previous = os.environ.get(TOKEN_VARIABLE)
-    os.environ[TOKEN_VARIABLE] = token
     archive = shared_server.class_archive()
     if archive is not None and archive.is_file():  # mapped only: shared servers record it
         confs = shared_server.with_java_options(confs, shared_server.archive_options(archive)[0])
+    # pyspark hands the server its token through this variable (the JVM's environment, which
+    # only this user can read) and leaves it set, and every later session of the process would
+    # send it: to a container's server too, which has none (a TLS handshake error). Set for the
+    # start only; this session carries it in its URL.
+    environment = {**shared_server.LOOPBACK_ENVIRONMENT, TOKEN_VARIABLE: token}
+    previous = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
     try:
         with _output_to(log):
             ConnectSession._start_connect_server(
@@ -528,10 +543,11 @@ def _start_embedded(confs: dict[str, str], log: Path):
                 {**confs, **shared_server.LOOPBACK, "spark.connect.grpc.binding.port": str(port)},
             )
     finally:
-        if previous is None:
-            os.environ.pop(TOKEN_VARIABLE, None)
-        else:
-            os.environ[TOKEN_VARIABLE] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
     return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
 
