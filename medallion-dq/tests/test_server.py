@@ -466,3 +466,40 @@ def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
         f" e.g. 1024m; its log: {log}"
     ), died.stdout + died.stderr[-3000:]
     assert "java.lang.OutOfMemoryError" in log.read_text()
+
+
+COLD_START = """
+import sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", work_dir=Path(sys.argv[1]))
+local.spark.range(3).write.format("delta").save(sys.argv[1] + "/numbers")
+print(local.spark.read.format("delta").load(sys.argv[1] + "/numbers").count())
+local.stop()
+"""
+
+
+@pytest.mark.slow
+def test_two_cold_starts_at_once_on_an_empty_cache_both_fetch_the_delta_jars(tmp_path):
+    """Two projects (or `nox -p`) on a new machine: the first fetches the Delta jars from Maven
+    Central while the second waits, then finds them. Before, one of them failed."""
+    env = {**os.environ, "DQ_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-c", COLD_START, str(tmp_path / name)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("first", "second")
+    ]
+    done = [start.communicate(timeout=600) for start in starts]
+    for start, (out, err) in zip(starts, done, strict=True):
+        assert start.returncode == 0 and out.split() == ["3"], err[-3000:]
+    waited = "waiting for another process fetching the Delta jars into"
+    assert len([err for _, err in done if waited in err]) == 1, [err for _, err in done]
+    assert sorted(p.name for p in (tmp_path / "cache" / "jars").glob("*.jar")) == [
+        f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
+        for coordinate in sorted(spark.delta_artifacts())
+    ]

@@ -14,6 +14,7 @@ metrics listener, a warehouse folder of its own, and a file where observed metri
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -155,6 +156,27 @@ def delta_jars() -> list[Path] | None:
     """The Delta jars from the cache, or None when they must be fetched (`fetch_delta_confs`)."""
     jars = [_cached_delta_jar(coordinate) for coordinate in delta_artifacts()]
     return jars if all(jar.exists() for jar in jars) else None
+
+
+@contextlib.contextmanager
+def first_fetch():
+    """The Delta jars from the cache; or, when it has none yet, None with the cache locked
+    until this process has fetched and kept them (Ivy's cache is not shared safely: of two
+    processes resolving at once, one failed). A second process waits, then finds them."""
+    jars = delta_jars()
+    if jars is not None:
+        yield jars
+        return
+    with (cache_dir() / "fetch.lock").open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process fetching the Delta jars into {cache_dir()}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield delta_jars()
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def fetch_delta_confs() -> dict[str, str]:
@@ -647,34 +669,36 @@ def start(
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
         _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
-        jars = delta_jars()
-        if shared:
-            return _connect_shared(Path(reuse), work_dir, jars, started)
-        check_java()
-        confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
-        if jars is None:
-            confs.update(fetch_delta_confs())
-            progress(
-                f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
-                f" once, with Spark's resolver, into {cache_dir()}"
-            )
-        log = work_dir / "spark-server.log"
-        try:
-            spark = _start_embedded(confs, log)
-        except Exception as error:
-            if "exited before sending its port" not in str(error):
-                raise
-            tail = _tail_of(log)
+        with first_fetch() as jars:  # None: this process fetches them, the others wait
+            if shared:
+                return _connect_shared(Path(reuse), work_dir, jars, started)
+            check_java()
+            confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
             if jars is None:
+                confs.update(fetch_delta_confs())
+                progress(
+                    f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
+                    f" once, with Spark's resolver, into {cache_dir()}"
+                )
+            log = work_dir / "spark-server.log"
+            try:
+                spark = _start_embedded(confs, log)
+            except Exception as error:
+                if "exited before sending its port" not in str(error):
+                    raise
+                tail = _tail_of(log)
+                if jars is None:
+                    raise BackendUnavailable(
+                        f"could not fetch {delta_artifacts()[0]} from "
+                        f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
+                        "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
+                        f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+                    ) from None
                 raise BackendUnavailable(
-                    f"could not fetch {delta_artifacts()[0]} from "
-                    f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
-                    "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
-                    f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+                    f"the embedded Spark server did not start:\n{tail}"
                 ) from None
-            raise BackendUnavailable(f"the embedded Spark server did not start:\n{tail}") from None
-        if jars is None:
-            keep_fetched_delta_jars()
+            if jars is None:
+                keep_fetched_delta_jars()
         stops = [spark.stop]
     elif backend in ("container", "cluster"):
         try:
