@@ -167,14 +167,22 @@ def first_fetch():
     if jars is not None:
         yield jars
         return
-    with (cache_dir() / "fetch.lock").open("a+") as lock:
+    with _cache_locked("fetch", "fetching the Delta jars"):
+        yield delta_jars()
+
+
+@contextlib.contextmanager
+def _cache_locked(name: str, doing: str):
+    """The cache's `name` lock held while this process is ``doing`` something into it; another
+    process waits for it, and says so."""
+    with (cache_dir() / f"{name}.lock").open("a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            progress(f"waiting for another process fetching the Delta jars into {cache_dir()}")
+            progress(f"waiting for another process {doing} into {cache_dir()}")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            yield delta_jars()
+            yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -241,7 +249,8 @@ def plugin_jar() -> Path:
     jar = cache_dir() / f"{PLUGINS_JAR_PREFIX}-{digest}.jar"
     if jar.exists():
         return jar
-    return build_plugin_jar(jar)
+    with _cache_locked("plugins", "compiling the server plugins"):  # not the fetch's: nested
+        return jar if jar.exists() else build_plugin_jar(jar)
 
 
 def build_plugin_jar(jar: Path) -> Path:
