@@ -265,3 +265,25 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
     process.communicate(timeout=120)
     assert first.startswith("medallion-dq: run pipeline nope"), first
     assert elapsed < 1, f"the first line came after {elapsed:.2f} s"
+
+
+@pytest.mark.spark
+def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(tmp_path):
+    """The paths handed to Java (the log4j file, the class archive, the warehouse) hold the
+    project's folder: the launcher splits Java options at spaces and reads quotes."""
+    project = tmp_path / 'it\'s a "team" folder, café' / "acme orders"
+    project.parent.mkdir()
+    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
+    try:
+        run = cli("run", "--pipeline", "validation", cwd=project)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "pipeline validation: COMPLETED" in run.stdout
+        examples = cli("check", "--examples", cwd=project)  # the shared server, its own log
+        assert examples.returncode == 0, examples.stderr[-3000:] + examples.stdout[-3000:]
+        logs = [*project.glob(".local/lake/*/spark-server.log")]
+        logs += [*project.glob(".local/spark/*/spark-server.log")]
+        assert len(logs) == 2
+        for log in logs:  # our log4j settings were found: WARN and above, in our layout
+            assert " INFO " not in log.read_text() and "StatusLogger" not in log.read_text()
+    finally:
+        cli("spark", "stop", cwd=project)

@@ -26,6 +26,13 @@ def test_server_runs_in_a_container_and_writes_to_the_shared_folder(local_spark,
     # The warehouse folder is mounted at the same path: the files are on this machine.
     assert list((local_spark.work_dir / "warehouse").rglob("*.parquet"))
     assert lake.table("probe").count() == 2
+    container = local_spark.server._container.get_wrapped_container()
+    container.reload()
+    published = container.attrs["NetworkSettings"]["Ports"].values()
+    # on the host's loopback only: another machine of the network cannot reach the server
+    assert {binding["HostIp"] for bindings in published for binding in bindings or []} == {
+        "127.0.0.1"
+    }
 
 
 def test_docker_is_the_only_prerequisite(bare_machine, tmp_path):

@@ -6,7 +6,9 @@ filtered here independently of the rule files and of diff.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from medallion_dq import cli
+from medallion_dq.testing import child_processes, run_cli_and_kill_server
 from sample import sample_project, typed_like_silver
 
 pytestmark = pytest.mark.spark
@@ -376,3 +379,21 @@ def test_only_constraint_and_action_make_a_rule_changed():
         "head",
     )
     assert {r.status for r in diff.compare(base, head)} == {"unchanged"}
+
+
+def test_a_diff_whose_server_dies_ends_in_one_error_and_exit_3(tmp_path):
+    """The shared server's JVM killed (as the OOM killer, or `spark stop` once did) during the
+    diff's update: one error saying what happened, as `run` gives, not a traceback."""
+    root = _copy(tmp_path, commit=BASE_RULES)
+    (root / RULES).write_text(HEAD_RULES)
+
+    def kill_the_server(_diff):
+        (folder,) = (root / ".local" / "spark").iterdir()
+        supervisor = json.loads((folder / "server.json").read_text())["pid"]
+        (jvm,) = child_processes(supervisor, "java")
+        os.kill(jvm, signal.SIGKILL)
+
+    code, output, _ = run_cli_and_kill_server(root, ["diff", "--base", "HEAD"], kill_the_server)
+    assert code == 3, output
+    assert "error: the embedded Spark Connect server stopped answering mid-run" in output
+    assert "Traceback" not in output and "\tat org.apache" not in output, output

@@ -4,11 +4,13 @@ never shared between different settings or versions."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from stat import S_IMODE
@@ -16,6 +18,7 @@ from stat import S_IMODE
 import pytest
 
 from medallion_dq.local import server, spark
+from medallion_dq.testing import child_processes
 
 pytestmark = pytest.mark.spark
 
@@ -231,3 +234,272 @@ def test_reuse_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("DQ_SERVER_IDLE_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="DQ_SERVER_IDLE_TIMEOUT='soon' is not a number"):
         server.idle_timeout()
+
+
+HOLDER = """
+import json, sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", reuse=Path(sys.argv[1]))
+info = json.loads((local.server_dir / "server.json").read_text())
+print(json.dumps({"rows": local.spark.range(4).count(), "pid": info["pid"]}), flush=True)
+sys.stdin.readline()  # holds the server (its lease) until told
+local.stop()
+"""
+
+
+def holder(root: Path) -> tuple[subprocess.Popen, dict]:
+    """A process using the shared server of `root` until its stdin is closed."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(root)],
+        env={**os.environ, "DQ_REUSE": "1"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    line = process.stdout.readline()
+    assert line, "the holder ended before it used the server"
+    return process, json.loads(line)
+
+
+def test_spark_stop_refuses_while_a_run_holds_the_server_and_waits_with_wait(tmp_path):
+    root = project(tmp_path)
+    using, info = holder(root)
+    try:
+        refused = medallion_dq(root, "spark", "stop")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(
+            f"spark: the server is in use by a test run, diff or report (pid {using.pid}); stop"
+            " it after, or `medallion-dq spark stop --wait`"
+        ), refused.stderr
+        assert len(refused.stderr.splitlines()) == 1
+        assert processes_in_group(info["pid"]), "the server was stopped under its user"
+
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "medallion_dq", "--root", str(root), "spark", "stop", "--wait"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)
+        assert waiting.poll() is None, "spark stop --wait did not wait"
+        using.stdin.close()  # the run ends: the server is stopped after it
+        out, err = waiting.communicate(timeout=120)
+        assert waiting.returncode == 0, err
+        assert f"waiting for a test run, diff or report (pid {using.pid})" in err
+        assert "stopped the server" in out
+        assert processes_in_group(info["pid"]) == []
+        assert using.wait(timeout=60) == 0
+    finally:
+        if using.poll() is None:
+            using.kill()
+        medallion_dq(root, "spark", "stop")
+
+
+def listening(pid: int) -> list[tuple]:
+    """The addresses and ports `pid` listens on (TCP over IPv4 and IPv6), from /proc."""
+    import ipaddress
+
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            link = os.readlink(fd)
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    found = []
+    for table in ("tcp", "tcp6"):
+        for row in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            # the address in 32-bit words of host (little-endian) byte order
+            raw = b"".join(
+                bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8)
+            )
+            host = ipaddress.ip_address(raw)
+            found.append((getattr(host, "ipv4_mapped", None) or host, int(port, 16)))
+    return found
+
+
+OWN_SERVER = """
+import json, os, sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", work_dir=Path(sys.argv[1]))
+print(local.spark.range(4).count(), flush=True)
+sys.stdin.readline()
+local.stop()
+"""
+
+
+@pytest.mark.parametrize("reuse", ["shared", "own"])
+def test_every_listener_of_a_local_server_is_on_loopback(tmp_path, reuse):
+    """The shared server, and the server of its own that `medallion-dq run` starts (DQ_REUSE=0
+    path): Spark Connect, the driver's RPC and its block manager listen on 127.0.0.1 only."""
+    if reuse == "shared":
+        root = project(tmp_path)
+        used, _ = finish(client(root))
+        jvm = jvm_of(used["pid"])
+    else:
+        own = subprocess.Popen(
+            [sys.executable, "-c", OWN_SERVER, str(tmp_path / "work")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert own.stdout.readline().strip() == "4"
+        (jvm,) = child_processes(own.pid, "java")
+    try:
+        addresses = listening(jvm)
+        assert len(addresses) >= 3, addresses  # Connect, RPC, block manager (and py4j: own)
+        assert [f"{host}:{port}" for host, port in addresses if not host.is_loopback] == []
+    finally:
+        if reuse == "shared":
+            medallion_dq(root, "spark", "stop")
+        else:
+            own.stdin.close()
+            own.wait(timeout=120)
+
+
+INTRUDER = """
+import json, os, pwd, sys
+from pathlib import Path
+from pyspark.sql.connect.session import SparkSession  # imported as root: the venv is in its home
+
+root, port, name = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+token = sys.stdin.readline().strip().encode()  # not on this process's command line
+user = pwd.getpwnam(name)
+os.setgroups([])
+os.setgid(user.pw_gid)
+os.setuid(user.pw_uid)
+seen, readable = [], 0
+for path in [*Path("/proc").glob("[0-9]*/cmdline"), *Path("/proc").glob("[0-9]*/environ")]:
+    if path.parent.name == str(os.getpid()):
+        continue
+    try:
+        text = path.read_bytes()
+    except OSError:
+        continue
+    readable += 1
+    if token in text:
+        seen.append(str(path))
+for folder, _, files in os.walk(root):
+    for file in files:
+        try:
+            if token in (Path(folder) / file).read_bytes():
+                seen.append(os.path.join(folder, file))
+        except OSError:
+            pass
+try:
+    spark = SparkSession.builder.remote(f"sc://localhost:{port}").create()
+    answer = spark.range(3).count()
+except Exception as error:
+    answer = " ".join(str(error).split())[:1000]
+print(json.dumps({"seen": seen, "readable": readable, "answer": answer}))
+"""
+
+
+def test_another_user_of_the_machine_can_neither_find_the_token_nor_use_the_server():
+    """As a second, unprivileged user of this machine: the token is on no command line, in no
+    environment or file that user can read, and the server refuses a client without it. The
+    project is in a folder other users can look into, as a project in a shared folder is."""
+    if os.geteuid() != 0 or not shutil.which("useradd"):
+        pytest.skip("needs root and useradd, to make a second user")
+    base = Path(tempfile.mkdtemp(prefix="dq-shared-"))
+    base.chmod(0o755)
+    root, name = project(base), f"dq-other-{os.getpid()}"
+    subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/false", name], check=True)
+    try:
+        finish(client(root))
+        (folder,) = (root / server.STATE).iterdir()
+        info = json.loads((folder / server.STATE_FILE).read_text())
+        intruder = subprocess.run(
+            [sys.executable, "-c", INTRUDER, str(root), str(info["port"]), name],
+            input=info["token"] + "\n",
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert intruder.returncode == 0, intruder.stderr[-3000:]
+        found = json.loads(intruder.stdout.strip().splitlines()[-1])
+        assert found["readable"] > 0  # it looked: every process's command line
+        assert found["seen"] == []
+        assert "UNAUTHENTICATED" in str(found["answer"]), found["answer"]
+        assert S_IMODE(folder.stat().st_mode) == S_IMODE(folder.parent.stat().st_mode) == 0o700
+        assert S_IMODE((folder / server.STATE_FILE).stat().st_mode) == 0o600
+    finally:
+        medallion_dq(root, "spark", "stop")
+        subprocess.run(["userdel", name], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+OUT_OF_MEMORY = """
+import sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", work_dir=Path(sys.argv[1]))
+try:
+    with local.reporting_loss():  # an array of 300 million numbers, 1.2 GB, on one row
+        local.spark.sql("SELECT size(sequence(1, 300000000))").collect()
+except spark.ServerLost as lost:
+    print(lost)
+finally:
+    local.stop()
+"""
+
+
+def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
+    """Before, the server's log was off and a JVM out of memory ended with an empty log."""
+    died = subprocess.run(
+        [sys.executable, "-c", OUT_OF_MEMORY, str(tmp_path)],
+        env={**os.environ, "DQ_DRIVER_MEMORY": "512m"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = tmp_path / "spark-server.log"
+    assert died.stdout.strip() == (
+        "the Spark server ran out of memory (DQ_DRIVER_MEMORY=512m): raise DQ_DRIVER_MEMORY,"
+        f" e.g. 1024m; its log: {log}"
+    ), died.stdout + died.stderr[-3000:]
+    assert "java.lang.OutOfMemoryError" in log.read_text()
+
+
+COLD_START = """
+import sys
+from pathlib import Path
+from medallion_dq.local import spark
+local = spark.start("embedded", work_dir=Path(sys.argv[1]))
+local.spark.range(3).write.format("delta").save(sys.argv[1] + "/numbers")
+print(local.spark.read.format("delta").load(sys.argv[1] + "/numbers").count())
+local.stop()
+"""
+
+
+@pytest.mark.slow
+def test_two_cold_starts_at_once_on_an_empty_cache_both_fetch_the_delta_jars(tmp_path):
+    """Two projects (or `nox -p`) on a new machine: the first fetches the Delta jars from Maven
+    Central while the second waits, then finds them. Before, one of them failed."""
+    env = {**os.environ, "DQ_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    starts = [
+        subprocess.Popen(
+            [sys.executable, "-c", COLD_START, str(tmp_path / name)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("first", "second")
+    ]
+    done = [start.communicate(timeout=600) for start in starts]
+    for start, (out, err) in zip(starts, done, strict=True):
+        assert start.returncode == 0 and out.split() == ["3"], err[-3000:]
+    waited = "waiting for another process fetching the Delta jars into"
+    assert len([err for _, err in done if waited in err]) == 1, [err for _, err in done]
+    assert sorted(p.name for p in (tmp_path / "cache" / "jars").glob("*.jar")) == [
+        f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
+        for coordinate in sorted(spark.delta_artifacts())
+    ]

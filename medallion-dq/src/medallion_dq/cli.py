@@ -81,7 +81,8 @@ def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
 
     local = local_spark.start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
     try:
-        return examples.check(local.spark, root)
+        with local.reporting_loss():
+            return examples.check(local.spark, root)
     finally:
         local.stop()
 
@@ -172,8 +173,6 @@ def cmd_run(args) -> int:
         print(f"{what}: not started (fix the errors above)", file=sys.stderr)
         return 2
     variables, _ = preflight.parse_variables(args.var)
-    # A lost server is reported below, with what became of it; pyspark's own warning only repeats it.
-    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     work_dir = _lake(root, target, args.fresh)
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
     signal.signal(signal.SIGTERM, _terminated)  # like Ctrl-C: put the update back, then exit
@@ -283,21 +282,22 @@ def cmd_report(args) -> int:
     # Reads event logs by path, no table: the project's warm server serves it.
     local = local_spark.start(args.backend, work_dir=root / STATE_DIR / "report", reuse=root)
     try:
-        spark = local.spark
-        events = None
-        for log in logs:
-            frame = spark.read.format("delta").load(str(log.parent))
-            events = frame if events is None else events.unionByName(frame)
-        rows = report.history(events)
-        print(report.text_table(rows))
-        checks = report.checks_table(report.checks_history(events))
-        if checks:
-            print(f"\n{checks}")
-        thresholds = gate.thresholds_from_rule_files(config.rules_dirs(root))
-        out = report.write(
-            events, Path(args.out) if args.out else root / STATE_DIR, thresholds=thresholds
-        )
-        print(f"report: {out}")
+        with local.reporting_loss():
+            spark = local.spark
+            events = None
+            for log in logs:
+                frame = spark.read.format("delta").load(str(log.parent))
+                events = frame if events is None else events.unionByName(frame)
+            rows = report.history(events)
+            print(report.text_table(rows))
+            checks = report.checks_table(report.checks_history(events))
+            if checks:
+                print(f"\n{checks}")
+            thresholds = gate.thresholds_from_rule_files(config.rules_dirs(root))
+            out = report.write(
+                events, Path(args.out) if args.out else root / STATE_DIR, thresholds=thresholds
+            )
+            print(f"report: {out}")
     finally:
         local.stop()
     return 0
@@ -315,7 +315,12 @@ def cmd_spark(args) -> int:
     for folder, info in found:
         where = folder.relative_to(root)
         if args.action == "stop":
-            server.stop(folder)
+            try:
+                with server.unused(folder, wait=args.wait):
+                    server.stop(folder)
+            except server.ServerInUse as error:
+                print(f"spark: {error} ({where})", file=sys.stderr)
+                return 1
             print(f"spark: stopped the server on port {info.port} ({where})")
         else:
             age = time.time() - info.started
@@ -458,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
         "spark", help="the warm Spark server test runs share: status, or stop it"
     )
     spark.add_argument("action", choices=["status", "stop"])
+    spark.add_argument(
+        "--wait", action="store_true", help="stop: wait for the runs using the server to finish"
+    )
     diff = sub.add_parser(
         "diff", help="what the rule changes since a git ref do to the rows (never writes tables)"
     )
@@ -514,4 +522,13 @@ def main(argv: list[str] | None = None) -> int:
         "profile": cmd_profile,
         "contract": cmd_contract,
     }
-    return commands[args.command](args)
+    # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    try:
+        return commands[args.command](args)
+    except Exception as error:
+        local_spark = sys.modules.get("medallion_dq.local.spark")  # loaded by any server's user
+        if local_spark is None or not isinstance(error, local_spark.ServerLost):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 3

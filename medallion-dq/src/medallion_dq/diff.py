@@ -719,13 +719,15 @@ def _judge_all(root, diffs, source, landing, backend, examples) -> None:
             reuse=root,
             mounts=[source.parent.parent if source else landing],
         )
-        spark = local.spark
-        if source is not None:
-            (name,) = diffs
-            judge(spark.read.format("delta").load(str(source)), diffs[name], examples)
-            return
-        project = LocalProject(root, local, landing=landing, database=database, log=log_to_stderr)
-        judge_landing(project, diffs, examples, log_to_stderr)
+        with local.reporting_loss():
+            if source is not None:
+                (name,) = diffs
+                judge(local.spark.read.format("delta").load(str(source)), diffs[name], examples)
+                return
+            project = LocalProject(
+                root, local, landing=landing, database=database, log=log_to_stderr
+            )
+            judge_landing(project, diffs, examples, log_to_stderr)
     finally:
         if local is not None:
             if source is None:

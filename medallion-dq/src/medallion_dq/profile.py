@@ -843,15 +843,16 @@ def _profile(source: str, dataset: str, *, root, out, force, backend, **options)
     except local_spark.BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:
-        if delta:
-            source_input = table_input(local.spark, source)
-        else:
-            source_input = landing_input(local.spark, path, file_format, options["schema"])
-        found = run(
-            source_input,
-            sample_above=options["sample_above"],
-            max_values=options["max_values"],
-        )
+        with local.reporting_loss():
+            if delta:
+                source_input = table_input(local.spark, source)
+            else:
+                source_input = landing_input(local.spark, path, file_format, options["schema"])
+            found = run(
+                source_input,
+                sample_above=options["sample_above"],
+                max_values=options["max_values"],
+            )
     finally:
         local.stop()
     return render(

@@ -321,9 +321,8 @@ class ContainerServer:
         try:
             import grpc
 
-            host = self._container.get_container_host_ip()
             port = self._container.get_exposed_port(PORT)
-            with grpc.insecure_channel(f"{host}:{port}") as channel:
+            with grpc.insecure_channel(f"{HOST}:{port}") as channel:
                 grpc.channel_ready_future(channel).result(timeout=1)
             return True
         except Exception:
@@ -370,6 +369,19 @@ def _node(image: str, mounts: list[Path], user: str | None, backend: str, **kwar
     return container
 
 
+# Where the servers' ports are published: the host's loopback only (docker publishes them on
+# every interface otherwise), so clients connect there, not to the address testcontainers
+# guesses (the docker bridge's gateway, when it thinks it runs in a container).
+HOST = "127.0.0.1"
+
+
+def _published(container: Any, *ports: int) -> Any:
+    """``container`` with ``ports`` published on ``HOST``, each on a free port."""
+    for port in ports:
+        container.ports[str(port)] = (HOST,)  # docker-py's (host address,) binding
+    return container
+
+
 def _check_image(image: str) -> None:
     if not _has_image(_client(), image):  # testcontainers would try a registry pull instead
         raise ContainerBackendError(
@@ -382,9 +394,7 @@ def _conf_args(confs: dict[str, str]) -> list[str]:
 
 
 def _url(container: Any) -> str:
-    host = container.get_container_host_ip()
-    host = f"[{host}]" if ":" in host else host
-    return f"sc://{host}:{container.get_exposed_port(PORT)}"
+    return f"sc://{HOST}:{container.get_exposed_port(PORT)}"
 
 
 def start_server(
@@ -401,10 +411,8 @@ def start_server(
     to the caller (a root-owned warehouse could not be deleted by a normal user).
     """
     _check_image(image)
-    container = (
-        _node(image, mounts, user, "container")
-        .with_exposed_ports(PORT)
-        .with_command(_conf_args(confs))
+    container = _published(_node(image, mounts, user, "container"), PORT).with_command(
+        _conf_args(confs)
     )
     server = ContainerServer(container)
     _LIVE.add(server)
@@ -436,9 +444,8 @@ class ClusterServer(ContainerServer):
         self._network = network
 
     def _rest(self, path: str) -> Any:
-        host = self._container.get_container_host_ip()
         port = self._container.get_exposed_port(UI_PORT)
-        with urllib.request.urlopen(f"http://{host}:{port}/api/v1/{path}", timeout=5) as answer:
+        with urllib.request.urlopen(f"http://{HOST}:{port}/api/v1/{path}", timeout=5) as answer:
             return json.load(answer)
 
     def executors(self) -> list[dict]:
@@ -547,12 +554,11 @@ def start_cluster(
         "spark.cores.max": str(workers),
     }
     driver = (
-        _node(image, mounts, user, "cluster", hostname=driver_host)
+        _published(_node(image, mounts, user, "cluster", hostname=driver_host), PORT, UI_PORT)
         .with_network(network)
         .with_network_aliases(driver_host)
         .with_env("SPARK_MASTER", f"spark://{master_host}:{MASTER_PORT}")
         .with_env("SPARK_LOCAL_HOSTNAME", driver_host)
-        .with_exposed_ports(PORT, UI_PORT)
         .with_command(_conf_args(cluster_confs))
     )
     server = ClusterServer(driver, nodes, network)

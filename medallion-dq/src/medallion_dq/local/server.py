@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -48,10 +49,25 @@ DEFAULT_IDLE_TIMEOUT = 900.0
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
 ARCHIVE_UNUSED_DAYS = 14
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# The server reads its token from this variable when its settings have none: a process's
+# environment is readable by its owner only, its command line (`ps -ef`) by every user.
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+# Every listener of a server on this machine, on loopback only: Spark Connect, the driver's RPC
+# and block manager (else on the host's external address, without authentication). The UI is off.
+LOOPBACK = {
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+}
+LOOPBACK_ENVIRONMENT = {"SPARK_LOCAL_IP": "127.0.0.1"}  # Spark's own default address too
 
 
 class ServerNotStarted(RuntimeError):
     """The supervisor ended, or its server did not answer in time; the message has its log."""
+
+
+class ServerInUse(RuntimeError):
+    """A client holds the server (a lease): it is not to be stopped under it."""
 
 
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -130,6 +146,25 @@ def read_info(folder: Path) -> ServerInfo | None:
         return None
 
 
+def private_folder(folder: Path) -> Path:
+    """``folder`` (and its parent, `.local/spark`) made and kept to its owner: it holds the
+    server's token and log."""
+    for path in (folder.parent, folder):
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o700)
+    return folder
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` whole (renamed into place) and readable by its owner only, from its first
+    byte."""
+    partial = path.with_name(f"{path.name}.tmp")
+    partial.unlink(missing_ok=True)
+    with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(text)
+    partial.replace(path)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -165,6 +200,48 @@ class Lease:
             self._handle.close()
 
 
+def lease_holders(folder: Path) -> list[int]:
+    """The processes holding a lease on the server of ``folder`` (Linux: /proc/locks)."""
+    try:
+        lease = (folder / "lease").stat()
+        locks = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return []
+    file = f"{os.major(lease.st_dev):02x}:{os.minor(lease.st_dev):02x}:{lease.st_ino}"
+    # e.g. "3: FLOCK  ADVISORY  READ  4242 08:01:1234 0 EOF"; READ: a shared lock, a client's
+    return sorted(
+        {
+            int(f[4])
+            for f in map(str.split, locks)
+            if f[1:4] == ["FLOCK", "ADVISORY", "READ"] and f[5] == file
+        }
+    )
+
+
+@contextlib.contextmanager
+def unused(folder: Path, wait: bool = False):
+    """Keep every client off the server of ``folder`` while inside (an exclusive lock on its
+    lease): at once, or once the clients holding it are done (``wait``); else ServerInUse."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "lease").open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pids = ", ".join(map(str, lease_holders(folder)))
+            held = f"a test run, diff or report{f' (pid {pids})' if pids else ''}"
+            if not wait:
+                raise ServerInUse(
+                    f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"
+                    " --wait`"
+                ) from None
+            print(f"medallion-dq: waiting for {held} to finish", file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def _start_lock(folder: Path):
     folder.mkdir(parents=True, exist_ok=True)
@@ -181,7 +258,7 @@ def acquire(
 ) -> tuple[ServerInfo, Lease, bool]:
     """The server for `folder`: the running one, or one started now (True; `prepare()` first,
     e.g. the Java check). The returned lease keeps it from idling out until released."""
-    with _start_lock(folder):
+    with _start_lock(private_folder(folder)):
         lease = Lease(folder)
         try:
             info = read_info(folder)
@@ -210,10 +287,9 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
     (folder / STATE_FILE).unlink(missing_ok=True)
     log = folder / "spark-server.log"
     request = folder / "request.json"
-    request.write_text(
-        json.dumps({"confs": confs, "fingerprint": fingerprint, "idle": idle_timeout()})
+    write_private(
+        request, json.dumps({"confs": confs, "fingerprint": fingerprint, "idle": idle_timeout()})
     )
-    request.chmod(0o600)  # it holds the token
     # What the last server left: no server uses it now (we hold the start lock).
     shutil.rmtree(folder / "warehouse", ignore_errors=True)
     (folder / "dq-metrics.jsonl").unlink(missing_ok=True)
@@ -319,6 +395,12 @@ def class_archive() -> Path | None:
     return spark.cache_dir() / "class-archives" / f"{digest}.jsa"
 
 
+def java_option(option: str, path: Path | str) -> str:
+    """A JVM option ending in a path, quoted: Spark's launcher splits the driver's Java options
+    at spaces and reads quotes and backslashes, as a shell does."""
+    return option + shlex.quote(str(path))
+
+
 def archive_options(archive: Path | None) -> tuple[str, Path | None]:
     """JVM options that map the archive, or record one as the JVM exits when there is none
     yet; with the file the JVM writes it to (renamed into place once it exited whole)."""
@@ -326,7 +408,7 @@ def archive_options(archive: Path | None) -> tuple[str, Path | None]:
         return "", None
     if archive.is_file():
         os.utime(archive)  # its time says when it was last used (see _keep_archive)
-        return f"-XX:SharedArchiveFile={archive}", None
+        return java_option("-XX:SharedArchiveFile=", archive), None
     archive.parent.mkdir(parents=True, exist_ok=True)
     for partial in archive.parent.glob(f"{archive.stem}.*.tmp"):  # a JVM killed while writing
         with contextlib.suppress(ValueError, OSError):
@@ -334,7 +416,7 @@ def archive_options(archive: Path | None) -> tuple[str, Path | None]:
                 partial.unlink()
     partial = archive.with_name(f"{archive.stem}.{os.getpid()}.tmp")
     # -Xlog:cds=off: the JVM names every class it cannot archive (hundreds of lines in the log).
-    return f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds=off", partial
+    return java_option("-XX:ArchiveClassesAtExit=", partial) + " -Xlog:cds=off", partial
 
 
 def with_java_options(confs: dict[str, str], options: str) -> dict[str, str]:
@@ -364,13 +446,7 @@ def supervise(folder: Path) -> int:
     (folder / "request.json").unlink()
     confs, idle = dict(request["confs"]), float(request["idle"])
     token, port = secrets.token_hex(16), free_port()
-    confs.update(
-        {
-            "spark.connect.grpc.binding.port": str(port),
-            "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.authenticate.token": token,
-        }
-    )
+    confs.update({**LOOPBACK, "spark.connect.grpc.binding.port": str(port)})
     archive = class_archive()
     options, recording = archive_options(archive)
     confs = with_java_options(confs, options)  # not in the fingerprint: the same server either way
@@ -385,7 +461,11 @@ def supervise(folder: Path) -> int:
     for key, value in confs.items():
         command += ["--conf", f"{key}={value}"]
     started = time.monotonic()
-    jvm = subprocess.Popen(command, stdin=subprocess.DEVNULL)  # its output: our log
+    jvm = subprocess.Popen(  # its output: our log
+        command,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **LOOPBACK_ENVIRONMENT, TOKEN_VARIABLE: token},
+    )
 
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append("SIGTERM"))
@@ -421,10 +501,7 @@ def supervise(folder: Path) -> int:
         start_seconds=round(time.monotonic() - started, 2),
         spark_home=str(_spark_home()),
     )
-    partial = folder / f"{STATE_FILE}.tmp"
-    partial.write_text(json.dumps(asdict(info)))
-    partial.chmod(0o600)
-    partial.replace(folder / STATE_FILE)
+    write_private(folder / STATE_FILE, json.dumps(asdict(info)))
     print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
 
     lease, last_busy = folder / "lease", info.started

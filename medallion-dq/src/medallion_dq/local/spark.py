@@ -14,6 +14,7 @@ metrics listener, a warehouse folder of its own, and a file where observed metri
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -32,7 +33,7 @@ import pyspark
 from medallion_dq.local import server as shared_server
 
 BACKENDS = ("embedded", "container", "cluster", "remote")
-TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
@@ -66,7 +67,16 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n%ex{{short}}
-"""
+{quiet}"""
+# Warnings every update or session would bury a dying server's last words: adaptive execution
+# off in streaming plans, long plans truncated, Hadoop's missing native library, and each RPC
+# error the client is told of anyway (16 `releaseExecute` errors with their stacks per session).
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+    "org.apache.spark.util.SparkStringUtils",
+    "org.apache.hadoop.util.NativeCodeLoader",
+    "org.apache.spark.sql.connect.utils.ErrorUtils",
+)
 
 
 # A local server that stops answering has died; it is not restarting. Give up after about
@@ -148,6 +158,35 @@ def delta_jars() -> list[Path] | None:
     return jars if all(jar.exists() for jar in jars) else None
 
 
+@contextlib.contextmanager
+def first_fetch():
+    """The Delta jars from the cache; or, when it has none yet, None with the cache locked
+    until this process has fetched and kept them (Ivy's cache is not shared safely: of two
+    processes resolving at once, one failed). A second process waits, then finds them."""
+    jars = delta_jars()
+    if jars is not None:
+        yield jars
+        return
+    with _cache_locked("fetch", "fetching the Delta jars"):
+        yield delta_jars()
+
+
+@contextlib.contextmanager
+def _cache_locked(name: str, doing: str):
+    """The cache's `name` lock held while this process is ``doing`` something into it; another
+    process waits for it, and says so."""
+    with (cache_dir() / f"{name}.lock").open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            progress(f"waiting for another process {doing} into {cache_dir()}")
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def fetch_delta_confs() -> dict[str, str]:
     """Server settings that make Spark's own resolver (Ivy) fetch the Delta jars from Maven
     Central (or $DQ_MAVEN_REPOSITORY) into the cache as the server starts."""
@@ -210,7 +249,8 @@ def plugin_jar() -> Path:
     jar = cache_dir() / f"{PLUGINS_JAR_PREFIX}-{digest}.jar"
     if jar.exists():
         return jar
-    return build_plugin_jar(jar)
+    with _cache_locked("plugins", "compiling the server plugins"):  # not the fetch's: nested
+        return jar if jar.exists() else build_plugin_jar(jar)
 
 
 def build_plugin_jar(jar: Path) -> Path:
@@ -274,6 +314,10 @@ def _checked(setting):
         raise BackendUnavailable(str(error)) from None
 
 
+def driver_memory() -> str:
+    return os.environ.get("DQ_DRIVER_MEMORY", "2g")
+
+
 def _codegen_confs(on: bool) -> dict[str, str]:
     """Whole-stage and expression code generation on (Spark's defaults), or both interpreted."""
     return {
@@ -285,7 +329,11 @@ def _codegen_confs(on: bool) -> dict[str, str]:
 def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
     """Static settings of the Spark Connect server (they cannot go in a pipeline's configuration)."""
     log4j = work_dir / "log4j2.properties"
-    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "off")))
+    quiet = "".join(
+        f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n"
+        for i, name in enumerate(QUIET_LOGGERS)
+    )
+    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn"), quiet=quiet))
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -306,8 +354,14 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": os.environ.get("DQ_DRIVER_MEMORY", "2g"),
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.driver.memory": driver_memory(),
+        # A JVM out of heap exits at once and says so in its log (`LocalSpark.lost` names it),
+        # rather than going on with some of its threads dead. The log4j file as a URI: a path
+        # with a space, a quote or a non-ASCII letter is then one word of plain ASCII.
+        "spark.driver.extraJavaOptions": shared_server.java_option(
+            "-Dlog4j2.configurationFile=", log4j.as_uri()
+        )
+        + " -XX:+ExitOnOutOfMemoryError",
         "spark.sql.connect.serverStacktrace.enabled": "false",
         # The engine checks its flows' state every pollingInterval seconds, whole seconds: at 1
         # each level of the graph waited up to 1 s after its upstream, and an update 1-2 s after
@@ -384,6 +438,8 @@ class LocalSpark:
     server: object = None  # the container's ContainerServer, the cluster's ClusterServer
     # A shared server's own folder (warehouse, metrics file); None: the server's is work_dir.
     server_dir: Path | None = None
+    # A lake's warm server writes its console output beside its state, not in the lake.
+    server_log: Path | None = None
 
     @property
     def metrics_file(self) -> Path:
@@ -392,6 +448,11 @@ class LocalSpark:
     @property
     def warehouse(self) -> Path:
         return (self.server_dir or self.work_dir) / "warehouse"
+
+    @property
+    def log(self) -> Path:
+        """The server's console output (an embedded server's: a container's is Docker's)."""
+        return self.server_log or (self.server_dir or self.work_dir) / "spark-server.log"
 
     def lost(self, error: BaseException) -> ServerLost | None:
         """A ServerLost saying what happened when `error` means the server is unreachable."""
@@ -408,6 +469,11 @@ class LocalSpark:
         else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
+        if self.server is None and "java.lang.OutOfMemoryError" in _tail_of(self.log):
+            return ServerLost(
+                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={driver_memory()}): raise"
+                f" DQ_DRIVER_MEMORY, e.g. {_doubled(driver_memory())}; its log: {self.log}"
+            )
         docker = self.backend in ("container", "cluster")
         check = " or check the Docker daemon" if docker else ""
         return ServerLost(
@@ -418,11 +484,31 @@ class LocalSpark:
             f" (DQ_DRIVER_MEMORY){check}.\nCause: {cause[:2000]}"
         )
 
+    @contextlib.contextmanager
+    def reporting_loss(self):
+        """Inside it, an error that means the server is gone is raised as ServerLost, which
+        the CLI reports in one line (exit 3)."""
+        try:
+            yield
+        except ServerLost:
+            raise
+        except Exception as error:
+            lost = self.lost(error)
+            if lost is None:
+                raise
+            raise lost from None
+
     def stop(self) -> None:
         for stop in reversed(self._stop):
             with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
         self._stop.clear()
+
+
+def _doubled(memory: str) -> str:
+    """Twice a JVM memory size such as 2g or 512m (the size itself when it is not one)."""
+    match = re.fullmatch(r"(\d+)([a-zA-Z]*)", memory.strip())
+    return f"{int(match[1]) * 2}{match[2]}" if match else memory
 
 
 def _unreachable(error: BaseException) -> bool:
@@ -447,18 +533,22 @@ def _tail_of(log: Path, lines: int = 12) -> str:
 
 
 @contextlib.contextmanager
-def _stderr_to(log: Path):
-    """Point this process's stderr (fd 2) at ``log`` while a child is started: the child keeps
-    it, so the JVM's own prints (banners, the resolver, a thread's dying stack) go to the log."""
+def _output_to(log: Path):
+    """Point this process's stdout and stderr (fds 1 and 2) at ``log``, emptied, while a child is
+    started: the child keeps them, so the JVM's own prints (banners, the resolver, a thread's
+    dying stack, its last words out of memory) go to the log, and only this server's."""
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
-    with log.open("ab") as target:
+    saved = [os.dup(1), os.dup(2)]
+    with log.open("wb") as target:
+        os.dup2(target.fileno(), 1)
         os.dup2(target.fileno(), 2)
     try:
         yield
     finally:
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, kept in enumerate(saved, start=1):
+            os.dup2(kept, fd)
+            os.close(kept)
 
 
 def _start_embedded(confs: dict[str, str], log: Path):
@@ -469,24 +559,28 @@ def _start_embedded(confs: dict[str, str], log: Path):
 
     port, token = shared_server.free_port(), secrets.token_hex(16)
     os.environ["SPARK_LOCAL_REMOTE"] = "1"  # session.stop() then stops the server too
-    # pyspark hands the server its token through this variable and leaves it set, and every
-    # later session of the process would send it: to a container's server too, which has none
-    # (a TLS handshake error). Set for the start only; this session carries it in its URL.
-    previous = os.environ.get(TOKEN_VARIABLE)
-    os.environ[TOKEN_VARIABLE] = token
     archive = shared_server.class_archive()
     if archive is not None and archive.is_file():  # mapped only: shared servers record it
         confs = shared_server.with_java_options(confs, shared_server.archive_options(archive)[0])
+    # pyspark hands the server its token through this variable (the JVM's environment, which
+    # only this user can read) and leaves it set, and every later session of the process would
+    # send it: to a container's server too, which has none (a TLS handshake error). Set for the
+    # start only; this session carries it in its URL.
+    environment = {**shared_server.LOOPBACK_ENVIRONMENT, TOKEN_VARIABLE: token}
+    previous = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
     try:
-        with _stderr_to(log):
+        with _output_to(log):
             ConnectSession._start_connect_server(
-                "local[2]", {**confs, "spark.connect.grpc.binding.port": str(port)}
+                "local[2]",
+                {**confs, **shared_server.LOOPBACK, "spark.connect.grpc.binding.port": str(port)},
             )
     finally:
-        if previous is None:
-            os.environ.pop(TOKEN_VARIABLE, None)
-        else:
-            os.environ[TOKEN_VARIABLE] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
     return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
 
@@ -511,8 +605,7 @@ def _connect_shared(
         confs = server_confs(Path(probe), all_jars)
         fingerprint = shared_server.fingerprint(confs, probe, _java_binary())
     state = work_dir / shared_server.LAKE_SERVER if lake else root / shared_server.STATE
-    folder = (state / fingerprint).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = shared_server.private_folder((state / fingerprint).resolve())
     data = work_dir if lake else folder
     confs = server_confs(data, all_jars)
     if jars is None:
@@ -544,6 +637,7 @@ def _connect_shared(
         time.perf_counter() - started,
         [lease.release, spark.stop],
         server_dir=data,
+        server_log=folder / "spark-server.log",
     )
 
 
@@ -593,34 +687,36 @@ def start(
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
         _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
-        jars = delta_jars()
-        if shared:
-            return _connect_shared(Path(reuse), work_dir, jars, started, lake=lake)
-        check_java()
-        confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
-        if jars is None:
-            confs.update(fetch_delta_confs())
-            progress(
-                f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
-                f" once, with Spark's resolver, into {cache_dir()}"
-            )
-        log = work_dir / "spark-server.log"
-        try:
-            spark = _start_embedded(confs, log)
-        except Exception as error:
-            if "exited before sending its port" not in str(error):
-                raise
-            tail = _tail_of(log)
+        with first_fetch() as jars:  # None: this process fetches them, the others wait
+            if shared:
+                return _connect_shared(Path(reuse), work_dir, jars, started, lake=lake)
+            check_java()
+            confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
             if jars is None:
+                confs.update(fetch_delta_confs())
+                progress(
+                    f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
+                    f" once, with Spark's resolver, into {cache_dir()}"
+                )
+            log = work_dir / "spark-server.log"
+            try:
+                spark = _start_embedded(confs, log)
+            except Exception as error:
+                if "exited before sending its port" not in str(error):
+                    raise
+                tail = _tail_of(log)
+                if jars is None:
+                    raise BackendUnavailable(
+                        f"could not fetch {delta_artifacts()[0]} from "
+                        f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
+                        "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
+                        f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+                    ) from None
                 raise BackendUnavailable(
-                    f"could not fetch {delta_artifacts()[0]} from "
-                    f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
-                    "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
-                    f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+                    f"the embedded Spark server did not start:\n{tail}"
                 ) from None
-            raise BackendUnavailable(f"the embedded Spark server did not start:\n{tail}") from None
-        if jars is None:
-            keep_fetched_delta_jars()
+            if jars is None:
+                keep_fetched_delta_jars()
         stops = [spark.stop]
     elif backend in ("container", "cluster"):
         try:
