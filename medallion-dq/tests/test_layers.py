@@ -8,7 +8,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "medallion_dq"
 ON_DATABRICKS = ("rules", "constraints", "quarantine", "gate", "checks", "sources", "problems")
-PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines")  # what Databricks' runtime also has
+PUBLIC_PYSPARK = (
+    "pyspark.sql",
+    "pyspark.pipelines",
+    "pyspark.errors",
+)  # what Databricks' runtime also has
 TOOLS = ("config", "conventions", "report", "cli", "testing", "pytest_plugin", "bundle")
 TOOLS += ("examples", "contract")
 

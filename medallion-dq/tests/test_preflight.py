@@ -432,7 +432,11 @@ def test_error_in_a_project_module_shows_its_line_and_the_calling_line(project, 
     helpers.write_text("def typed(frame):\n    return frame.select(colums)\n")
     monkeypatch.syspath_prepend(str(project / "src"))
     monkeypatch.delitem(sys.modules, "dq_helpers", raising=False)
-    edit(project / SILVER, "def typed_orders():", "import dq_helpers\n\n\ndef typed_orders():")
+    edit(
+        project / SILVER,
+        "def typed_orders(keep_raw=False):",
+        "import dq_helpers\n\n\ndef typed_orders(keep_raw=False):",
+    )
     edit(
         project / SILVER, "    return typed_orders()", "    return dq_helpers.typed(typed_orders())"
     )
