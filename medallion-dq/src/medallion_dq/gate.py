@@ -505,6 +505,7 @@ def run_gate(
             ran,
             table=lambda name: f"{table_prefix}{name}",
             as_of=as_of,
+            allow_empty=allow_empty,
         )
     if not result.rows and not result.empty:
         result.note = (
