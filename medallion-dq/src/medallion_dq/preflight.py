@@ -596,6 +596,7 @@ def check_lake(
     new_delivery: bool = False,
     full_refresh: bool = False,
     rebuilt: Iterable[str] = (),
+    writers: Mapping[str, str] | None = None,
 ) -> list[Problem]:
     """RUN016 / RUN017 for the lasting lake the run will update (``lake``: its folder).
 
@@ -606,7 +607,8 @@ def check_lake(
     in it is read, so it must hold only files not read yet; a file there with the name and bytes
     of one under an earlier landing folder would be read twice, and is refused.
     RUN017: a damaged table (lake.damage), but those named in ``rebuilt``: a ``--full-refresh``
-    rebuilds the tables of the run's pipelines (the CLI removes them first)."""
+    rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
+    name -> the bundle pipeline that writes it, named in the fix."""
     from medallion_dq.local import lake as lakes
 
     def shown(path: Path) -> str:
@@ -615,15 +617,17 @@ def check_lake(
     problems = []
     where = shown(lake)
     for table, why in lakes.damaged_tables(lake / "warehouse").items():
-        if table.split(".")[-1] in set(rebuilt):
+        name = table.split(".")[-1]
+        if name in set(rebuilt):
             continue
+        writer = (writers or {}).get(name, "<the one writing it>")
         problems.append(
             Problem(
                 "RUN017",
                 f"table {table}",
                 f"damaged: {why}",
-                f"--full-refresh --pipeline <the one writing it> rebuilds it, --fresh runs in a "
-                f"new lake, `medallion-dq lake check` lists every damaged table of {where}",
+                f"--full-refresh --pipeline {writer} rebuilds it, --fresh runs in a new lake, "
+                f"`medallion-dq lake check` lists every damaged table of {where}",
             )
         )
     built_from = lakes.landings(lake)
@@ -644,7 +648,7 @@ def check_lake(
         return [*problems, Problem("RUN016", option, message, fix)]
     copies = [
         (path.relative_to(landing), earlier)
-        for source in sources
+        for source in sorted(sources)
         for path in sorted((landing / source).rglob("*"))
         if path.is_file()
         for earlier in built_from
@@ -938,6 +942,11 @@ def check_run_options(
                 new_delivery=new_delivery,
                 full_refresh=full_refresh,
                 rebuilt=datasets_defined(files) if full_refresh else (),
+                writers={
+                    name: key
+                    for key, resource in bundle.pipelines.items()
+                    for name in datasets_defined(resource.library_files)
+                },
             )
     elif landing is not None:
         problems += check_landing(landing, [], root=root, cwd=cwd)

@@ -487,7 +487,7 @@ def untracked_files(folder: Path, since: float) -> list[Path]:
         if not path.is_file() or path.stat().st_mtime < since or rel in named:
             continue
         if rel.startswith("_delta_log/"):
-            if path.name.endswith(".tmp"):  # a commit that was never renamed into place
+            if ".tmp" in path.name:  # a commit never renamed into place, or its checksum
                 out.append(path)
         elif path.name.startswith(".") and path.name.endswith(".crc"):  # a file's checksum
             if (
