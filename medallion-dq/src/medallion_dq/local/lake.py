@@ -377,7 +377,9 @@ def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[li
 
 
 # -- the table's Delta log, read without Spark ----------------------------------------------------
-_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d+\.\d+)?\.parquet$")
+# Classic and multi-part checkpoints; a V2 one (a uuid in its name, sidecar files) is not read.
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d+\.\d+|\.[0-9a-f-]{36})?\.(?:parquet|json)$")
+_V2_CHECKPOINT = re.compile(r"\.checkpoint\.[0-9a-f-]{36}\.")
 
 
 def _relative(path: str) -> str:
@@ -397,10 +399,10 @@ def _log(folder: Path) -> tuple[int | None, list[int], list[str]]:
     return base, [c for c in commits if base is None or c > base], parts
 
 
-def _files(folder: Path, *, every: bool = False) -> dict[str, int]:
+def _files(folder: Path, *, every: bool = False) -> dict[str, int] | None:
     """The data files of the table's current version (path -> size its commit recorded); with
-    ``every``, each file any commit or checkpoint of the log names. Raises ``ValueError``
-    naming a commit missing or unreadable."""
+    ``every``, each file any commit or checkpoint of the log names; None when a V2 checkpoint
+    holds them. Raises ``ValueError`` naming a commit missing or unreadable."""
     base, commits, parts = _log(folder)
     log = folder / "_delta_log"
     start = 0 if base is None else base + 1
@@ -411,6 +413,8 @@ def _files(folder: Path, *, every: bool = False) -> dict[str, int]:
         raise ValueError(
             f"version {missing[0]} of its Delta log is missing ({missing[0]:020d}.json)"
         )
+    if any(_V2_CHECKPOINT.search(part) for part in parts):
+        return None
     files: dict[str, int] = {}
     for part in parts:
         import pyarrow.parquet as pq
@@ -446,7 +450,7 @@ def damage(folder: Path) -> str | None:
         return str(error)
     except OSError as error:
         return f"its Delta log cannot be read: {cause(error)}"
-    for path, size in sorted(files.items()):
+    for path, size in sorted((files or {}).items()):
         try:
             actual = (folder / path).stat().st_size
         except FileNotFoundError:
@@ -481,6 +485,8 @@ def untracked_files(folder: Path, since: float) -> list[Path]:
         named = _files(folder, every=True)
     except (OSError, ValueError):
         return []  # a damaged log: leave the table as it is (`lake check` names it)
+    if named is None:
+        return []  # a V2 checkpoint: which files it names is not known here
     out = []
     for path in folder.rglob("*"):
         rel = path.relative_to(folder).as_posix()
