@@ -244,7 +244,9 @@ def cmd_run(args) -> int:
         if local is not None:
             lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
         if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
-            summary["error"] = f"the lake {work_dir} could not be written: {fault}"
+            summary["error"] = (
+                f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
+            )
             print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
             return 1
         if lost is None:

@@ -13,9 +13,10 @@ version before the update (null when it did not exist). When the update fails, i
 its process dies, `put_back` returns every materialized view to that version and removes every
 table the update created (with its checkpoint), and deletes the data files the update wrote that
 no commit records (a commit that failed, e.g. on a full disk); the next run on the lake finds a
-journal left behind by a killed process, or by a put-back that failed, and puts it back first. A streaming table that existed keeps the
-micro-batches its flow committed: its checkpoint says they were read, so they are neither lost
-nor read twice (rolling its data back alone would make the next update skip them).
+journal left behind by a killed process, or by a put-back that failed, and puts it back first.
+A streaming table that existed keeps the micro-batches its flow committed: its checkpoint says
+they were read, so they are neither lost nor read twice (rolling its data back alone would make
+the next update skip them).
 
 The lake also remembers the landing folder it was built from (`landing.json`): the file source
 knows files by path (as Auto Loader does), so the same files under another folder would all be
@@ -306,27 +307,24 @@ class PutBackFailed(RuntimeError):
         )
 
 
-# What a Spark or Python error says about the disk or file system, as users know the words.
+# What a Spark or Python error says about the disk, as users know the words.
 _IO_FAULT = re.compile(
     r"No space left on device|Disk quota exceeded|Read-only file system|Input/output error"
-    r"|Too many open files|Permission denied"
 )
 
 
-def cause(error: BaseException) -> str:
-    """One line for an error: the I/O fault it reports when there is one (a Spark error's first
-    line is the wrapper, the disk's words are further down), else its first line."""
-    text = str(error)
-    if found := _IO_FAULT.search(text):
-        return found[0]
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
-    return line[:300]
-
-
-def io_fault(error: BaseException) -> str | None:
-    """The I/O fault (a full disk...) an error reports, or None."""
+def io_fault(error: BaseException | str) -> str | None:
+    """The disk fault (a full disk...) an error or an engine's message reports, or None: a
+    Spark error's first line is its wrapper, the disk's words are further down."""
     found = _IO_FAULT.search(str(error))
     return found[0] if found else None
+
+
+def cause(error: BaseException) -> str:
+    """One line for an error: the disk fault it reports, else its first line."""
+    text = str(error)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
+    return io_fault(text) or line[:300]
 
 
 def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[list[str], list[str]]:
