@@ -315,9 +315,23 @@ _IO_FAULT = re.compile(
 
 def io_fault(error: BaseException | str) -> str | None:
     """The disk fault (a full disk...) an error or an engine's message reports, or None: a
-    Spark error's first line is its wrapper, the disk's words are further down."""
-    found = _IO_FAULT.search(str(error))
-    return found[0] if found else None
+    Spark error's first line is its wrapper, the disk's words are further down, or only on the
+    server (then the error has Spark's I/O error state, 58030, and its first line is said)."""
+    text = str(error)
+    if found := _IO_FAULT.search(text):
+        return found[0]
+    if "SQLSTATE: 58030" in text:
+        return text.strip().splitlines()[0].replace(" SQLSTATE: 58030", "")[:300]
+    return None
+
+
+def disk_note(folder: Path, low: int = 64 * 2**20) -> str:
+    """'; 1.0 MB free on its disk' when little space is left where ``folder`` is, else ''."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.1f} MB free on its disk" if free < low else ""
 
 
 def cause(error: BaseException) -> str:
