@@ -674,6 +674,7 @@ class Runner:
                         return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
         if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
             where = f" (flow {failed_flow})" if failed_flow else ""
+            fault += lake.disk_note(self.local.work_dir)
             return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
         return RunError("ENGINE", _first_line(text), failed_flow)
 
