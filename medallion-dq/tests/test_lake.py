@@ -329,7 +329,11 @@ def test_a_new_delivery_in_another_folder_reads_only_its_files(project, spark):
 
 def damage(project):
     """A missing Delta commit (silver_orders) and a truncated data file (bronze_orders)."""
-    log = sorted((Path(table_path(project, "silver_orders")) / "_delta_log").glob("*.json"))
+    folder = Path(table_path(project, "silver_orders")) / "_delta_log"
+    # Without its checkpoint (written every 10 commits) the log needs every commit from 0.
+    for checkpoint in [*folder.glob("*.checkpoint*"), *folder.glob("_last_checkpoint")]:
+        checkpoint.unlink()
+    log = sorted(folder.glob("*.json"))
     log[-2].unlink()
     # The newest file: one of the current version (an older one may be a full refresh's past).
     data = max(Path(table_path(project, "bronze_orders")).glob("*.parquet"), key=os.path.getmtime)
