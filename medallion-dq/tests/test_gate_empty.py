@@ -140,3 +140,28 @@ def test_cli_flag_allow_empty(monkeypatch, capsys) -> None:
     assert "silver_orders: 0 input records" in capsys.readouterr().out
     assert gate.main(["--event-log-table", "events", "--allow-empty"], spark=object()) == 0
     assert seen["allow_empty"] is True
+
+
+def _written(*days: tuple[str, int]) -> list[dict]:
+    """rows_written's shape: silver_orders' rows per update, a day apart."""
+    return [
+        {"update_id": f"u{i}", "dataset": "silver_orders", "time": f"2026-11-0{i}", "rows": rows}
+        for i, (_, rows) in enumerate(days, start=1)
+    ]
+
+
+def test_empty_updates_stay_out_of_the_volume_history() -> None:
+    """Two empty days before a normal one: the median is the normal days', not 0 (which made
+    every later day look infinitely large)."""
+    from medallion_dq import checks
+    from medallion_dq.rules import Check
+
+    check = Check("daily_volume", "volume", (("min_ratio", 0.5), ("max_ratio", 3.0)))
+    written = _written(("mon", 100), ("tue", 0), ("wed", 0), ("thu", 110))
+    result = checks.volume(check, "silver_orders", written, "u4")
+    assert result.passed, result
+    assert result.bound == "0.5x to 3.0x the median 100 of the last 1 update(s)"
+    # An empty day itself fails its volume check, unless empty days are allowed.
+    assert not checks.volume(check, "silver_orders", written, "u2").passed
+    allowed = checks.volume(check, "silver_orders", written, "u2", allow_empty=True)
+    assert allowed.passed and allowed.note == "an empty delivery, allowed (--allow-empty)"

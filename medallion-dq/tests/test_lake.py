@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -299,3 +300,247 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
     assert cases[("silver_customers", "valid_email")].is_passed
     assert cases[("silver_orders", "known_customer")].is_passed  # a dataset check
     assert cases[("gold_order_keys", "unique_order_id")].is_skipped
+
+
+def test_fresh_lakes_are_pruned_to_the_last_few(tmp_path):
+    """--fresh makes a lake per run in .local/runs/: the oldest go, one a run holds stays."""
+    from medallion_dq.cli import KEEP_FRESH
+    from medallion_dq.local import lake
+
+    runs = tmp_path / "runs"
+    made = [runs / f"20261101-0000{i:02d}-abcdef" for i in range(KEEP_FRESH + 3)]
+    for folder in made:
+        (folder / "warehouse").mkdir(parents=True)
+    with lake.locked(made[0]):  # a run still going in the oldest
+        removed = lake.prune(runs, keep=KEEP_FRESH - 1)
+    assert removed == made[1:4]
+    assert sorted(runs.iterdir()) == [made[0], *made[4:]]
+
+
+def deliver(project, folder, *days):
+    """A landing folder holding the orders of these days (customers/ empty)."""
+    landing = project / folder
+    (landing / "customers").mkdir(parents=True, exist_ok=True)
+    (landing / "orders").mkdir(exist_ok=True)
+    for day in days:
+        (source,) = (project / "fixtures").glob(f"*/orders/*-{day}.*")
+        (landing / "orders" / source.name).write_bytes(source.read_bytes())
+    return landing
+
+
+def test_another_landing_folder_is_refused_before_spark_starts(project):
+    """The README's "try a bad day" once copied the fixtures into a new folder: every order of
+    the lake was read again under its new path (594 rows, 218 ids, the volume check passed)."""
+    deliver(project, "bad_day", "11-01", "11-07")
+    shutil.copytree(
+        project / "deliveries" / "customers", project / "bad_day" / "customers", dirs_exist_ok=True
+    )
+    done = cli(project, "run", "--job", "medallion", "--landing", "bad_day")
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert line.startswith(
+        "error: RUN016 --landing bad_day: the lake .local/lake/dev was built from deliveries"
+    )
+    assert "--fresh" in line and "--full-refresh" in line and "--new-delivery" in line
+    assert "Spark" not in done.stdout + done.stderr  # refused before it starts
+    # Told it is a new delivery, the copies of files the lake has read are still refused.
+    done = cli(project, "run", "--job", "medallion", "--landing", "bad_day", "--new-delivery")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        "RUN016 --landing bad_day --new-delivery: 2 file(s) here were read already from "
+        "deliveries (same name and bytes, e.g. customers/" in done.stderr
+    )
+
+
+def test_a_new_delivery_in_another_folder_reads_only_its_files(project, spark):
+    """--new-delivery: the folder is the same source's next delivery; its files are read once.
+    (A lake of its own, the prod target's, leaves the dev lake to the other tests.)"""
+    first = cli(
+        project, "run", "--pipeline", "validation", "--target", "prod", "--landing", "deliveries"
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    deliver(project, "day7", "11-07")
+    summary = project / "day7.json"
+    done = cli(
+        project,
+        "run",
+        "--pipeline",
+        "validation",
+        "--target",
+        "prod",
+        "--landing",
+        "day7",
+        "--new-delivery",
+        "--json",
+        summary,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    datasets = json.loads(summary.read_text())["datasets"]
+    assert datasets["bronze_orders"]["output_rows"] == 40  # the bad day's 40 records, once
+    silver = spark.read.format("delta").load(
+        str(project / ".local" / "lake" / "prod" / "warehouse" / "acme_orders.db" / "silver_orders")
+    )
+    assert silver.count() == silver.select("order_id").distinct().count()
+    # The lake reads day7 now; deliveries is an earlier folder like any other.
+    again = cli(
+        project, "run", "--pipeline", "validation", "--target", "prod", "--landing", "deliveries"
+    )
+    assert again.returncode == 2 and "was built from day7" in again.stderr
+
+
+def damage(project):
+    """A missing Delta commit (silver_orders) and a truncated data file (bronze_orders)."""
+    folder = Path(table_path(project, "silver_orders")) / "_delta_log"
+    # Without its checkpoint (written every 10 commits) the log needs every commit from 0.
+    for checkpoint in [*folder.glob("*.checkpoint*"), *folder.glob("_last_checkpoint")]:
+        checkpoint.unlink()
+    log = sorted(folder.glob("*.json"))
+    log[-2].unlink()
+    # The newest file: one of the current version (an older one may be a full refresh's past).
+    data = max(Path(table_path(project, "bronze_orders")).glob("*.parquet"), key=os.path.getmtime)
+    data.write_bytes(data.read_bytes()[:100])
+    return log[-2].name
+
+
+def test_damaged_tables_are_named_and_rebuilt_by_a_full_refresh(project, spark):
+    """A missing commit, a truncated parquet file: once a 38-line traceback naming no table,
+    from --full-refresh too, and validation appended to the broken table before the gate
+    crashed."""
+    missing = damage(project)
+    done = cli(project, "run", "--job", "medallion", "--landing", "deliveries")
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [
+        "error: RUN017 table acme_orders.bronze_orders: damaged: data file "
+        + errors[0].split("data file ")[1],
+        f"error: RUN017 table acme_orders.silver_orders: damaged: version {int(missing[:20])} of "
+        f"its Delta log is missing ({missing}); fix: --full-refresh --pipeline validation "
+        "rebuilds it, --fresh runs in a new lake, `medallion-dq lake check` lists every damaged "
+        "table of .local/lake/dev",
+    ]
+    assert "is 100 bytes, its commit says" in errors[0] and "Traceback" not in done.stderr
+    checked = cli(project, "lake", "check")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert [ln.split(":")[0] for ln in checked.stdout.splitlines()[:2]] == [
+        "acme_orders.bronze_orders",
+        "acme_orders.silver_orders",
+    ]
+    assert "2 of 8 table(s) of .local/lake/dev damaged" in checked.stdout
+    # A full refresh of the pipeline writing them removes and rebuilds them.
+    done = cli(
+        project, "run", "--pipeline", "validation", "--landing", "deliveries", "--full-refresh"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "acme_orders.silver_orders: damaged (" in done.stdout
+    assert cli(project, "lake", "check").returncode == 0
+    silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
+    assert silver.count() == silver.select("order_id").distinct().count() > 0
+
+
+def test_a_put_back_that_fails_is_said_and_tried_again(project):
+    """An update whose tables could not be put back (here: a RESTORE to a version that is not
+    there; on a full disk RESTORE cannot write) was a 55-line traceback."""
+    updates = project / ".local" / "lake" / "dev" / "updates" / "left-behind"
+    updates.mkdir(parents=True)
+    journal = {
+        "pipeline": "acme_orders_publish",
+        "update_id": "left-behind",
+        "tables": {"gold_daily_revenue": "acme_orders.gold_daily_revenue"},
+        "kinds": {"gold_daily_revenue": "MaterializedView"},
+        "versions": {"gold_daily_revenue": 999},
+        "storage": str(project / ".local" / "lake" / "dev" / "storage" / "acme_orders_publish"),
+        "folder": str(updates),
+    }
+    (updates / "journal.json").write_text(json.dumps(journal))
+    summary = project / "put-back.json"
+    done = cli(project, "run", "--pipeline", "publish", "--json", summary)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = [ln for ln in done.stderr.splitlines() if "could not put back" in ln]
+    assert line.startswith("pipeline publish: FAILED: could not put back gold_daily_revenue: ")
+    assert line.endswith("; the next run will try again")
+    assert "could not put back gold_daily_revenue" in json.loads(summary.read_text())["error"]
+    assert (updates / "journal.json").exists()  # kept for the next run
+    journal["versions"]["gold_daily_revenue"] = 0  # now it can be put back
+    (updates / "journal.json").write_text(json.dumps(journal))
+    done = cli(project, "run", "--pipeline", "publish")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "update left-behind did not finish (its process ended): put back" in done.stdout
+    assert not updates.exists()
+
+
+def test_allow_empty_passes_an_empty_delivery(project):
+    """`run --allow-empty` (README, CONVENTIONS.md) was rejected as an unknown option."""
+    summary = project / "allowed.json"
+    done = cli(
+        project,
+        "run",
+        "--job",
+        "medallion",
+        "--landing",
+        "deliveries",
+        "--allow-empty",
+        "--json",
+        summary,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "silver_orders: 0 input records" in done.stdout
+    tasks = json.loads(summary.read_text())["tasks"]
+    assert (tasks["quality_gate"]["status"], tasks["publish"]["status"]) == ("SUCCESS", "SUCCESS")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
+def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark):
+    """The lake on a 16 MB tmpfs, filled but for 1 MB, then a delivery of 8 MB: once a 55-line
+    traceback, `"error": null` in --json and 44 MB of files no table used."""
+    from medallion_dq.local import lake
+
+    root = tmp_path / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(root)], check=True)
+    disk = root / ".local" / "lake" / "dev"
+    disk.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    try:
+        first = cli(root, "run", "--pipeline", "validation")
+        assert first.returncode == 0, first.stdout + first.stderr
+        free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+        (disk / "filler").write_bytes(b"\0" * (free - 1_000_000))
+        rows = [
+            {
+                "order_id": f"O-{900000 + i}",
+                "customer_id": "C-0001",
+                "order_ts": "2026-11-05T10:00:00",
+                "channel": "web",
+                "currency": "EUR",
+                "amount": "10.00",
+                "quantity": "1",
+                "note": os.urandom(40).hex(),
+            }
+            for i in range(40_000)
+        ]
+        big = root / "fixtures" / "landing" / "orders" / "orders-2026-11-05.json"
+        big.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        started = time.time()
+        summary = tmp_path / "full.json"
+        done = cli(root, "run", "--pipeline", "validation", "--json", summary)
+        assert done.returncode == 1, done.stdout + done.stderr
+        output = done.stdout + done.stderr
+        assert "Traceback" not in output and "at org.apache" not in output, output
+        assert "No space left on device" in output
+        # One line, from the update or, if the event log could not be written either, the CLI.
+        (line,) = [ln for ln in output.splitlines() if "could not be written" in ln]
+        assert "the lake" in line and "MB free on its disk" in line, line
+        error = json.dumps(json.loads(summary.read_text())["error"])
+        assert "could not be written" in error and "MB free on its disk" in error
+        # Nothing the failed update wrote is left that no table uses.
+        for name, folder in lake.tables(disk / "warehouse").items():
+            assert lake.untracked_files(folder, started) == [], name
+        (disk / "filler").unlink()
+        done = cli(root, "run", "--pipeline", "validation", "--json", summary)
+        assert done.returncode == 0, done.stdout + done.stderr
+        # Every order once: the two fixture days (201 records) and the 40,000 new ones.
+        bronze = str(disk / "warehouse" / "acme_orders.db" / "bronze_orders")
+        assert spark.read.format("delta").load(bronze).count() == 201 + 40_000
+        assert cli(root, "lake", "check").returncode == 0
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

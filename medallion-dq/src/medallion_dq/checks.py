@@ -7,7 +7,9 @@ locally alike, from what both have: the pipeline's event log and the tables it w
 - volume: rows the update wrote to the dataset (the event log's
   `flow_progress.metrics.num_output_rows`, summed over the update's events) against the median
   of the same figure over the dataset's last `history` updates (ratios), and absolute bounds.
-  Without history (the first update) the ratios pass, with a note.
+  Without history (the first update) the ratios pass, with a note. Empty updates (0 rows) are
+  left out of the history: a day without data would pull the median down. An empty update
+  itself passes when the gate allows empty deliveries (`--allow-empty`).
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -119,20 +121,31 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
     return [{**row.asDict(), "dataset": _short(row["dataset"] or "")} for row in frame.collect()]
 
 
-def volume(check: rules.Check, dataset: str, written: list[dict], update_id: str) -> CheckResult:
+def volume(
+    check: rules.Check,
+    dataset: str,
+    written: list[dict],
+    update_id: str,
+    allow_empty: bool = False,
+) -> CheckResult:
     ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
     now = next((w for w in ours if w["update_id"] == update_id), None)
     if now is None:
         note = "the dataset reported no rows written in this update"
         return CheckResult(dataset, check.name, "volume", "-", "-", True, note)
     rows = int(now["rows"])
+    if rows == 0 and allow_empty:
+        note = "an empty delivery, allowed (--allow-empty)"
+        return CheckResult(dataset, check.name, "volume", "0 rows", "-", True, note)
     value, bounds, failed, note = f"{rows:,} rows", [], False, ""
     low, high = check.get("min_rows"), check.get("max_rows")
     if low is not None or high is not None:
         bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
     low_ratio, high_ratio = check.get("min_ratio"), check.get("max_ratio")
-    earlier = sorted((w for w in ours if w["time"] < now["time"]), key=lambda w: w["time"])
+    earlier = sorted(
+        (w for w in ours if w["time"] < now["time"] and int(w["rows"])), key=lambda w: w["time"]
+    )
     earlier = earlier[-int(check.get("history", DEFAULT_HISTORY)) :]
     if (low_ratio is not None or high_ratio is not None) and not earlier:
         note = "first update: no history to compare with yet"
@@ -230,10 +243,12 @@ def judge(
     *,
     table: Callable[[str], str] = lambda name: name,
     as_of: str | None = None,
+    allow_empty: bool = False,
 ) -> list[CheckResult]:
     """Every check and contract of the rule sets whose dataset ran in this update (`datasets`,
     short names). `table`: a dataset's table name (the pipeline's catalog and schema);
-    `as_of`: an ISO timestamp freshness is judged at (default: the update's time)."""
+    `as_of`: an ISO timestamp freshness is judged at (default: the update's time);
+    `allow_empty`: an update that wrote no rows passes its volume checks."""
     chosen = [r for r in rulesets if _short(r.dataset) in datasets and (r.checks or r.schema)]
     if not chosen:
         return []
@@ -256,7 +271,7 @@ def judge(
         name = _short(ruleset.dataset)
         for check in ruleset.checks:
             if check.kind == "volume":
-                timed(volume, check, name, written, update_id)
+                timed(volume, check, name, written, update_id, allow_empty)
             elif check.kind == "freshness":
                 timed(freshness, spark, check, name, table(name), moment)
             else:

@@ -1,11 +1,13 @@
-"""Command line: `medallion-dq check | run | report | diff | profile | contract | spark`.
+"""Command line: `medallion-dq check | run | report | diff | profile | contract | spark | lake`.
 
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
 
-Exit codes: 0 success; 1 an update failed, the quality gate stopped the job, `check` found
-errors, or `contract check` drift; 2 the command could not start (no project, a wrong option, an
-error in pipeline code, no Java/Docker, invalid rules or bundle or data contract, the lake busy); 3 the Spark server died during the run;
+Exit codes: 0 success; 1 an update failed (a full disk included), the quality gate stopped the
+job, `check` / `lake check` found errors, or `contract check` drift; 2 the command could not
+start (no project, a wrong option, an error in pipeline code, no Java/Docker, invalid rules or
+bundle or data contract, the lake busy, another landing folder or a damaged table in the lake);
+3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
 """
 
@@ -87,11 +89,19 @@ def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
         local.stop()
 
 
+#: --fresh lakes kept in .local/runs/ (the newest; older ones are removed by the next --fresh run).
+KEEP_FRESH = 5
+
+
 def _lake(root: Path, target: str, fresh: bool) -> Path:
     """The lake this run works in: the target's, which lasts, or a throwaway one (--fresh)."""
     if fresh:
+        from medallion_dq.local import lake
+
+        runs = root / STATE_DIR / "runs"
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        return root / STATE_DIR / "runs" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+        lake.prune(runs, keep=KEEP_FRESH - 1)
+        return runs / f"{stamp}-{uuid.uuid4().hex[:6]}"
     return root / STATE_DIR / "lake" / target
 
 
@@ -109,6 +119,9 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
         job=args.job,
         landing=args.landing,
         json_path=args.json,
+        lakes=None if args.fresh else root / STATE_DIR / "lake",
+        new_delivery=args.new_delivery,
+        full_refresh=args.full_refresh,
     )
     problems += preflight.check_json_path(
         args.junit_xml, option="--junit-xml", example_name="dq-results.xml"
@@ -158,6 +171,7 @@ def cmd_run(args) -> int:
     from medallion_dq import preflight
     from medallion_dq.bundle import BundleError
     from medallion_dq.local import lake
+    from medallion_dq.local import server as shared_server
     from medallion_dq.local import spark as local_spark
     from medallion_dq.local.loading import PipelineCodeError
     from medallion_dq.local.project import LocalProject
@@ -180,6 +194,12 @@ def cmd_run(args) -> int:
     local = result = None
     try:
         with lake.locked(work_dir):
+            if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
+                removed = list(_damaged_rebuilt(root, target, variables, args, work_dir))
+                for table, why in removed:
+                    print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
+                if removed:  # the lake's warm server still holds them in its catalog
+                    shared_server.stop_lake_servers(work_dir)
             # The lake's own warm server: its catalog already knows the lake's tables, and
             # runs after the first skip the JVM's start and its cold first update.
             warm = None if args.own_server or args.fresh else work_dir
@@ -201,7 +221,9 @@ def cmd_run(args) -> int:
             )
             project.open_lake()
             if args.job:
-                result = project.run_job(args.job, full_refresh=args.full_refresh)
+                result = project.run_job(
+                    args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
+                )
             else:
                 result = project.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
         summary = result.to_dict()
@@ -234,6 +256,10 @@ def cmd_run(args) -> int:
         if args.traceback:
             print(error.traceback, file=sys.stderr)
         return 2
+    except lake.PutBackFailed as error:
+        summary["error"] = str(error)
+        print(f"{what}: FAILED: {error}", file=sys.stderr)
+        return 1
     except (
         lake.LakeBusy,
         local_spark.BackendUnavailable,
@@ -249,6 +275,12 @@ def cmd_run(args) -> int:
         lost = None
         if local is not None:
             lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
+        if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
+            summary["error"] = (
+                f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
+            )
+            print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
+            return 1
         if lost is None:
             raise
         summary["error"] = str(lost)
@@ -260,6 +292,58 @@ def cmd_run(args) -> int:
         _write_summary(args.json, summary)
         error = summary.get("error")  # a pipeline's summary holds its update's error as a dict
         _write_junit(args.junit_xml, root, result, what, error if isinstance(error, str) else None)
+
+
+def _damaged_rebuilt(root: Path, target: str, variables: dict, args, work_dir: Path):
+    """Remove the damaged tables a full refresh of the run's pipelines rebuilds; yield each
+    (table, what was wrong). A damaged table of another pipeline stopped the run in preflight."""
+    import shutil
+
+    from medallion_dq import preflight
+    from medallion_dq.bundle import load_bundle
+    from medallion_dq.local import lake
+
+    bundle = load_bundle(root, target=target, variables=variables)
+    keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
+    rebuilt = preflight.datasets_defined(
+        {f for key in keys for f in bundle.pipelines[key].library_files}
+    )
+    for table, folder in lake.tables(work_dir / "warehouse").items():
+        if table.split(".")[-1] in rebuilt and (why := lake.damage(folder)):
+            shutil.rmtree(folder)
+            yield table, why
+
+
+def cmd_lake(args) -> int:
+    """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
+    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.local import lake
+
+    root = _root(args.root)
+    try:
+        target = args.target or load_bundle(root).target
+    except BundleError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    work_dir = root / STATE_DIR / "lake" / target
+    where = work_dir.relative_to(root)
+    if not work_dir.is_dir():
+        print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
+        return 2
+    found = lake.tables(work_dir / "warehouse")
+    damaged = {name: lake.damage(folder) for name, folder in found.items()}
+    damaged = {name: why for name, why in damaged.items() if why}
+    for name, why in damaged.items():
+        print(f"{name}: damaged: {why}")
+    if damaged:
+        print(
+            f"lake check: {len(damaged)} of {len(found)} table(s) of {where} damaged; "
+            "rebuild with `medallion-dq run --full-refresh --pipeline <the one writing it>`, "
+            f"or delete {where} to start over"
+        )
+        return 1
+    print(f"lake check: {len(found)} table(s) of {where}, all sound")
+    return 0
 
 
 def cmd_report(args) -> int:
@@ -435,7 +519,24 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--fresh",
         action="store_true",
-        help="run in a new, throwaway lake (default: the target's lake in .local/lake/<target>)",
+        help=f"run in a new, throwaway lake in .local/runs/ (the last {KEEP_FRESH} are kept; "
+        "default: the target's lake in .local/lake/<target>)",
+    )
+    run.add_argument(
+        "--landing",
+        help="folder of landing files (default: fixtures/landing); a lake that lasts reads one "
+        "folder: another is refused, as its files would all be read again",
+    )
+    run.add_argument(
+        "--new-delivery",
+        action="store_true",
+        help="--landing is a new delivery of the source the lake was built from: every file in "
+        "it is read, so it must hold only files the lake has not read",
+    )
+    run.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="the gate reports a dataset that received no rows (an empty delivery) and passes",
     )
     run.add_argument(
         "--own-server",
@@ -512,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--dataset", help="only this schema object (export: this dataset)")
     contract.add_argument("--layer", choices=["silver", "gold"], default="silver")
     contract.add_argument("--out", help="export: write the contract here (default: print it)")
+    lake = sub.add_parser("lake", help="the target's local lake: check every table")
+    lake.add_argument("action", choices=["check"])
+    lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
     args = parser.parse_args(argv)
     commands = {
         "check": cmd_check,
@@ -521,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
         "diff": cmd_diff,
         "profile": cmd_profile,
         "contract": cmd_contract,
+        "lake": cmd_lake,
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")

@@ -517,7 +517,14 @@ def run_gate(
 
     if any(r.checks or r.schema for r in rulesets):
         result.checks = checks.judge(
-            events_df.sparkSession, events_df, update_id, rulesets, ran, table=table, as_of=as_of
+            events_df.sparkSession,
+            events_df,
+            update_id,
+            rulesets,
+            ran,
+            table=table,
+            as_of=as_of,
+            allow_empty=allow_empty,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
     result.checks += checks.landing_drift(events_df, update_id, ran, table=table)

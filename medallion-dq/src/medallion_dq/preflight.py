@@ -32,6 +32,9 @@ RUN012  a pipeline .py file does not compile (syntax error; shown with its line 
 RUN013  a pipeline .py file imports a module that is not installed
 RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
 RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt name)
+RUN016  ``--landing`` is not the folder the lasting lake was built from (its files would all be
+        read again), or with ``--new-delivery`` it holds files the lake has read already
+RUN017  a table of the lasting lake is damaged (a Delta commit or a data file missing or cut)
 ======  ==========================================================================================
 
 Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``
@@ -68,13 +71,16 @@ from medallion_dq.problems import Problem
 __all__ = [
     "DEFAULT_LANDING",
     "check_json_path",
+    "check_lake",
     "check_landing",
     "check_pipeline_code",
     "check_run_options",
     "compile_pipeline_files",
+    "datasets_defined",
     "has_errors",
     "landing_folders",
     "parse_variables",
+    "pipeline_keys",
 ]
 
 #: The landing folder `medallion-dq run` reads without --landing, relative to the project root.
@@ -549,6 +555,123 @@ def check_landing(
     return problems
 
 
+def datasets_defined(files: Iterable[Path]) -> set[str]:
+    """Dataset names pipeline files define, read from the text (no code is run)."""
+    names = set()
+    for file in files:
+        text = Path(file).read_text(encoding="utf-8", errors="replace")
+        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
+        names |= set(
+            re.findall(
+                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
+                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
+                text,
+                re.IGNORECASE,
+            )
+        )
+    return names
+
+
+def pipeline_keys(bundle: Bundle, pipeline: str | None, job: str | None) -> list[str]:
+    """The bundle pipelines a run updates: ``--pipeline``'s, or those of ``--job``'s tasks."""
+    if pipeline is not None:
+        return [pipeline] if pipeline in bundle.pipelines else []
+    if job is not None and job in bundle.jobs:
+        tasks = bundle.jobs[job].tasks
+        return list(
+            dict.fromkeys(t.pipeline_key for t in tasks if t.pipeline_key in bundle.pipelines)
+        )
+    return list(bundle.pipelines) if job is None else []
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    import filecmp
+
+    try:
+        return a.stat().st_size == b.stat().st_size and filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
+def check_lake(
+    lake: Path,
+    landing: Path,
+    option: str,
+    sources: Iterable[str],
+    *,
+    root: Path,
+    new_delivery: bool = False,
+    full_refresh: bool = False,
+    rebuilt: Iterable[str] = (),
+    writers: Mapping[str, str] | None = None,
+) -> list[Problem]:
+    """RUN016 / RUN017 for the lasting lake the run will update (``lake``: its folder).
+
+    RUN016: the lake's streaming tables know the files they read by path (as Auto Loader does),
+    so the same files in another folder would all be read again. A ``landing`` (resolved) other
+    than the one the lake was built from is refused, unless ``full_refresh`` (every file is read
+    again, once) or ``new_delivery``: the folder is a new delivery of the same source, every file
+    in it is read, so it must hold only files not read yet; a file there with the name and bytes
+    of one under an earlier landing folder would be read twice, and is refused.
+    RUN017: a damaged table (lake.damage), but those named in ``rebuilt``: a ``--full-refresh``
+    rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
+    name -> the bundle pipeline that writes it, named in the fix."""
+    from medallion_dq.local import lake as lakes
+
+    def shown(path: Path) -> str:
+        return _rel(path, root) if path.is_relative_to(root) else str(path)
+
+    problems = []
+    where = shown(lake)
+    for table, why in lakes.damaged_tables(lake / "warehouse").items():
+        name = table.split(".")[-1]
+        if name in set(rebuilt):
+            continue
+        writer = (writers or {}).get(name, "<the one writing it>")
+        problems.append(
+            Problem(
+                "RUN017",
+                f"table {table}",
+                f"damaged: {why}",
+                f"--full-refresh --pipeline {writer} rebuilds it, --fresh runs in a new lake, "
+                f"`medallion-dq lake check` lists every damaged table of {where}",
+            )
+        )
+    built_from = lakes.landings(lake)
+    if not list(sources) or not built_from or full_refresh:
+        return problems
+    landing = landing.resolve()
+    if landing == built_from[-1]:
+        return problems
+    if not new_delivery:
+        message = (
+            f"the lake {where} was built from {shown(built_from[-1])}, and it knows files by "
+            "their path: every file of this folder would be read again"
+        )
+        fix = (
+            "--fresh for a new lake, --full-refresh to read this folder from scratch, or "
+            "--new-delivery if it holds only files the lake has not read"
+        )
+        return [*problems, Problem("RUN016", option, message, fix)]
+    copies = [
+        (path.relative_to(landing), earlier)
+        for source in sorted(sources)
+        for path in sorted((landing / source).rglob("*"))
+        if path.is_file()
+        for earlier in built_from
+        if _same_file(path, earlier / path.relative_to(landing))
+    ]
+    if copies:
+        name, earlier = copies[0]
+        message = (
+            f"{len(copies)} file(s) here were read already from {shown(earlier)} (same name and "
+            f"bytes, e.g. {name.as_posix()}): a new delivery is read whole, they would be read twice"
+        )
+        fix = "leave only the new files in the folder, or --full-refresh to read it from scratch"
+        problems.append(Problem("RUN016", f"{option} --new-delivery", message, fix))
+    return problems
+
+
 # --------------------------------------------------------------------------- catalog / schema
 
 
@@ -655,6 +778,9 @@ def check_run_options(
     source_folders: Iterable[str] | None = None,
     check_code: bool = True,
     cwd: Path | None = None,
+    lakes: Path | None = None,
+    new_delivery: bool = False,
+    full_refresh: bool = False,
 ) -> list[Problem]:
     """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
 
@@ -672,7 +798,9 @@ def check_run_options(
       pipeline files (``landing_folders``);
     * ``check_code``: also compile the chosen pipelines' .py files and check their imports
       (RUN012, RUN013);
-    * ``cwd``: the folder relative paths are read from (default: the current folder).
+    * ``cwd``: the folder relative paths are read from (default: the current folder);
+    * ``lakes``: the folder of the lasting lakes, one per target (None: a new lake, ``--fresh``):
+      the target's lake is checked (``check_lake``) with ``--new-delivery`` / ``--full-refresh``.
 
     Returns problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a
     user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
@@ -807,7 +935,26 @@ def check_run_options(
             formats = found
         else:
             sources = list(source_folders)
-        problems += check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
+        landing_problems = check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
+        problems += landing_problems
+        if lakes is not None and (Path(lakes) / target).is_dir() and not has_errors(problems):
+            path = cwd / Path(landing).expanduser() if landing else root / DEFAULT_LANDING
+            option = f"--landing {landing}" if landing else "--landing (not given)"
+            problems += check_lake(
+                Path(lakes) / target,
+                path,
+                option,
+                sources,
+                root=root,
+                new_delivery=new_delivery,
+                full_refresh=full_refresh,
+                rebuilt=datasets_defined(files) if full_refresh else (),
+                writers={
+                    name: key
+                    for key, resource in bundle.pipelines.items()
+                    for name in datasets_defined(resource.library_files)
+                },
+            )
     elif landing is not None:
         problems += check_landing(landing, [], root=root, cwd=cwd)
 

@@ -11,10 +11,20 @@ Open-source Spark's catalog lives in the server's memory, so a new server knows 
 An update first writes a journal (`updates/<id>/journal.json`): each table's kind and Delta
 version before the update (null when it did not exist). When the update fails, is interrupted or
 its process dies, `put_back` returns every materialized view to that version and removes every
-table the update created (with its checkpoint); the next run on the lake finds a journal left
-behind by a killed process and puts it back first. A streaming table that existed keeps the
-micro-batches its flow committed: its checkpoint says they were read, so they are neither lost
-nor read twice (rolling its data back alone would make the next update skip them).
+table the update created (with its checkpoint), and deletes the data files the update wrote that
+no commit records (a commit that failed, e.g. on a full disk); the next run on the lake finds a
+journal left behind by a killed process, or by a put-back that failed, and puts it back first.
+A streaming table that existed keeps the micro-batches its flow committed: its checkpoint says
+they were read, so they are neither lost nor read twice (rolling its data back alone would make
+the next update skip them).
+
+The lake also remembers the landing folder it was built from (`landing.json`): the file source
+knows files by path (as Auto Loader does), so the same files under another folder would all be
+read again; `medallion-dq run` refuses another folder unless told (preflight RUN016).
+
+`damage` reads a table's Delta log without Spark (every commit since the last checkpoint, every
+data file of the current version there with its size), so a damaged table is named before an
+update touches it, and `medallion-dq lake check` verifies a whole lake.
 """
 
 from __future__ import annotations
@@ -25,12 +35,15 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 UPDATES = "updates"
+LANDING = "landing.json"
 
 
 class LakeBusy(RuntimeError):
@@ -60,6 +73,21 @@ def locked(work_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prune(runs: Path, keep: int) -> list[Path]:
+    """Remove all but the newest ``keep`` throwaway lakes of ``runs`` (their names start with
+    the time they were made), never one a run holds; return those removed."""
+    removed = []
+    lakes = sorted(p for p in Path(runs).glob("*") if p.is_dir())
+    for old in lakes[: max(0, len(lakes) - keep)]:
+        try:
+            with locked(old):
+                shutil.rmtree(old)
+        except LakeBusy:
+            continue
+        removed.append(old)
+    return removed
 
 
 def register_tables(spark, warehouse: Path) -> list[str]:
@@ -94,6 +122,7 @@ class Journal:
     versions: dict[str, int | None]  # dataset -> Delta version before the update (None: absent)
     storage: str  # the pipeline's storage folder (streaming checkpoints)
     folder: str  # this journal's folder (updates/<id>/)
+    started: float = field(default_factory=time.time)  # files newer than this are the update's
 
     @classmethod
     def begin(
@@ -266,13 +295,61 @@ def _location(spark, table: str) -> Path | None:
     return None
 
 
+class PutBackFailed(RuntimeError):
+    """Some tables of a failed update could not be put back (e.g. the disk is full): the journal
+    stays, and the next run on the lake tries again."""
+
+    def __init__(self, failed: dict[str, str], restored: list[str], removed: list[str]):
+        self.failed, self.restored, self.removed = failed, restored, removed
+        super().__init__(
+            "; ".join(f"could not put back {name}: {cause}" for name, cause in failed.items())
+            + "; the next run will try again"
+        )
+
+
+# What a Spark or Python error says about the disk, as users know the words.
+_IO_FAULT = re.compile(
+    r"No space left on device|Disk quota exceeded|Read-only file system|Input/output error"
+)
+
+
+def io_fault(error: BaseException | str) -> str | None:
+    """The disk fault (a full disk...) an error or an engine's message reports, or None: a
+    Spark error's first line is its wrapper, the disk's words are further down, or only on the
+    server (then the error has Spark's I/O error state, 58030, and its first line is said)."""
+    text = str(error)
+    if found := _IO_FAULT.search(text):
+        return found[0]
+    if "SQLSTATE: 58030" in text:
+        return text.strip().splitlines()[0].replace(" SQLSTATE: 58030", "")[:300]
+    return None
+
+
+def disk_note(folder: Path, low: int = 64 * 2**20) -> str:
+    """'; 1.0 MB free on its disk' when little space is left where ``folder`` is, else ''."""
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return ""
+    return f"; {free / 2**20:.1f} MB free on its disk" if free < low else ""
+
+
+def cause(error: BaseException) -> str:
+    """One line for an error: the disk fault it reports, else its first line."""
+    text = str(error)
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(error).__name__)
+    return io_fault(text) or line[:300]
+
+
 def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[list[str], list[str]]:
     """Return every materialized view of ``journal`` to its version before the update and drop
-    the tables it created, with their checkpoints; return (restored, removed) dataset names.
+    the tables it created, with their checkpoints; delete the data files the update wrote that
+    no commit records; return (restored, removed) dataset names.
 
     The tables are put back at once, on threads of the one session: a RESTORE is 6-8 small Spark
     jobs (a failed publish's three gold tables: 13.3 s one after another, 7.8 s at once). Every
-    table is put back even when another one fails; the first error is raised after."""
+    table is put back even when another one fails; then ``PutBackFailed`` names those that
+    could not be."""
     now = versions(spark, journal.tables, warehouse)
     changed = {
         name: table
@@ -299,9 +376,168 @@ def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[li
     with ThreadPoolExecutor(max_workers=max(1, len(changed))) as pool:
         futures = {name: pool.submit(one, name, table) for name, table in changed.items()}
     done = {name: future.exception() or future.result() for name, future in futures.items()}
-    if errors := [e for e in done.values() if isinstance(e, BaseException)]:
-        raise errors[0]
-    return (
-        [name for name, what in done.items() if what == "restored"],
-        [name for name, what in done.items() if what == "removed"],
+    for table in journal.tables.values():  # a commit that failed leaves its files behind
+        folder = table_folder(warehouse, table)
+        if folder is not None and folder.is_dir():
+            for orphan in untracked_files(folder, journal.started):
+                orphan.unlink(missing_ok=True)
+    restored = [name for name, what in done.items() if what == "restored"]
+    removed = [name for name, what in done.items() if what == "removed"]
+    if failed := {n: cause(e) for n, e in done.items() if isinstance(e, BaseException)}:
+        raise PutBackFailed(failed, restored, removed)
+    return restored, removed
+
+
+# -- the table's Delta log, read without Spark ----------------------------------------------------
+# Classic and multi-part checkpoints; a V2 one (a uuid in its name, sidecar files) is not read.
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d+\.\d+|\.[0-9a-f-]{36})?\.(?:parquet|json)$")
+_V2_CHECKPOINT = re.compile(r"\.checkpoint\.[0-9a-f-]{36}\.")
+
+
+def _relative(path: str) -> str:
+    """A log action's path as a path relative to the table (absolute paths are kept)."""
+    return urlparse(path).path if ":" in path.split("/")[0] else unquote(path)
+
+
+def _log(folder: Path) -> tuple[int | None, list[int], list[str]]:
+    """(the latest checkpoint's version or None, the commit versions after it, its files)."""
+    names = os.listdir(folder / "_delta_log")
+    checkpoints = sorted({int(m[1]) for m in map(_CHECKPOINT.match, names) if m})
+    base = checkpoints[-1] if checkpoints else None
+    commits = sorted(int(m[1]) for m in map(_COMMIT_FILE.match, names) if m)
+    parts = (
+        sorted(n for n in names if n.startswith(f"{base:020d}.checkpoint")) if checkpoints else []
     )
+    return base, [c for c in commits if base is None or c > base], parts
+
+
+def _files(folder: Path, *, every: bool = False) -> dict[str, int] | None:
+    """The data files of the table's current version (path -> size its commit recorded); with
+    ``every``, each file any commit or checkpoint of the log names; None when a V2 checkpoint
+    holds them. Raises ``ValueError`` naming a commit missing or unreadable."""
+    base, commits, parts = _log(folder)
+    log = folder / "_delta_log"
+    start = 0 if base is None else base + 1
+    if not commits and base is None:
+        raise ValueError("its Delta log holds no commit")
+    latest = commits[-1] if commits else base
+    if missing := sorted(set(range(start, latest + 1)) - set(commits)):
+        raise ValueError(
+            f"version {missing[0]} of its Delta log is missing ({missing[0]:020d}.json)"
+        )
+    if any(_V2_CHECKPOINT.search(part) for part in parts):
+        return None
+    files: dict[str, int] = {}
+    for part in parts:
+        import pyarrow.parquet as pq
+
+        try:
+            adds = pq.read_table(log / part, columns=["add"]).column("add").to_pylist()
+        except Exception as error:  # noqa: BLE001 - a damaged checkpoint, in pyarrow's words
+            raise ValueError(f"its checkpoint {part} cannot be read: {cause(error)}") from None
+        files.update({_relative(a["path"]): a["size"] for a in adds if a})
+    for version in range(start, latest + 1):
+        try:
+            with (log / f"{version:020d}.json").open(encoding="utf-8") as lines:
+                actions = [json.loads(line) for line in lines if line.strip()]
+        except (OSError, ValueError) as error:
+            raise ValueError(
+                f"commit {version} of its Delta log cannot be read: {cause(error)}"
+            ) from None
+        for action in actions:
+            if "add" in action:
+                files[_relative(action["add"]["path"])] = action["add"].get("size")
+            elif "remove" in action and not every:
+                files.pop(_relative(action["remove"]["path"]), None)
+    return files
+
+
+def damage(folder: Path) -> str | None:
+    """What is wrong with the Delta table in ``folder``, None when nothing: a commit missing or
+    unreadable, a data file of its current version missing or not the size its commit recorded
+    (truncated). Reads the log and stats the files: no data is read."""
+    try:
+        files = _files(folder)
+    except ValueError as error:
+        return str(error)
+    except OSError as error:
+        return f"its Delta log cannot be read: {cause(error)}"
+    for path, size in sorted((files or {}).items()):
+        try:
+            actual = (folder / path).stat().st_size
+        except FileNotFoundError:
+            return f"data file {path} of its current version is missing"
+        except OSError as error:
+            return f"data file {path} cannot be read: {cause(error)}"
+        if size is not None and actual != size:
+            return f"data file {path} is {actual:,} bytes, its commit says {size:,} (truncated?)"
+    return None
+
+
+def tables(warehouse: Path) -> dict[str, Path]:
+    """The warehouse's Delta tables, ``schema.table`` -> folder (as register_tables finds them)."""
+    return {
+        f"{schema.name[: -len('.db')]}.{table.name}": table
+        for schema in sorted(Path(warehouse).glob("*.db"))
+        for table in sorted(schema.iterdir())
+        if (table / "_delta_log").is_dir()
+    }
+
+
+def damaged_tables(warehouse: Path) -> dict[str, str]:
+    """Every damaged table of the warehouse: name -> what is wrong (``damage``)."""
+    return {name: why for name, folder in tables(warehouse).items() if (why := damage(folder))}
+
+
+def untracked_files(folder: Path, since: float) -> list[Path]:
+    """Files of the table written since ``since`` that no commit of its log names: the data of
+    a commit that failed, and the log's own temporary files. A file its log names, at any
+    version, is kept (time travel reads it)."""
+    try:
+        named = _files(folder, every=True)
+    except (OSError, ValueError):
+        return []  # a damaged log: leave the table as it is (`lake check` names it)
+    if named is None:
+        return []  # a V2 checkpoint: which files it names is not known here
+    out = []
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder).as_posix()
+        if not path.is_file() or path.stat().st_mtime < since or rel in named:
+            continue
+        if rel.startswith("_delta_log/"):
+            if ".tmp" in path.name:  # a commit never renamed into place, or its checksum
+                out.append(path)
+        elif path.name.startswith(".") and path.name.endswith(".crc"):  # a file's checksum
+            if (
+                path.with_name(path.name[1 : -len(".crc")]).relative_to(folder).as_posix()
+                not in named
+            ):
+                out.append(path)
+        else:
+            out.append(path)
+    return out
+
+
+# -- the landing folder the lake was built from ---------------------------------------------------
+def landings(work_dir: Path) -> list[Path]:
+    """The landing folders the lake's files were read from, the current one last ([]: unknown,
+    a new lake)."""
+    try:
+        record = json.loads((Path(work_dir) / LANDING).read_text(encoding="utf-8"))
+        return [Path(p) for p in record["landings"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def remember_landing(work_dir: Path, landing: Path, *, reset: bool = False) -> None:
+    """Record that the lake reads ``landing`` now; ``reset``: every file is read again from it
+    (a full refresh), earlier folders no longer count."""
+    landing = Path(landing).resolve()
+    earlier = [] if reset else [p for p in landings(work_dir) if p != landing]
+    record = Path(work_dir) / LANDING
+    record.parent.mkdir(parents=True, exist_ok=True)
+    partial = record.with_suffix(".tmp")
+    partial.write_text(
+        json.dumps({"landings": [str(p) for p in [*earlier, landing]]}, indent=2), encoding="utf-8"
+    )
+    partial.replace(record)

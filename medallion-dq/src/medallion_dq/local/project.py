@@ -19,9 +19,10 @@ from medallion_dq import gate
 from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
-from medallion_dq.local.lake import register_tables
+from medallion_dq.local.lake import register_tables, remember_landing
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
+from medallion_dq.preflight import datasets_defined, landing_folders
 
 LAYERS = ("bronze", "silver", "gold")
 
@@ -143,6 +144,8 @@ class LocalProject:
 
     def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
         spec = self.spec(key, **spec_options)
+        if landing_folders(spec.libraries):  # the folder the lake's files are known from
+            remember_landing(self.local.work_dir, self.landing, reset=full_refresh)
         unread = self._unread_landing_files(spec)
         result = self.runner.run(spec, full_refresh=full_refresh)
         result.unread_files = unread
@@ -153,7 +156,6 @@ class LocalProject:
     def _unread_landing_files(self, spec: PipelineSpec) -> list[dict]:
         """Landing files the pipeline's readers will skip, said before the update: nothing that
         landed disappears without a line."""
-        from medallion_dq.preflight import landing_folders
         from medallion_dq.sources import unread_files
 
         file_format = spec.configuration.get("medallion.source.file_format", "json")
@@ -173,7 +175,7 @@ class LocalProject:
         for other_key, other in self.bundle.pipelines.items():
             if other_key == key:
                 continue
-            for name in sorted(_datasets_defined(other.library_files)):
+            for name in sorted(datasets_defined(other.library_files)):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
                 if self.local.spark.catalog.tableExists(table) or not any(
                     _reads(file, name) for file in pipeline.library_files
@@ -187,7 +189,11 @@ class LocalProject:
                 self.log(f"[{pipeline.name}] {result.error.message}")
                 return
 
-    def run_job(self, key: str, *, full_refresh: bool = False) -> JobResult:
+    def run_job(
+        self, key: str, *, full_refresh: bool = False, allow_empty: bool = False
+    ) -> JobResult:
+        """The bundle job's tasks in order; ``allow_empty``: the gate passes an empty delivery
+        (reported, not failed), as the gate's own ``--allow-empty``."""
         if key not in self.bundle.jobs:
             raise KeyError(
                 f"no job {key!r} in the bundle: choose one of {', '.join(self.bundle.jobs)}"
@@ -217,7 +223,7 @@ class LocalProject:
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
             elif task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate":
-                outcome = self._gate(task, upstream, pipelines_of_tasks)
+                outcome = self._gate(task, upstream, pipelines_of_tasks, allow_empty)
             else:
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
@@ -231,9 +237,13 @@ class LocalProject:
         result.seconds = time.perf_counter() - started
         return result
 
-    def _gate(self, task, upstream: list[TaskResult], pipelines: dict) -> TaskResult:
+    def _gate(
+        self, task, upstream: list[TaskResult], pipelines: dict, allow_empty: bool = False
+    ) -> TaskResult:
         """The gate task, locally: the same code as on Databricks, over the local event log
         (all of it: a volume check compares with earlier updates) and the pipeline's tables."""
+        parameters = task.spec.get("python_wheel_task", {}).get("parameters") or []
+        allow_empty = allow_empty or "--allow-empty" in parameters  # the task's own option
         done = next((u for u in reversed(upstream) if u.update), None)
         update = done.update if done else None
         pipeline = self.bundle.pipelines.get(pipelines.get(done.key) or "") if done else None
@@ -244,6 +254,7 @@ class LocalProject:
             rule_files=rules_dirs(self.root),
             table_prefix=f"{schema}." if schema else "",
             as_of=self.as_of,
+            allow_empty=allow_empty,
         )
         self.log(str(verdict))
         if update is not None and verdict.checks:
@@ -300,23 +311,6 @@ def _gate_reason(verdict: gate.GateResult) -> str:
         reasons.append(f"no rows arrived for {', '.join(verdict.empty)}")
     reasons += [f"check {check}" for check in verdict.checks if not check.passed]
     return "; ".join(reasons) or "nothing to evaluate"
-
-
-def _datasets_defined(files) -> set[str]:
-    """Dataset names a pipeline's files define, read from the text (no code is run)."""
-    names = set()
-    for file in files:
-        text = file.read_text(encoding="utf-8", errors="replace")
-        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
-        names |= set(
-            re.findall(
-                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
-                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
-                text,
-                re.IGNORECASE,
-            )
-        )
-    return names
 
 
 def _reads(file, name: str) -> bool:

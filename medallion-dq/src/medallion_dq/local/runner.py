@@ -54,7 +54,7 @@ class PipelineSpec:
 
 @dataclass
 class RunError:
-    kind: str  # EXPECTATION_VIOLATION | UNKNOWN_COLUMN | ENGINE
+    kind: str  # EXPECTATION_VIOLATION | UNKNOWN_COLUMN | IO (a full disk...) | ENGINE
     message: str
     dataset: str | None = None
     expectation: str | None = None
@@ -488,9 +488,14 @@ class Runner:
                     self.log(f"[{spec.name}] {name}: COMPLETED")
 
         with shielded(self.log) as arrived:
-            restored, removed = (
-                put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
-            )
+            unput = None  # tables that could not be put back: the journal stays for the next run
+            try:
+                restored, removed = (
+                    put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
+                )
+            except lake.PutBackFailed as error:
+                restored, removed, unput = error.restored, error.removed, error
+                self.log(f"[{spec.name}] {error}")
             if not failed:
                 self._replace_views(spec)
             if restored or removed:
@@ -522,6 +527,8 @@ class Runner:
             else:
                 status = "FAILED" if failed else "COMPLETED"
                 error = self._error(error_text, declared, flows) if failed else None
+            if unput is not None:
+                error.message = f"{error.message}; {unput}"
             result = UpdateResult(
                 spec.name,
                 update_id,
@@ -538,7 +545,8 @@ class Runner:
             phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
             phases.lap("event_log")
-            journal.end()
+            if unput is None:
+                journal.end()
             phases.lap("bookkeeping")
             result.timings = phases.result()
             result.seconds = result.timings["total"]
@@ -690,6 +698,10 @@ class Runner:
                     if name in referenced_columns(e.constraint):
                         message = f"DQ011 {dataset}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
                         return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
+        if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
+            where = f" (flow {failed_flow})" if failed_flow else ""
+            fault += lake.disk_note(self.local.work_dir)
+            return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
         return RunError("ENGINE", _first_line(text), failed_flow)
 
 

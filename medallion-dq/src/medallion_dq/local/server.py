@@ -341,6 +341,12 @@ def stop(folder: Path, timeout: float = 60.0) -> ServerInfo | None:
     return info
 
 
+def stop_lake_servers(lake: Path) -> None:
+    """Stop the warm servers of a lake (their catalogs hold its tables as they were)."""
+    for folder in sorted((Path(lake) / LAKE_SERVER).glob("*")):
+        stop(folder)
+
+
 def servers(root: Path) -> list[tuple[Path, ServerInfo | None]]:
     """The server folders of project `root`, the test processes' and its lakes', with what runs
     in each (None: nothing)."""
