@@ -545,7 +545,6 @@ def main(argv: list[str] | None = None) -> int:
         "warm server, started by its first run and kept until unused for "
         "$DQ_SERVER_IDLE_TIMEOUT s; a --fresh lake always gets its own; DQ_REUSE=0 too)",
     )
-    run.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
     run.add_argument("--json", help="write a JSON summary to this path")
     run.add_argument(
         "--junit-xml",
