@@ -280,7 +280,7 @@ def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(tmp_path):
         assert "pipeline validation: COMPLETED" in run.stdout
         examples = cli("check", "--examples", cwd=project)  # the shared server, its own log
         assert examples.returncode == 0, examples.stderr[-3000:] + examples.stdout[-3000:]
-        logs = [*project.glob(".local/lake/*/spark-server.log")]
+        logs = [*project.glob(".local/lake/*/server/*/spark-server.log")]  # the lake's server
         logs += [*project.glob(".local/spark/*/spark-server.log")]
         assert len(logs) == 2
         for log in logs:  # our log4j settings were found: WARN and above, in our layout
