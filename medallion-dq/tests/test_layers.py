@@ -62,13 +62,16 @@ def test_tools_use_no_private_name_of_the_engine():
 
 
 def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():
-    """Importing the Databricks-side modules loads no local engine module (a fresh process)."""
+    """Importing the Databricks-side modules loads no local engine module, nor the tools' data
+    contracts and their JSON schema validator (a fresh process)."""
     import subprocess
     import sys
 
     code = (
-        "import sys, medallion_dq.rules, medallion_dq.gate, medallion_dq.constraints;"
-        "print(sorted(m for m in sys.modules if m.startswith('medallion_dq.local')))"
+        "import sys, medallion_dq.rules, medallion_dq.gate, medallion_dq.constraints,"
+        " medallion_dq.quarantine;"
+        "print(sorted(m for m in sys.modules"
+        " if m.startswith(('medallion_dq.local', 'medallion_dq.contract', 'jsonschema'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
