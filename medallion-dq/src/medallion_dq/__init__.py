@@ -13,4 +13,4 @@ Three layers, kept apart:
   (offline checks), ``report``, ``cli`` (``medallion-dq``), ``testing`` and ``pytest_plugin``.
 """
 
-__version__ = "0.4.2"
+__version__ = "0.5.0"
