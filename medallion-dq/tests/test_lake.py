@@ -162,7 +162,8 @@ def interrupt_publish(project, send):
         assert cli_process.poll() is None, cli_process.communicate()[0]
         assert time.monotonic() < deadline, "the publish update did not begin"
         time.sleep(0.1)
-    time.sleep(1.5)  # into the engine's run: the materialized views are being refreshed
+    # Into the update: on the lake's warm server a whole publish takes a few seconds.
+    time.sleep(0.5)
     send(cli_process)
     output, _ = cli_process.communicate(timeout=300)
     return cli_process.returncode, output

@@ -200,6 +200,10 @@ def cmd_run(args) -> int:
                     print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
                 if removed:  # the lake's warm server still holds them in its catalog
                     shared_server.stop_lake_servers(work_dir)
+            if any((work_dir / lake.UPDATES).glob("*/journal.json")):
+                # A run of this lake ended mid-update: its update may still be running on the
+                # lake's warm server. A new server, then the put-back (LocalProject.open_lake).
+                shared_server.stop_lake_servers(work_dir)
             # The lake's own warm server: its catalog already knows the lake's tables, and
             # runs after the first skip the JVM's start and its cold first update.
             warm = None if args.own_server or args.fresh else work_dir
