@@ -189,7 +189,11 @@ def cmd_run(args) -> int:
     variables, _ = preflight.parse_variables(args.var)
     work_dir = _lake(root, target, args.fresh)
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
-    signal.signal(signal.SIGTERM, _terminated)  # like Ctrl-C: put the update back, then exit
+    # Both put the update back, then exit. Ctrl-C raises our own exception, not Python's
+    # KeyboardInterrupt: on the lake's warm server (outside the terminal's process group) the
+    # Connect client's wait for the update did not give way to the latter (tested).
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGINT, _terminated)
     summary: dict = {"status": "ERROR", "error": None}
     local = result = None
     try:
