@@ -133,6 +133,7 @@ class ServerInfo:
     started: float  # time.time() when it answered
     start_seconds: float
     spark_home: str  # the pyspark whose jars the JVM loads (a venv that may be recreated)
+    folder: str = ""  # the folder it serves: a copy of a project's .local/ is not its own
 
     @property
     def url(self) -> str:
@@ -140,10 +141,13 @@ class ServerInfo:
 
 
 def read_info(folder: Path) -> ServerInfo | None:
+    """What runs for `folder`; None when nothing does, or when server.json was copied here with
+    a project (`cp -r`): that server is the original folder's, never to be used or stopped."""
     try:
-        return ServerInfo(**json.loads((folder / STATE_FILE).read_text()))
+        info = ServerInfo(**json.loads((folder / STATE_FILE).read_text()))
     except (OSError, ValueError, TypeError):
         return None
+    return info if info.folder == str(Path(folder).resolve()) else None
 
 
 def private_folder(folder: Path) -> Path:
@@ -506,6 +510,7 @@ def supervise(folder: Path) -> int:
         started=time.time(),
         start_seconds=round(time.monotonic() - started, 2),
         spark_home=str(_spark_home()),
+        folder=str(folder.resolve()),
     )
     write_private(folder / STATE_FILE, json.dumps(asdict(info)))
     print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
