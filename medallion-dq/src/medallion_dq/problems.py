@@ -29,7 +29,13 @@ class Problem:
         return f"{text}; fix: {self.fix}" if self.fix else text
 
 
-class DataQualityError(ValueError):
+class MedallionDQError(Exception):
+    """The root of every error medallion-dq raises on purpose: `except MedallionDQError` catches
+    them all. Each subclass also keeps the built-in base its callers catch (ValueError for bad
+    input, RuntimeError for a fault of the engine or the machine)."""
+
+
+class DataQualityError(MedallionDQError, ValueError):
     """Raised before any data is read when rules or constraints are invalid."""
 
     def __init__(self, problems: list[Problem]):
