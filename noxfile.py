@@ -68,8 +68,8 @@ def template_python_files() -> list[str]:
     verbatim = context.get("_copy_without_render", [])
     files = []
     for path in sorted(PROJECT_TEMPLATE.rglob("*.py")):
-        if "__pycache__" in path.parts or "seeds" in path.parts:
-            continue  # examples/seeds/ keeps Databricks' documented code as written
+        if "__pycache__" in path.parts:
+            continue
         inside = path.relative_to(PROJECT_TEMPLATE).as_posix()
         copied = any(fnmatch.fnmatch(inside, pattern) for pattern in verbatim)
         text = path.read_text(encoding="utf-8")

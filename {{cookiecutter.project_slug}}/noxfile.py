@@ -8,9 +8,6 @@ local Spark Connect server (embedded, Java 17+): the first starts it, the others
 it stops when left unused (`medallion-dq spark stop` stops it now).
 """
 
-import importlib.util
-import os
-import sys
 from pathlib import Path
 
 import nox
@@ -21,28 +18,15 @@ nox.options.sessions = ["lint", "rules", "bronze", "silver", "gold", "job"]
 PYTHON = "{{ cookiecutter.python_version }}"
 LAYERS = ("bronze", "silver", "gold")
 RULES = Path("src/{{ cookiecutter.package_name }}/rules")
-# PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
-# its wheel is built once into this cache and found there (the version medallion-dq pins);
-# DQ_CACHE_DIR moves it, with medallion-dq's own cache (a CI that caches its workspace only).
-PYSPARK = "pyspark==4.2.0"
-WHEELS = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq") / "wheels"
-
-
-def pyspark_wheel(session: nox.Session) -> None:
-    if not list(WHEELS.glob(f"pyspark-{PYSPARK.split('==')[1]}-*.whl")):
-        session.log(f"building the {PYSPARK} wheel once into {WHEELS} (about a minute)")
-        has_pip = importlib.util.find_spec("pip") is not None  # not where nox came from uvx
-        pip = [sys.executable, "-m", "pip"] if has_pip else ["uvx", "pip"]
-        session.run(*pip, "wheel", "--no-deps", "-w", str(WHEELS), PYSPARK, external=True)
-    for name, sep in (("UV_FIND_LINKS", ","), ("PIP_FIND_LINKS", " ")):  # uv's and pip's
-        links = filter(None, os.environ.get(name, "").split(sep))
-        os.environ[name] = sep.join(dict.fromkeys([str(WHEELS), *links]))
 
 
 def pytest(session: nox.Session, *args: str, group: str = "test", env: dict | None = None) -> None:
-    if group == "test":
-        pyspark_wheel(session)
-    session.install("-e", ".", "--group", group)
+    links = []
+    if group == "test":  # pyspark's wheel, built once by medallion-dq: PyPI has its source only
+        session.install("-e", ".")
+        wheels = session.run("python", "-m", "medallion_dq.testing", silent=True, stderr=None)
+        links = ["--find-links", str(wheels).strip()]
+    session.install("-e", ".", "--group", group, *links)
     junit = f"--junitxml=.local/test-results/{session.name}.xml"  # CI shows them as test results
     session.run("pytest", junit, *args, *session.posargs, env=env)
 

@@ -1,5 +1,6 @@
 """The sample project these tests run against: the template beside this package, baked with its
-default answers once per test process, so the framework is tested on exactly what teams get."""
+default answers once per test process, so the framework is tested on exactly what teams get
+(and with other answers where a test needs them: `sample_project(source_format="csv")`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ TEMPLATE = Path(__file__).resolve().parents[2]  # the template repository holdin
 
 
 @cache
-def sample_project() -> Path:
-    """Bake the default project (once) and make its package importable, here and in the
-    subprocesses the tests start: its pipelines import it for their rule files."""
+def sample_project(**answers: str) -> Path:
+    """Bake the default project (once per set of `answers`) and make its package importable,
+    here and in the subprocesses the tests start: its pipelines import it for their rule files."""
     from cookiecutter.main import cookiecutter
 
     out = Path(tempfile.mkdtemp(prefix="medallion-sample-"))
@@ -31,7 +32,11 @@ def sample_project() -> Path:
     )
     project = Path(
         cookiecutter(
-            str(TEMPLATE), no_input=True, output_dir=str(out / "baked"), config_file=str(config)
+            str(TEMPLATE),
+            no_input=True,
+            extra_context=answers,
+            output_dir=str(out / "baked"),
+            config_file=str(config),
         )
     )
     src = str(project / "src")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import medallion_dq
-from medallion_dq.testing import child_processes, run_cli_and_kill_server
+from processes import child_processes, run_cli_and_kill_server
 from sample import sample_project
 
 

@@ -7,11 +7,8 @@ import pytest
 
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.runner import PipelineSpec, Runner
-from medallion_dq.testing import (
-    assert_expectations,
-    assert_update_ok,
-    run_cli_and_kill_server,
-)
+from medallion_dq.testing import assert_expectations, assert_update_ok
+from processes import run_cli_and_kill_server
 from sample import sample_project
 
 pytestmark = pytest.mark.spark

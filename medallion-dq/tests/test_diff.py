@@ -16,7 +16,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from medallion_dq import cli
-from medallion_dq.testing import child_processes, run_cli_and_kill_server
+from processes import child_processes, run_cli_and_kill_server
 from sample import sample_project, typed_like_silver
 
 pytestmark = pytest.mark.spark

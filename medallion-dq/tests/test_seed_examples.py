@@ -1,7 +1,8 @@
-"""Databricks' documented expectation examples (examples/seeds/) run unchanged on this machine."""
+"""Databricks' documented expectation examples (tests/seeds/) run unchanged on this machine."""
 
 import json
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +17,7 @@ from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
-SEEDS = sample_project() / "examples" / "seeds"
+SEEDS = Path(__file__).parent / "seeds"
 CLICKS = "timestamp STRING, current_page_id INT, current_page_title STRING, count INT"
 ORDERS = "order_id STRING, quantity INT, amount INT, order_date DATE"
 ORDERS_RAW = [

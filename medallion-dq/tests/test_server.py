@@ -18,7 +18,7 @@ from stat import S_IMODE
 import pytest
 
 from medallion_dq.local import server, spark
-from medallion_dq.testing import child_processes
+from processes import child_processes
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,6 @@
 - `lake`: a fresh, isolated slice of the lake per test (own schema, landing folder and
   checkpoints) to seed tables, drop landing files, and run layers of the bundle's pipelines.
 - `module_lake`: the same, shared by the tests of one module (one update, many assertions).
-- `bare_machine`: no Java, Maven or cache on this process's PATH and home (infrastructure tests).
 
 Rule files are test files too: given a project's rules folder (`pytest src/<package>/rules`),
 pytest collects one test per example row of each rule (`examples:` in the rule file), judged on
@@ -108,20 +107,6 @@ def module_lake(local_spark, medallion_project):
     from medallion_dq.testing import Lake
 
     return Lake(local_spark, medallion_project)
-
-
-@pytest.fixture
-def bare_machine(tmp_path, monkeypatch):
-    """A machine with nothing installed: PATH with only `tmp_path/bin` on it (returned, for fake
-    tools), no JAVA_HOME, an empty home (no ~/.m2) and an empty jar cache."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "home").mkdir()
-    return bin_dir
 
 
 def pytest_collect_file(file_path: Path, parent):

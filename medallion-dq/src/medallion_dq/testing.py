@@ -4,26 +4,32 @@
 `assert_*` helpers check what a user cares about: an update's status, exact per-rule failure
 counts, which rows went to quarantine with which rules, and that no row was lost. A run
 returns an `UpdateResult`: status, flows, per-dataset expectation metrics, the error.
+
+`python -m medallion_dq.testing` builds pyspark's wheel once (a project's noxfile runs it with
+medallion-dq alone installed, so the local engine is imported by `Lake`, not here).
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
-import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from importlib.metadata import requires
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from medallion_dq.local.project import LocalProject
-from medallion_dq.local.runner import UpdateResult
-from medallion_dq.preflight import landing_folders
+if TYPE_CHECKING:
+    from medallion_dq.local.runner import UpdateResult
+
+log = logging.getLogger("medallion_dq.testing")  # also when run as __main__
 
 
 class Lake:
@@ -31,6 +37,9 @@ class Lake:
     jobs, run in that schema."""
 
     def __init__(self, local, root: Path):
+        from medallion_dq.local.project import LocalProject
+        from medallion_dq.preflight import landing_folders
+
         self.id = uuid.uuid4().hex[:8]
         self.schema = f"test_{self.id}"
         self.landing = local.work_dir / "landing" / self.id
@@ -169,53 +178,29 @@ def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
     )
 
 
-# -- fault injection ------------------------------------------------------------------------------
-def run_cli_and_kill_server(
-    root: Path,
-    args: list[str],
-    kill: Callable[[subprocess.Popen], None],
-    *,
-    env: dict | None = None,
-) -> tuple[int, str, float]:
-    """Run `medallion-dq <args>` in the project `root`, call `kill(process)` 3 s into its first
-    update, and return the exit code, the output and the seconds from the kill to the exit."""
-    cli = subprocess.Popen(
-        [sys.executable, "-m", "medallion_dq", *args],
-        cwd=root,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+# -- pyspark's wheel ------------------------------------------------------------------------------
+def pyspark_wheel() -> Path:
+    """The folder holding the wheel of the pyspark medallion-dq[local] pins, built there once.
+
+    PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv;
+    installers find the wheel with ``--find-links <folder>``. The folder is in medallion-dq's
+    cache ($DQ_CACHE_DIR, for a CI that caches its workspace only; read here as local.spark
+    reads it, which needs pyspark installed)."""
+    (pin,) = (
+        match[1]
+        for requirement in requires("medallion-dq") or []
+        if (match := re.match(r"pyspark(?:\[[^\]]*\])?==([\w.]+)", requirement))
     )
-    output: list[str] = []
-    reader = threading.Thread(target=lambda: output.extend(cli.stdout), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 600
-        while not any(re.search(r"\] update \w+: \d+ files", line) for line in output):
-            assert cli.poll() is None, f"the run ended before its update:\n{''.join(output)}"
-            assert time.monotonic() < deadline, "the update did not start within 10 minutes"
-            time.sleep(0.2)
-        time.sleep(3)  # into the update: files registered, the engine running
-        kill(cli)
-        killed = time.monotonic()
-        code = cli.wait(timeout=300)
-        ended_in = time.monotonic() - killed
-    finally:
-        if cli.poll() is None:
-            cli.kill()
-    reader.join(timeout=10)
-    return code, "".join(output), ended_in
+    cache = os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq"
+    wheels = Path(cache) / "wheels"
+    if not list(wheels.glob(f"pyspark-{pin}-*.whl")):
+        log.warning("building the pyspark %s wheel once into %s (about a minute)", pin, wheels)
+        has_pip = importlib.util.find_spec("pip") is not None  # not in a venv uv made
+        pip = [sys.executable, "-m", "pip"] if has_pip else ["uvx", "pip"]
+        command = [*pip, "wheel", "--no-deps", "-w", str(wheels), f"pyspark=={pin}"]
+        subprocess.run(command, check=True, stdout=sys.stderr)
+    return wheels
 
 
-def child_processes(pid: int, name: str) -> list[int]:
-    """Process ids of `pid`'s children called `name` (Linux /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            command, rest = stat.read_text().rsplit(")", 1)
-        except OSError:  # the process ended meanwhile
-            continue
-        if int(rest.split()[1]) == pid and command.split("(", 1)[1] == name:
-            found.append(int(stat.parent.name))
-    return found
+if __name__ == "__main__":  # the folder, on stdout alone: a noxfile reads it
+    print(pyspark_wheel())
