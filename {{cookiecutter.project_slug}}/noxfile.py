@@ -1,11 +1,9 @@
 """Checks of this project, layer by layer: `nox` runs the default set, `nox -l` lists them.
 
-Tests live in tests/<layer>/ (bronze, silver, gold): each layer's session runs its folder, so a
-test file you add there runs without touching this file, and the examples written next to the
-layer's rules (src/<package>/rules/<layer>/*.yml: one test per example row); `job` runs every
-other test (the whole job, and anything outside the layer folders). The Spark sessions share one
-local Spark Connect server (embedded, Java 17+): the first starts it, the others connect to it;
-it stops when left unused (`medallion-dq spark stop` stops it now).
+Each layer's session runs tests/<layer>/ (a test file you add there runs without touching this
+file) and the examples of its rule files (src/<package>/rules/<layer>/); `job` runs every other
+test. The Spark sessions share one local Spark Connect server (CONVENTIONS.md, "Working on this
+machine").
 """
 
 from pathlib import Path

@@ -11,10 +11,8 @@ ORDERS_RAW_SCHEMA = (
 )
 
 
-# read_landing adds what keeps every record as it arrived: `_corrupt_record` (the raw text of a
-# record that does not parse), `_rescued_data` (JSON of the fields this schema does not name),
-# `_source_file` and `_ingested_at`. Auto Loader on Databricks, its emulation locally: the same
-# columns either way.
+# read_landing keeps every record as it arrived: `_corrupt_record` (a record that does not parse),
+# `_rescued_data` (fields the schema does not name), `_source_file`, `_ingested_at`.
 @dp.table(name="bronze_orders", comment="Order files as landed, one row per record.")
 def bronze_orders():
     return read_landing(spark, "orders", ORDERS_RAW_SCHEMA)  # noqa: F821 - injected by the engine
