@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from medallion_dq import checks, cli, contract, conventions, examples, gate, rules
+from medallion_dq.problems import MedallionDQError
 from sample import sample_project
 
 HERE = Path(__file__).parent / "contracts"
@@ -269,6 +270,18 @@ def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
         err = capsys.readouterr().err.splitlines()
         assert err == [f"error: {message}"]
     assert snapshot(project) == before
+
+
+def test_a_bad_contract_is_one_of_the_packages_errors(tmp_path):
+    """A program calling the library catches it as any medallion-dq error, or as a ValueError."""
+    path = tmp_path / "list.odcs.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(MedallionDQError) as caught:
+        contract.read(path, path.name)
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.lines == [
+        "list.odcs.yaml: not an ODCS data contract (a mapping with apiVersion, kind, id, ...)"
+    ]
 
 
 def test_import_never_writes_over_another_datasets_file(project, capsys):

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from medallion_dq import rules
+from medallion_dq.problems import MedallionDQError
 
 ODCS_VERSION = "v3.1.0"
 SCHEMA_FILE = "odcs-json-schema-v3.1.0.json"
@@ -20,7 +21,7 @@ API_VERSIONS = ("v3.0.0", "v3.0.1", "v3.0.2", "v3.1.0")
 METRICS = ("nullValues", "missingValues", "invalidValues", "duplicateValues", "rowCount")
 
 
-class ContractError(Exception):
+class ContractError(MedallionDQError, ValueError):
     """A contract that cannot be read or is not valid ODCS: one line per problem (exit 2)."""
 
     def __init__(self, lines: list[str]):
