@@ -9,14 +9,17 @@ whose examples hold on Spark; the gate names the clause a failure breaks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 import yaml
 
-from medallion_dq import checks, cli, contract, conventions, examples, gate, rules
+from medallion_dq import checks, cli, contract, conventions, examples, gate, markup, rules
 from medallion_dq.problems import MedallionDQError
 from sample import sample_project
 
@@ -441,24 +444,96 @@ def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
     )
 
 
-@pytest.mark.spark
-def test_a_job_over_rows_breaking_a_clause_stops_at_the_gate_naming_it(lake):
-    """The sample's job over its fixtures and a delivery of refunds: negative amounts break the
-    contract's `orders.amount: minimum` beyond the 5 % the contract tolerates."""
-    lake.land_fixtures("orders")
-    lake.land_fixtures("customers")
-    refunds = [
-        {"order_id": f"R-{i:06d}", "customer_id": "C-0037", "order_ts": "2026-11-02T10:00:00"}
-        | {"channel": "web", "currency": "EUR", "amount": "-5.00", "quantity": "1"}
-        for i in range(12)
+def test_diff_and_the_report_name_the_clause_as_the_gate_does(project):
+    """`diff` (text, markdown, JSON) and `report` (terminal and page) show a rule made from the
+    contract with its clause and the contract's id and version; a removed rule with the clause
+    it had; the team's own rules as before."""
+    from medallion_dq import diff, report
+
+    orders = rules.load(rule_dir(project) / "silver/orders.yml")
+    kept = tuple(r for r in orders.rules if r.name != "positive_quantity")
+    changed = diff.DatasetDiff("silver_orders", orders, dataclasses.replace(orders, rules=kept), [])
+    changed.rules = diff.compare(changed.base, changed.head)
+    said = {"base": "main", "data": "fixtures/landing"}
+    text = diff.text_report(said, [changed])
+    amount = "orders.amount: minimum (acme-orders-orders 1.0.0)"
+    assert f"valid_amount [{amount}]" in text
+    assert re.search(
+        r"positive_quantity \[positive_quantity \(acme-orders-orders 1.0.0\)\] +removed", text
+    )
+    markdown = diff.markdown_report(said, [changed])
+    cell = f"{markup.md_code('valid_amount')} {markup.md_text(f'[{amount}]')}"
+    assert f"| {cell} | unchanged |" in markdown
+    by_name = {r["name"]: r for r in diff.json_report(said, [changed])["datasets"][0]["rules"]}
+    assert by_name["valid_amount"]["contract"] == amount
+
+    clauses = report.clauses_from_rule_files([rule_dir(project)])
+    when = datetime(2026, 11, 2, tzinfo=timezone.utc)
+    rows = [
+        {"update_id": "u1", "timestamp": when, "pipeline": "validation", "dataset": dataset}
+        | {"rule": rule, "passed": 90, "failed": 10, "failed_pct": 10.0}
+        for dataset, rule in (
+            ("silver_orders", "valid_amount"),
+            ("gold_daily_revenue", "has_orders"),
+        )
     ]
-    lake.land("orders", "refunds-2026-11-02", refunds)
+    table = report.text_table(rows, clauses=clauses).splitlines()
+    assert any(line.startswith(f"valid_amount [{amount}]  silver_orders") for line in table)
+    assert any(line.startswith("has_orders  ") for line in table)
+    page = report.html(rows, clauses=clauses)
+    assert f'<code>valid_amount</code> <span class="clause">[{amount}]</span></td>' in page
+    assert "<code>has_orders</code></td>" in page
+
+
+# One delivery breaking every clause the sample's contract translates, each in 10 of 100 rows
+# (over every threshold: 2 % for valid_order_id, 5 % else), its orders 9 days before the
+# project's as_of (2026-11-08): (field, value) of each group; the rest is one good order.
+GOOD = {"order_id": None, "customer_id": "C-0037", "order_ts": "2026-10-30T10:00:00"}
+GOOD |= {"channel": "web", "currency": "EUR", "amount": "10.00", "quantity": "1"}
+BREAKS = {
+    "valid_order_id": ("order_id", None),
+    "valid_amount": ("amount", "-5.00"),
+    "valid_order_ts": ("order_ts", "not a time"),
+    "known_currency": ("currency", "JPY"),
+    "known_channel": ("channel", "kiosk"),
+    "positive_quantity": ("quantity", "0"),
+    "known_customer": ("customer_id", "C-9999"),  # a customer the CRM never sent
+    "unique_order_id": ("order_id", "K-DUP"),  # gold_order_keys: one id 10 times
+}
+
+
+@pytest.mark.spark
+def test_a_job_over_rows_breaking_each_clause_stops_at_the_gate_naming_each(lake):
+    """The sample's job over a delivery breaking every clause of its contract: the gate fails
+    each silver rule and check made from one, naming its clause, contract id and version. The
+    uniqueness clause is gold's (a `fail` rule of the publish pipeline, which the failed gate
+    skips): the publish pipeline run on what silver kept stops on it."""
+    rows = []
+    for n in range(100):
+        row = GOOD | {"order_id": f"K-{n:03d}"}
+        if n < 10 * len(BREAKS):
+            field, value = list(BREAKS.values())[n // 10]
+            row[field] = value
+        rows.append(row)
+    lake.land("orders", "orders-2026-10-30", rows)
+    lake.land_fixtures("customers")
     job = lake.project.run_job("medallion")
     validate, verdict, publish = job.tasks
     assert (validate.status, verdict.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
-    clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
-    assert f"silver_orders.valid_amount {clause}" in verdict.gate.table()
-    assert f"over threshold: silver_orders.valid_amount {clause}" in verdict.gate.summary()
+    orders = rules.load(lake.root / "src/acme_orders/rules/silver/orders.yml")
+    made = {i.name: i.contract for i in (*orders.rules, *orders.checks) if i.contract}
+    assert set(made) == set(BREAKS) - {"unique_order_id"} | {"fresh_orders"}
+    failed = {r.rule for r in verdict.gate.failures}
+    failed |= {c.name for c in verdict.gate.checks if not c.passed}
+    assert set(made) <= failed
+    table = verdict.gate.table()
+    for name, clause in made.items():
+        assert f"{name} [{clause} (acme-orders-orders 1.0.0)]" in table, name
+    gold = lake.run("publish")
+    assert not gold.ok
+    assert "unique_order_id" in gold.error.message
+    keys = rules.load(lake.root / "src/acme_orders/rules/gold/order_keys.yml")
+    assert keys.clauses() == {"unique_order_id": "unique_order_id (acme-orders-orders 1.0.0)"}
 
 
 def test_dataset_picks_one_object_and_a_wrong_kind_of_value_is_listed(project, capsys):
