@@ -221,18 +221,16 @@ def test_check_compares_the_local_lakes_table(project, capsys):
     fields = [
         {"name": n, "type": t, "nullable": True, "metadata": {}}
         for n, t in [("order_id", "string"), ("customer_id", "string"), ("order_ts", "timestamp")]
-        + [("channel", "string"), ("currency", "string"), ("amount", "decimal(12,2)")]
-        + [("quantity", "long")]
-    ]
+        + [("currency", "string"), ("amount", "decimal(12,2)"), ("quantity", "long")]
+    ]  # no channel, quantity a bigint
     schema = json.dumps({"type": "struct", "fields": fields})
     commit = {"metaData": {"id": "x", "format": {"provider": "parquet"}, "schemaString": schema}}
     (log / "00000000000000000000.json").write_text(json.dumps(commit) + "\n")
     assert run(project, "check", "contracts/orders.odcs.yaml") == 1
     out = capsys.readouterr().out
-    assert (
-        ".local/lake/dev/warehouse/dev.db/silver_orders: column quantity: the table has bigint, "
-        "the contract int"
-    ) in out
+    table = ".local/lake/dev/warehouse/dev.db/silver_orders"
+    assert f"{table}: column quantity: the table has bigint, the contract int" in out
+    assert f"{table}: column channel: in the contract, not in the table" in out
 
 
 # --------------------------------------------------------------------------- refused
@@ -260,8 +258,13 @@ def test_check_compares_the_local_lakes_table(project, capsys):
             "duplicateValues, rowCount, or a sql rule",
         ),
         (lambda d: d.pop("kind"), "changed.odcs.yaml: (top level): 'kind' is a required property"),
+        (
+            lambda d: [d.clear(), d.update(version=2, models=[{"name": "orders"}])],  # dbt's
+            "changed.odcs.yaml: not an ODCS data contract: no apiVersion, no kind: DataContract; "
+            "fix: give the contract's file (ODCS v3.1.0: apiVersion, kind, id, ...)",
+        ),
     ],
-    ids=["not-odcs", "api-version", "unknown-metric", "no-kind"],
+    ids=["schema-error", "api-version", "unknown-metric", "no-kind", "not-odcs"],
 )
 def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
     project, capsys, change, message

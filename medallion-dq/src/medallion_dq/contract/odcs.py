@@ -91,6 +91,13 @@ def read(path: Path, label: str | None = None) -> dict:
         raise ContractError(
             [f"{label}: not an ODCS data contract (a mapping with apiVersion, kind, id, ...)"]
         )
+    if "apiVersion" not in data and data.get("kind") != "DataContract":  # another tool's YAML
+        raise ContractError(
+            [
+                f"{label}: not an ODCS data contract: no apiVersion, no kind: DataContract; fix: "
+                f"give the contract's file (ODCS {ODCS_VERSION}: apiVersion, kind, id, ...)"
+            ]
+        )
     version = data.get("apiVersion")
     if version not in API_VERSIONS:
         raise ContractError(
