@@ -377,6 +377,28 @@ def test_options_and_metrics_become_rules_with_their_clause():
     ]
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        *contract.FORMATS.values(),
+        r"^[A-Z]{2}-\d{3}$",
+        r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{4}[0-9]{7}([A-Z0-9]?){0,16}$",
+        r"(?i)^(?P<code>[^a\s]x|y)+\.\w{2,}?$",
+        r"ab|ac",
+    ],
+)
+def test_a_passing_example_is_made_for_a_pattern(pattern):
+    """A string the pattern finds (the passing example of a rule made from it)."""
+    made = contract.patterns.matching(pattern)
+    assert made is not None and re.search(pattern, made)
+
+
+@pytest.mark.parametrize("pattern", [r"(?=x)y", r"(a)\1", r"[йц]", r"\p{L}"])
+def test_no_example_is_made_for_a_pattern_it_cannot_read(pattern):
+    """A look-around, a back reference, a class of other letters, Java's syntax: none."""
+    assert contract.patterns.matching(pattern) is None
+
+
 @pytest.mark.spark
 def test_the_examples_made_hold_on_spark(spark, project):
     """Every example import made (the standard's examples, the options and metrics above, the
