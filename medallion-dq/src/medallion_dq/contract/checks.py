@@ -5,7 +5,7 @@ latency -> a freshness check."""
 from __future__ import annotations
 
 from medallion_dq import rules
-from medallion_dq.contract.model import RuleFile, custom, singular, snake
+from medallion_dq.contract.model import Context, RuleFile, custom, singular, snake
 
 FRESHNESS = ("latency", "ly", "freshness")
 _UNITS = {"s": "s", "sec": "s", "second": "s", "seconds": "s", "m": "m", "min": "m"}
@@ -13,8 +13,8 @@ _UNITS |= {"minute": "m", "minutes": "m", "h": "h", "hr": "h", "hour": "h", "hou
 _UNITS |= {"d": "d", "day": "d", "days": "d"}
 
 
-class DatasetChecks:
-    """The translator's dataset checks (translate.Translator: its files, names and output)."""
+class DatasetChecks(Context):
+    """The dataset checks of a translation (translate.Translator)."""
 
     def volume(self, target: RuleFile, rule: dict, clause: str) -> None:
         bounds = {}

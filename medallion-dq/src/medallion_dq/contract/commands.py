@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -100,4 +101,4 @@ def _check(root: Path, file: str, layer: str = "silver", dataset: str | None = N
     return 1 if lines else 0
 
 
-_COMMANDS = {"import": _import, "export": _export, "check": _check}
+_COMMANDS: dict[str, Callable[..., int]] = {"import": _import, "export": _export, "check": _check}

@@ -79,17 +79,17 @@ def drift(root: Path, translation: Translation) -> list[str]:
                 if isinstance(item, dict) and item.get("contract")
             ]
     for key, made in translation.files.items():
-        path = existing.get(made.dataset)
-        if path is None:
+        found_file = existing.get(made.dataset)
+        if found_file is None:
             lines.append(f"rules/{key}: missing: the contract describes dataset {made.dataset}")
             continue
-        where = rules._display_path(path)
+        where = rules._display_path(found_file)
         try:
-            now = rules.load(path)
+            now = rules.load(found_file)
         except DataQualityError as error:
             lines += [str(p) for p in error.problems]
             continue
-        data, _ = merge(made, raw(path))
+        data, _ = merge(made, raw(found_file))
         want = rules.parse(render(data), where)
         lines += [f"{where}: {line}" for line in _differences(want, now)]
         found = lake_schema(root, made.dataset)
@@ -128,9 +128,9 @@ def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
         ("rule", want.rules, now.rules),
         ("check", want.checks, now.checks),
     ):
-        have = {item.name: item for item in present}
+        by_name = {item.name: item for item in present}
         for item in wanted:
-            other = have.pop(item.name, None)
+            other = by_name.pop(item.name, None)
             if other is None:
                 lines.append(
                     f"{kind} {item.name}: in the contract ({item.contract}), not in the file"
@@ -144,7 +144,7 @@ def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
                     )
         lines += [
             f"{kind} {item.name}: made from clause {item.contract!r}, which the contract no longer has"
-            for item in have.values()
+            for item in by_name.values()
             if item.contract
         ]
     return lines

@@ -113,7 +113,8 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
         names = ", ".join(sorted(existing)) or "none"
         raise ContractError([f"--dataset {dataset}: no rule file of that dataset (found: {names})"])
     ruleset = rules.load(path)
-    clauses = [i.contract for i in (*ruleset.rules, *ruleset.checks) if i.contract]
+    clauses = [r.contract for r in ruleset.rules if r.contract]
+    clauses += [c.contract for c in ruleset.checks if c.contract]
     owners = [c.split(": ")[0] for c in clauses if ": " in c]
     name = next((o.split(".")[0] for o in owners), path.stem)
     keys = [
@@ -151,11 +152,11 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
     for rule in keys:
         _export_key(rule, list(props), prop, quality, left)
     sla = [
-        entry
+        said
         for check in ruleset.checks
-        if (entry := _export_check(check, name, prop, quality, left)) is not None
+        if (said := _export_check(check, name, prop, quality, left)) is not None
     ]
-    obj = {"name": name, "physicalName": ruleset.dataset, "physicalType": "table"}
+    obj: dict[str, Any] = {"name": name, "physicalName": ruleset.dataset, "physicalType": "table"}
     obj["properties"] = list(props.values())
     return _document(ruleset, name, obj, quality, sla)
 
@@ -171,7 +172,7 @@ def _document(ruleset: rules.RuleSet, name: str, obj: dict, quality: list, sla: 
         custom.append({"property": "quarantine", "value": ruleset.quarantine_declared})
     if custom:
         obj["customProperties"] = custom
-    doc = {
+    doc: dict[str, Any] = {
         "apiVersion": ODCS_VERSION,
         "kind": "DataContract",
         "id": ruleset.contract.id if ruleset.contract else ruleset.dataset,
@@ -237,6 +238,7 @@ def _export_check(check: rules.Check, name: str, prop, quality: list, left: list
             )
     elif check.kind == "freshness":
         age = rules.DURATION.match(str(check.get("max_age")))
+        assert age is not None  # the rule loader checked it
         value = float(age.group(1))
         # A clause without an id is "slaProperties: <property> <element>", as written.
         written = re.fullmatch(r"slaProperties: (\S+) (\S+)", check.contract or "")
@@ -374,12 +376,16 @@ def _library(constraint: str, column: str) -> dict | None:
 
     if isinstance(tree, exp.Not) and isinstance(tree.this, exp.Is):
         return {"metric": "nullValues"}
-    if isinstance(tree, exp.In) and values(tree) is not None:
-        return {"metric": "invalidValues", "arguments": {"validValues": values(tree)}}
+    if isinstance(tree, exp.In) and (allowed := values(tree)) is not None:
+        return {"metric": "invalidValues", "arguments": {"validValues": allowed}}
     if isinstance(tree, exp.Paren) and isinstance(tree.this, exp.Or):
         left, right = tree.this.this, tree.this.expression
-        if isinstance(left, exp.Is) and isinstance(right, exp.In) and values(right) is not None:
-            return {"metric": "invalidValues", "arguments": {"validValues": [*values(right), None]}}
+        if (
+            isinstance(left, exp.Is)
+            and isinstance(right, exp.In)
+            and (allowed := values(right)) is not None
+        ):
+            return {"metric": "invalidValues", "arguments": {"validValues": [*allowed, None]}}
     if isinstance(tree, exp.RegexpLike):
         return {"metric": "invalidValues", "arguments": {"pattern": _unquote(tree.expression)}}
     if (
@@ -388,9 +394,6 @@ def _library(constraint: str, column: str) -> dict | None:
         and isinstance(tree.expression, exp.Not)
     ):
         inner = tree.expression.this
-        if isinstance(inner, exp.In) and values(inner) is not None:
-            return {
-                "metric": "missingValues",
-                "arguments": {"missingValues": [None, *values(inner)]},
-            }
+        if isinstance(inner, exp.In) and (missing := values(inner)) is not None:
+            return {"metric": "missingValues", "arguments": {"missingValues": [None, *missing]}}
     return None

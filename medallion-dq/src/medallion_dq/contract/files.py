@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -57,7 +58,7 @@ def raw(path: Path) -> dict:
 
 def existing_files(root: Path) -> dict[str, Path]:
     """dataset -> its rule file, over the project's rule folders."""
-    found = {}
+    found: dict[str, Path] = {}
     for folder in config.rules_dirs(root):
         for path in rules.rule_files(folder):
             dataset = raw(path).get("dataset")
@@ -71,7 +72,7 @@ def merge(made: RuleFile, old: dict) -> tuple[dict, list[str]]:
     contract's items replace those it made before, in place; the team's own stay; a team's item
     of the same name as a contract's is replaced (said in the notes)."""
     notes = []
-    data = {"dataset": made.dataset, "layer": made.layer}
+    data: dict[str, Any] = {"dataset": made.dataset, "layer": made.layer}
     for key in ("owner", "description", "threshold", "quarantine"):
         value = made.settings.get(key, old.get(key))
         if value is not None:

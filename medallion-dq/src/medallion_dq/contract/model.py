@@ -1,11 +1,15 @@
-"""What a translation makes: the rule files of a contract's objects, what was not translated
-and what the team has to do; and the names it gives them."""
+"""What a translation makes (the rule files of a contract's objects, what was not translated,
+what the team has to do), the names it gives them, and the context every clause's translation
+shares."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from medallion_dq import rules
+from medallion_dq.constraints import constraint_errors
 
 
 @dataclass
@@ -44,3 +48,51 @@ def custom(item: dict, key: str) -> Any:
         if isinstance(prop, dict) and prop.get("property") == key:
             return prop.get("value")
     return None
+
+
+class Context:
+    """One contract being translated: the document, its objects and the output, and what every
+    clause's translation uses (translate.Translator, checks.DatasetChecks)."""
+
+    def __init__(self, doc: dict, label: str, layer: str, dataset: str | None):
+        self.doc, self.label, self.layer, self.only = doc, label, layer, dataset
+        self.contract = {"id": str(doc["id"]), "version": str(doc["version"])}
+        self.out = Translation(contract=self.contract, whole=dataset is None)
+        self.objects = [o for o in doc.get("schema") or [] if isinstance(o, dict)]
+
+    def dataset_of(self, obj: dict) -> str:
+        return str(obj.get("physicalName") or obj["name"])
+
+    def find_object(self, name: str) -> dict | None:
+        return next((o for o in self.objects if name in (o["name"], o.get("physicalName"))), None)
+
+    def file(self, obj: dict) -> RuleFile:
+        stem = snake(obj["name"])
+        key = f"{self.layer}/{stem}.yml"
+        if key not in self.out.files:
+            made = RuleFile(stem, self.dataset_of(obj), self.layer, self.contract)
+            for setting in ("threshold", "quarantine"):
+                if custom(obj, setting) is not None:
+                    made.settings[setting] = custom(obj, setting)
+            team = self.doc.get("team")
+            if isinstance(team, dict) and team.get("name"):
+                made.settings["owner"] = str(team["name"])
+            self.out.files[key] = made
+        return self.out.files[key]
+
+    def name(self, target: RuleFile, wanted: Any, fallback: str) -> str:
+        name = wanted if isinstance(wanted, str) and rules.IDENTIFIER.match(wanted) else fallback
+        taken = {r["name"] for r in target.rules} | {c["name"] for c in target.checks}
+        base, n = name, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        return name
+
+    def add_rule(self, target: RuleFile, rule: dict, where: str) -> None:
+        errors = constraint_errors(rule["constraint"])
+        if errors:
+            self.out.skipped.append(
+                f"{where}: {rule['constraint']}: {errors[0][1]}: not translated"
+            )
+            return
+        target.rules.append({k: v for k, v in rule.items() if v not in (None, "", {})})

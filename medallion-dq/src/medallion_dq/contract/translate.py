@@ -10,9 +10,8 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rules
-from medallion_dq.constraints import constraint_errors
 from medallion_dq.contract.checks import DatasetChecks
-from medallion_dq.contract.model import RuleFile, Translation, custom, snake
+from medallion_dq.contract.model import RuleFile, Translation, custom
 from medallion_dq.contract.odcs import ContractError
 from medallion_dq.contract.patterns import FORMATS, matching, searches
 from medallion_dq.contract.values import (
@@ -91,18 +90,6 @@ def _examples(rule: dict, column: str | None) -> dict | None:
 class Translator(DatasetChecks):
     """One contract's translation (`translate`)."""
 
-    def __init__(self, doc: dict, label: str, layer: str, dataset: str | None):
-        self.doc, self.label, self.layer, self.only = doc, label, layer, dataset
-        self.contract = {"id": str(doc["id"]), "version": str(doc["version"])}
-        self.out = Translation(contract=self.contract, whole=dataset is None)
-        self.objects = [o for o in doc.get("schema") or [] if isinstance(o, dict)]
-
-    def dataset_of(self, obj: dict) -> str:
-        return str(obj.get("physicalName") or obj["name"])
-
-    def find_object(self, name: str) -> dict | None:
-        return next((o for o in self.objects if name in (o["name"], o.get("physicalName"))), None)
-
     def run(self) -> Translation:
         chosen = self.objects
         if self.only:
@@ -120,37 +107,6 @@ class Translator(DatasetChecks):
         if not self.objects:
             self.out.skipped.append(f"{self.label}: schema: no objects: no rule file written")
         return self.out
-
-    def file(self, obj: dict) -> RuleFile:
-        stem = snake(obj["name"])
-        key = f"{self.layer}/{stem}.yml"
-        if key not in self.out.files:
-            made = RuleFile(stem, self.dataset_of(obj), self.layer, self.contract)
-            for setting in ("threshold", "quarantine"):
-                if custom(obj, setting) is not None:
-                    made.settings[setting] = custom(obj, setting)
-            team = self.doc.get("team")
-            if isinstance(team, dict) and team.get("name"):
-                made.settings["owner"] = str(team["name"])
-            self.out.files[key] = made
-        return self.out.files[key]
-
-    def name(self, target: RuleFile, wanted: str, fallback: str) -> str:
-        name = wanted if isinstance(wanted, str) and rules.IDENTIFIER.match(wanted) else fallback
-        taken = {r["name"] for r in target.rules} | {c["name"] for c in target.checks}
-        base, n = name, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        return name
-
-    def add_rule(self, target: RuleFile, rule: dict, where: str) -> None:
-        errors = constraint_errors(rule["constraint"])
-        if errors:
-            self.out.skipped.append(
-                f"{where}: {rule['constraint']}: {errors[0][1]}: not translated"
-            )
-            return
-        target.rules.append({k: v for k, v in rule.items() if v not in (None, "", {})})
 
     # ----------------------------------------------------------------------- an object
 
@@ -267,6 +223,7 @@ class Translator(DatasetChecks):
 
     def text_parts(self, options: dict, column: str, kind: str, parts, used) -> str | None:
         """minLength, maxLength and a pattern (or format) of a string; the pattern."""
+        breaks: str | None
         for key, op in (("minLength", ">="), ("maxLength", "<=")):
             if key in options:
                 n = int(options[key])
@@ -279,7 +236,7 @@ class Translator(DatasetChecks):
                     )
                 )
                 used.append(key)
-        pattern = options.get("pattern") if kind == "string" else None
+        pattern: str | None = options.get("pattern") if kind == "string" else None
         if pattern:
             used.append("pattern")
         elif kind == "string" and options.get("format") in FORMATS:
@@ -385,10 +342,12 @@ class Translator(DatasetChecks):
             where,
         )
 
-    def row_metric(self, prop: tuple, metric: str, args: dict) -> tuple | None:
+    def row_metric(self, prop: tuple, metric: str | None, args: dict) -> tuple | None:
         """nullValues, missingValues, invalidValues of a column -> (column, constraint, name,
         examples); ValueError for a value that is not of the column's kind."""
         column, ckind, _ = prop
+        passing: list[Any]
+        bad: list[Any]
         if metric == "nullValues":
             constraint, name = f"{column} IS NOT NULL", f"not_null_{column.lower()}"
             passing, bad = [good(ckind, [], None, {})], [None]
@@ -407,7 +366,8 @@ class Translator(DatasetChecks):
         elif metric == "invalidValues":
             valid = args.get("validValues")
             pattern = args.get("pattern")
-            parts, passing, bad = [], [], []
+            parts: list[str] = []
+            passing, bad = [], []
             if valid is not None:
                 values = [value_of(ckind, v) for v in valid if v is not None]
                 allowed = f"{column} IN ({', '.join(sql_literal(ckind, v) for v in values)})"
@@ -468,7 +428,9 @@ class Translator(DatasetChecks):
             self.volume(target, rule, clause)
             return
         # The condition as written: the rows it counts break the rule (NULL: not counted).
-        written = re.search(r"\bwhere\b(.*?);?\s*$", text, re.I | re.S).group(1).strip()
+        found = re.search(r"\bwhere\b(.*?);?\s*$", text, re.I | re.S)
+        assert found is not None  # sqlglot read a WHERE
+        written = found.group(1).strip()
         inverse = re.fullmatch(r"not\s+coalesce\s*\((.*),\s*false\s*\)", written, re.I | re.S)
         constraint = inverse.group(1) if inverse else f"NOT coalesce({written}, false)"
         translated, threshold = _bound(rule, clause, self.out)

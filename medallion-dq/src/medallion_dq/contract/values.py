@@ -41,7 +41,7 @@ _DEFAULT_TYPES = {
 
 
 def _type_name(spark_type: str) -> str:
-    return re.match(r"\s*([A-Za-z_]*)", spark_type).group(1).lower()
+    return re.findall(r"^\s*([A-Za-z_]*)", spark_type)[0].lower()  # one match, maybe ""
 
 
 def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
