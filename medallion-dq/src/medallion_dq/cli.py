@@ -471,7 +471,7 @@ def cmd_profile(args) -> int:
 
 
 def cmd_contract(args) -> int:
-    """A data contract (ODCS) into rule files, rule files into one, or the drift (the contract package)."""
+    """A data contract (ODCS) into rule files, rule files into one, or the drift (contract/)."""
     from medallion_dq import contract
 
     root = _root(args.root)
