@@ -9,14 +9,18 @@ whose examples hold on Spark; the gate names the clause a failure breaks.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 import yaml
 
-from medallion_dq import checks, cli, contract, conventions, examples, gate, rules
+from medallion_dq import checks, cli, contract, conventions, examples, gate, markup, rules
+from medallion_dq.problems import MedallionDQError
 from sample import sample_project
 
 HERE = Path(__file__).parent / "contracts"
@@ -217,18 +221,16 @@ def test_check_compares_the_local_lakes_table(project, capsys):
     fields = [
         {"name": n, "type": t, "nullable": True, "metadata": {}}
         for n, t in [("order_id", "string"), ("customer_id", "string"), ("order_ts", "timestamp")]
-        + [("channel", "string"), ("currency", "string"), ("amount", "decimal(12,2)")]
-        + [("quantity", "long")]
-    ]
+        + [("currency", "string"), ("amount", "decimal(12,2)"), ("quantity", "long")]
+    ]  # no channel, quantity a bigint
     schema = json.dumps({"type": "struct", "fields": fields})
     commit = {"metaData": {"id": "x", "format": {"provider": "parquet"}, "schemaString": schema}}
     (log / "00000000000000000000.json").write_text(json.dumps(commit) + "\n")
     assert run(project, "check", "contracts/orders.odcs.yaml") == 1
     out = capsys.readouterr().out
-    assert (
-        ".local/lake/dev/warehouse/dev.db/silver_orders: column quantity: the table has bigint, "
-        "the contract int"
-    ) in out
+    table = ".local/lake/dev/warehouse/dev.db/silver_orders"
+    assert f"{table}: column quantity: the table has bigint, the contract int" in out
+    assert f"{table}: column channel: in the contract, not in the table" in out
 
 
 # --------------------------------------------------------------------------- refused
@@ -256,8 +258,13 @@ def test_check_compares_the_local_lakes_table(project, capsys):
             "duplicateValues, rowCount, or a sql rule",
         ),
         (lambda d: d.pop("kind"), "changed.odcs.yaml: (top level): 'kind' is a required property"),
+        (
+            lambda d: [d.clear(), d.update(version=2, models=[{"name": "orders"}])],  # dbt's
+            "changed.odcs.yaml: not an ODCS data contract: no apiVersion, no kind: DataContract; "
+            "fix: give the contract's file (ODCS v3.1.0: apiVersion, kind, id, ...)",
+        ),
     ],
-    ids=["not-odcs", "api-version", "unknown-metric", "no-kind"],
+    ids=["schema-error", "api-version", "unknown-metric", "no-kind", "not-odcs"],
 )
 def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
     project, capsys, change, message
@@ -269,6 +276,18 @@ def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
         err = capsys.readouterr().err.splitlines()
         assert err == [f"error: {message}"]
     assert snapshot(project) == before
+
+
+def test_a_bad_contract_is_one_of_the_packages_errors(tmp_path):
+    """A program calling the library catches it as any medallion-dq error, or as a ValueError."""
+    path = tmp_path / "list.odcs.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(MedallionDQError) as caught:
+        contract.read(path, path.name)
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.lines == [
+        "list.odcs.yaml: not an ODCS data contract (a mapping with apiVersion, kind, id, ...)"
+    ]
 
 
 def test_import_never_writes_over_another_datasets_file(project, capsys):
@@ -358,26 +377,70 @@ def test_options_and_metrics_become_rules_with_their_clause():
     ]
 
 
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        *contract.FORMATS.values(),
+        r"^[A-Z]{2}-\d{3}$",
+        r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{4}[0-9]{7}([A-Z0-9]?){0,16}$",
+        r"(?i)^(?P<code>[^a\s]x|y)+\.\w{2,}?$",
+        r"ab|ac",
+    ],
+)
+def test_a_passing_example_is_made_for_a_pattern(pattern):
+    """A string the pattern finds (the passing example of a rule made from it)."""
+    made = contract.patterns.matching(pattern)
+    assert made is not None and re.search(pattern, made)
+
+
+@pytest.mark.parametrize("pattern", [r"(?=x)y", r"(a)\1", r"[йц]", r"\p{L}"])
+def test_no_example_is_made_for_a_pattern_it_cannot_read(pattern):
+    """A look-around, a back reference, a class of other letters, Java's syntax: none."""
+    assert contract.patterns.matching(pattern) is None
+
+
 @pytest.mark.spark
-def test_the_examples_made_hold_on_spark(spark, project, capsys):
+def test_the_examples_made_hold_on_spark(spark, project):
     """Every example import made (the standard's examples, the options and metrics above, the
-    sample's contract) is judged on Spark as the expectations judge rows; and `check` accepts
-    the files (a references check to a dataset no pipeline defines yet is DQC012, said by
-    import too)."""
+    sample's contract) is judged on Spark as the expectations judge rows."""
     made = list(generated().values())
     for name in EXAMPLES:
         assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
-    said = capsys.readouterr().out
-    assert (
-        "check: DQC012 src/acme_orders/rules/silver/tbl.yml: references check 'known_rcvr'" in said
-    )
     assert run(project, "import", "contracts/orders.odcs.yaml") == 0
     made += examples.project_rule_sets(project)
     cases = examples.cases(made)
     assert len(cases) > 60
     assert [str(p) for p in examples.judge(spark, cases) if p] == []
-    problems = [p for p in conventions.check(project) if p.severity == "error"]
-    assert {p.code for p in problems} <= {"DQC012"}, problems
+
+
+def test_check_accepts_the_standards_examples_once_pipelines_define_their_datasets(project, capsys):
+    """Right after import, `check` (and import, in its output) says DQC012 of the full example's
+    two references checks: its relationships name receivers_master (its object receivers) and
+    receiver_types (no object of it), datasets no pipeline of the sample defines. That is so of
+    every dataset of a contract the project does not build yet: once a pipeline defines them,
+    `check` finds no error in the files made."""
+    sample = set(rule_dir(project).glob("silver/*.yml"))
+    for name in EXAMPLES:
+        assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
+    said = capsys.readouterr().out
+    assert (
+        "check: DQC012 src/acme_orders/rules/silver/tbl.yml: references check 'known_rcvr' of "
+        "'tbl_1' names 'receivers_master', which no pipeline file defines"
+    ) in said
+    errors = [p for p in conventions.check(project) if p.severity == "error"]
+    assert sorted((p.code, Path(p.file).name) for p in errors) == [
+        ("DQC012", "receivers.yml"),
+        ("DQC012", "tbl.yml"),
+    ]
+    made = set(rule_dir(project).glob("silver/*.yml")) - sample
+    contracted = sorted({rules.load(p).dataset for p in made} | {"receiver_types"})
+    sql = project / "src/pipelines/validation/silver/contracted.sql"
+    sql.write_text(
+        "".join(
+            f"CREATE MATERIALIZED VIEW {d} AS SELECT * FROM bronze_orders;\n" for d in contracted
+        )
+    )
+    assert [p for p in conventions.check(project) if p.severity == "error"] == []
 
 
 def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
@@ -406,24 +469,96 @@ def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
     )
 
 
-@pytest.mark.spark
-def test_a_job_over_rows_breaking_a_clause_stops_at_the_gate_naming_it(lake):
-    """The sample's job over its fixtures and a delivery of refunds: negative amounts break the
-    contract's `orders.amount: minimum` beyond the 5 % the contract tolerates."""
-    lake.land_fixtures("orders")
-    lake.land_fixtures("customers")
-    refunds = [
-        {"order_id": f"R-{i:06d}", "customer_id": "C-0037", "order_ts": "2026-11-02T10:00:00"}
-        | {"channel": "web", "currency": "EUR", "amount": "-5.00", "quantity": "1"}
-        for i in range(12)
+def test_diff_and_the_report_name_the_clause_as_the_gate_does(project):
+    """`diff` (text, markdown, JSON) and `report` (terminal and page) show a rule made from the
+    contract with its clause and the contract's id and version; a removed rule with the clause
+    it had; the team's own rules as before."""
+    from medallion_dq import diff, report
+
+    orders = rules.load(rule_dir(project) / "silver/orders.yml")
+    kept = tuple(r for r in orders.rules if r.name != "positive_quantity")
+    changed = diff.DatasetDiff("silver_orders", orders, dataclasses.replace(orders, rules=kept), [])
+    changed.rules = diff.compare(changed.base, changed.head)
+    said = {"base": "main", "data": "fixtures/landing"}
+    text = diff.text_report(said, [changed])
+    amount = "orders.amount: minimum (acme-orders-orders 1.0.0)"
+    assert f"valid_amount [{amount}]" in text
+    assert re.search(
+        r"positive_quantity \[positive_quantity \(acme-orders-orders 1.0.0\)\] +removed", text
+    )
+    markdown = diff.markdown_report(said, [changed])
+    cell = f"{markup.md_code('valid_amount')} {markup.md_text(f'[{amount}]')}"
+    assert f"| {cell} | unchanged |" in markdown
+    by_name = {r["name"]: r for r in diff.json_report(said, [changed])["datasets"][0]["rules"]}
+    assert by_name["valid_amount"]["contract"] == amount
+
+    clauses = report.clauses_from_rule_files([rule_dir(project)])
+    when = datetime(2026, 11, 2, tzinfo=timezone.utc)
+    rows = [
+        {"update_id": "u1", "timestamp": when, "pipeline": "validation", "dataset": dataset}
+        | {"rule": rule, "passed": 90, "failed": 10, "failed_pct": 10.0}
+        for dataset, rule in (
+            ("silver_orders", "valid_amount"),
+            ("gold_daily_revenue", "has_orders"),
+        )
     ]
-    lake.land("orders", "refunds-2026-11-02", refunds)
+    table = report.text_table(rows, clauses=clauses).splitlines()
+    assert any(line.startswith(f"valid_amount [{amount}]  silver_orders") for line in table)
+    assert any(line.startswith("has_orders  ") for line in table)
+    page = report.html(rows, clauses=clauses)
+    assert f'<code>valid_amount</code> <span class="clause">[{amount}]</span></td>' in page
+    assert "<code>has_orders</code></td>" in page
+
+
+# One delivery breaking every clause the sample's contract translates, each in 10 of 100 rows
+# (over every threshold: 2 % for valid_order_id, 5 % else), its orders 9 days before the
+# project's as_of (2026-11-08): (field, value) of each group; the rest is one good order.
+GOOD = {"order_id": None, "customer_id": "C-0037", "order_ts": "2026-10-30T10:00:00"}
+GOOD |= {"channel": "web", "currency": "EUR", "amount": "10.00", "quantity": "1"}
+BREAKS = {
+    "valid_order_id": ("order_id", None),
+    "valid_amount": ("amount", "-5.00"),
+    "valid_order_ts": ("order_ts", "not a time"),
+    "known_currency": ("currency", "JPY"),
+    "known_channel": ("channel", "kiosk"),
+    "positive_quantity": ("quantity", "0"),
+    "known_customer": ("customer_id", "C-9999"),  # a customer the CRM never sent
+    "unique_order_id": ("order_id", "K-DUP"),  # gold_order_keys: one id 10 times
+}
+
+
+@pytest.mark.spark
+def test_a_job_over_rows_breaking_each_clause_stops_at_the_gate_naming_each(lake):
+    """The sample's job over a delivery breaking every clause of its contract: the gate fails
+    each silver rule and check made from one, naming its clause, contract id and version. The
+    uniqueness clause is gold's (a `fail` rule of the publish pipeline, which the failed gate
+    skips): the publish pipeline run on what silver kept stops on it."""
+    rows = []
+    for n in range(100):
+        row = GOOD | {"order_id": f"K-{n:03d}"}
+        if n < 10 * len(BREAKS):
+            field, value = list(BREAKS.values())[n // 10]
+            row[field] = value
+        rows.append(row)
+    lake.land("orders", "orders-2026-10-30", rows)
+    lake.land_fixtures("customers")
     job = lake.project.run_job("medallion")
     validate, verdict, publish = job.tasks
     assert (validate.status, verdict.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
-    clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
-    assert f"silver_orders.valid_amount {clause}" in verdict.gate.table()
-    assert f"over threshold: silver_orders.valid_amount {clause}" in verdict.gate.summary()
+    orders = rules.load(lake.root / "src/acme_orders/rules/silver/orders.yml")
+    made = {i.name: i.contract for i in (*orders.rules, *orders.checks) if i.contract}
+    assert set(made) == set(BREAKS) - {"unique_order_id"} | {"fresh_orders"}
+    failed = {r.rule for r in verdict.gate.failures}
+    failed |= {c.name for c in verdict.gate.checks if not c.passed}
+    assert set(made) <= failed
+    table = verdict.gate.table()
+    for name, clause in made.items():
+        assert f"{name} [{clause} (acme-orders-orders 1.0.0)]" in table, name
+    gold = lake.run("publish")
+    assert not gold.ok
+    assert "unique_order_id" in gold.error.message
+    keys = rules.load(lake.root / "src/acme_orders/rules/gold/order_keys.yml")
+    assert keys.clauses() == {"unique_order_id": "unique_order_id (acme-orders-orders 1.0.0)"}
 
 
 def test_dataset_picks_one_object_and_a_wrong_kind_of_value_is_listed(project, capsys):

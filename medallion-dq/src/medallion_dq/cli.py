@@ -381,13 +381,17 @@ def cmd_report(args) -> int:
                 frame = spark.read.format("delta").load(str(log.parent))
                 events = frame if events is None else events.unionByName(frame)
             rows = report.history(events)
-            print(report.text_table(rows))
+            clauses = report.clauses_from_rule_files(config.rules_dirs(root))
+            print(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
                 print(f"\n{checks}")
             thresholds = gate.thresholds_from_rule_files(config.rules_dirs(root))
             out = report.write(
-                events, Path(args.out) if args.out else root / STATE_DIR, thresholds=thresholds
+                events,
+                Path(args.out) if args.out else root / STATE_DIR,
+                thresholds=thresholds,
+                clauses=clauses,
             )
             print(f"report: {out}")
     finally:
@@ -467,7 +471,7 @@ def cmd_profile(args) -> int:
 
 
 def cmd_contract(args) -> int:
-    """A data contract (ODCS) into rule files, rule files into one, or the drift (contract.py)."""
+    """A data contract (ODCS) into rule files, rule files into one, or the drift (contract/)."""
     from medallion_dq import contract
 
     root = _root(args.root)

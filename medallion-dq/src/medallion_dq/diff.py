@@ -20,6 +20,7 @@ the working tree's are paired by dataset, and both judge the same rows in one Sp
   per kind fetches a few example rows with the rules that drop them.
 - A rule is added, removed, changed (its constraint and/or its action) or unchanged: unchanged
   rules are shown with their counts too (a change to one rule changes no other rule's count).
+  A rule made from a data contract is named with its clause, as the gate's table names it.
 
 Output: a terminal table, `--markdown FILE` (a pull-request comment), `--json FILE`. Exit 0 when
 it ran, 1 when a pipeline update failed (no input to judge), 2 on bad input (a bad ref, no git
@@ -246,7 +247,7 @@ class DatasetDiff:
                 "before": self.fails_update("base"),
                 "after": self.fails_update("head"),
             },
-            "rules": [r.to_dict() for r in self.rules],
+            "rules": [r.to_dict() | {"contract": _clause(self, r)} for r in self.rules],
             "examples": self.examples,
             "note": self.note or None,
             "error": self.error or None,
@@ -469,10 +470,22 @@ def _action(rule: RuleDiff) -> str:
     return (new or old).action
 
 
+def _clause(diff: DatasetDiff, rule: RuleDiff) -> str | None:
+    """The data-contract clause the rule was made from, with the contract's id and version, as
+    the gate's table names it (the working tree's; the base's for a removed rule)."""
+    ruleset = diff.head if rule.head is not None else diff.base
+    return ruleset.clauses().get(rule.name) if ruleset else None
+
+
+def _named(diff: DatasetDiff, rule: RuleDiff) -> str:
+    clause = _clause(diff, rule)
+    return f"{rule.name} [{clause}]" if clause else rule.name
+
+
 def _rule_rows(diff: DatasetDiff) -> list[list[str]]:
     return [
         [
-            rule.name,
+            _named(diff, rule),
             _status(rule),
             _action(rule),
             _arrow(rule.failed_before, rule.failed_after),
@@ -584,7 +597,11 @@ def markdown_report(report: dict, diffs: list[DatasetDiff]) -> str:
         if diff.error:
             lines += ["", md_block(diff.error)]
             continue
-        rows = [[md_code(r[0]), *map(md_text, r[1:])] for r in _rule_rows(diff)]
+        rows = []
+        for rule, cells in zip(diff.rules, _rule_rows(diff), strict=True):
+            clause = _clause(diff, rule)
+            name = md_code(rule.name) + (f" {md_text(f'[{clause}]')}" if clause else "")
+            rows.append([name, *map(md_text, cells[1:])])
         lines += ["", *_md_table(RULE_HEADER, rows)]
         changes = _changes(diff)
         if changes:

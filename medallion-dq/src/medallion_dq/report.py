@@ -8,6 +8,8 @@ Databricks' `event_log()`, same shape) into plain rows, one per update and rule:
 `text_table(rows)` prints the latest update of each pipeline; `html(rows, title)` renders the
 latest figures, a failure-rate chart over updates (inline SVG) and every update, with no script,
 stylesheet or font fetched from anywhere; `write(events_df, out_dir)` saves `dq-report.html`.
+Given `clauses` (`clauses_from_rule_files`), both name the data-contract clause of a rule made
+from one beside it, as the quality gate's table does.
 Rule and dataset names come from user files: every string is escaped.
 """
 
@@ -29,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 __all__ = [
-    *("FILE_NAME", "checks_history", "checks_table", "history", "html", "latest"),
+    *("FILE_NAME", "checks_history", "checks_table", "clauses_from_rule_files", "history"),
+    *("html", "latest"),
     *("text_table", "write"),
 ]
 
@@ -219,6 +222,32 @@ def latest(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in sorted(rows, key=_order) if last.get(r["pipeline"]) == r["update_id"]]
 
 
+def clauses_from_rule_files(paths: Iterable[Path]) -> dict[str, str]:
+    """``{"<dataset>.<rule>": "<clause> (<contract id> <version>)"}`` of the rules made from a
+    data contract, in the rule folders `paths` (an invalid file raises its DataQualityError)."""
+    from medallion_dq import rules
+
+    return {
+        f"{_short(ruleset.dataset)}.{name}": clause
+        for folder in paths
+        for ruleset in map(rules.load, rules.rule_files(folder))
+        for name, clause in ruleset.clauses().items()
+    }
+
+
+def _short(dataset: str) -> str:
+    return dataset.replace("`", "").split(".")[-1]
+
+
+def _clause(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str | None:
+    return (clauses or {}).get(f"{_short(row['dataset'])}.{row['rule']}")
+
+
+def _named(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str:
+    clause = _clause(row, clauses)
+    return f"{row['rule']} [{clause}]" if clause else row["rule"]
+
+
 def _pct(value: float | None) -> str:
     if value is None:
         return "–"
@@ -243,9 +272,14 @@ def _rate(row: Mapping[str, Any]) -> float | None:
 # --------------------------------------------------------------------------- terminal
 
 
-def text_table(rows: Iterable[Mapping[str, Any]], last_only: bool = True) -> str:
+def text_table(
+    rows: Iterable[Mapping[str, Any]],
+    last_only: bool = True,
+    clauses: Mapping[str, str] | None = None,
+) -> str:
     """Plain-text table (rule, dataset, passed, failed, failed %), one block per update:
-    each pipeline's latest update, or every update when `last_only` is false."""
+    each pipeline's latest update, or every update when `last_only` is false; a rule made from
+    a data contract with its clause (`clauses`)."""
     rows = list(rows)
     if not rows:
         return "(no expectation metrics in the event log: has a pipeline with rules run?)"
@@ -254,7 +288,13 @@ def text_table(rows: Iterable[Mapping[str, Any]], last_only: bool = True) -> str
     blocks = []
     for pipeline, update_id, ts in _updates(chosen):
         body = [
-            (r["rule"], r["dataset"], f"{r['passed']:,}", f"{r['failed']:,}", _pct(_rate(r)))
+            (
+                _named(r, clauses),
+                r["dataset"],
+                f"{r['passed']:,}",
+                f"{r['failed']:,}",
+                _pct(_rate(r)),
+            )
             for r in chosen
             if r["pipeline"] == pipeline and r["update_id"] == update_id
         ]
@@ -319,6 +359,7 @@ tr.first td { border-top:2px solid #cbd2d9; }
 .chart text { font-size:11px; fill:var(--muted); }
 .chart .axis-label { font-size:12px; fill:var(--ink); }
 .empty { color:var(--muted); }
+.clause { color:var(--muted); font-size:12px; }
 footer { color:var(--muted); font-size:12px; }
 """
 
@@ -326,14 +367,18 @@ footer { color:var(--muted); font-size:12px; }
 def _threshold(row: Mapping[str, Any], thresholds: Mapping[str, float]) -> float:
     """The gate's lookup: `dataset.rule`, then `dataset`, then the gate's default."""
     dataset, rule = row["dataset"], row["rule"]
-    short = dataset.replace("`", "").split(".")[-1]
+    short = _short(dataset)
     for key in (f"{dataset}.{rule}", f"{short}.{rule}", dataset, short):
         if key in thresholds:
             return float(thresholds[key])
     return DEFAULT_THRESHOLD
 
 
-def _latest_table(rows: list[Mapping[str, Any]], thresholds: Mapping[str, float] | None) -> str:
+def _latest_table(
+    rows: list[Mapping[str, Any]],
+    thresholds: Mapping[str, float] | None,
+    clauses: Mapping[str, str] | None = None,
+) -> str:
     if not rows:
         return '<p class="empty">No expectation metrics yet.</p>'
     parts = []
@@ -346,8 +391,10 @@ def _latest_table(rows: list[Mapping[str, Any]], thresholds: Mapping[str, float]
             limit = _threshold(r, thresholds) if thresholds is not None else None
             over = limit is not None and rate is not None and rate > limit * 100
             css = "bad" if over else ("warn" if r["failed"] else "")
+            clause = _clause(r, clauses)
+            said = f' <span class="clause">[{html_text(clause)}]</span>' if clause else ""
             cells = [
-                f"<td><code>{html_text(r['rule'])}</code></td>",
+                f"<td><code>{html_text(r['rule'])}</code>{said}</td>",
                 f"<td>{html_text(r['dataset'])}</td>",
                 f'<td class="n">{r["passed"]:,}</td>',
                 f'<td class="n">{r["failed"]:,}</td>',
@@ -524,11 +571,13 @@ def html(
     thresholds: Mapping[str, float] | None = None,
     generated_at: datetime | None = None,
     checks: Iterable[Mapping[str, Any]] = (),
+    clauses: Mapping[str, str] | None = None,
 ) -> str:
     """One self-contained HTML page: latest update per pipeline, failure-rate chart, all updates.
 
     `thresholds` (`{"dataset.rule" | "dataset": fraction}`, as the quality gate reads them from
-    the rule files) adds a threshold column and marks the rules over it.
+    the rule files) adds a threshold column and marks the rules over it; `clauses`
+    (`clauses_from_rule_files`) names the contract clause beside a rule made from one.
     """
     rows = sorted(rows, key=_order)
     last = latest(rows)
@@ -565,7 +614,7 @@ def html(
             ),
             "</div>",
             "<section><h2>Latest update</h2>",
-            _latest_table(last, thresholds),
+            _latest_table(last, thresholds, clauses),
             "</section>",
             _checks_section(list(checks)),
             "<section><h2>Failed rows per rule over updates (%)</h2>",
@@ -590,6 +639,7 @@ def write(
     *,
     title: str = "Data-quality report",
     thresholds: Mapping[str, float] | None = None,
+    clauses: Mapping[str, str] | None = None,
 ) -> Path:
     """Write `<out_dir>/dq-report.html` from an event log DataFrame; return its path.
 
@@ -603,6 +653,7 @@ def write(
         title,
         thresholds=thresholds or None,
         checks=checks_history(events_df),
+        clauses=clauses,
     )
     path.write_text(page, encoding="utf-8")
     return path

@@ -1,0 +1,104 @@
+"""`medallion-dq contract import | export | check`: the command line's side (cli.py calls
+`command`); it prints what each command did, as the other commands do."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from medallion_dq import rules
+from medallion_dq.contract.drift import drift
+from medallion_dq.contract.export import export
+from medallion_dq.contract.files import plan
+from medallion_dq.contract.model import Translation
+from medallion_dq.contract.odcs import ODCS_VERSION, ContractError, read, validate
+from medallion_dq.contract.translate import translate
+from medallion_dq.problems import DataQualityError
+
+
+def _say(translation: Translation, notes: list[str]) -> None:
+    for line in translation.skipped:
+        print(f"  not translated: {line}")
+    for line in [*translation.notes, *notes]:
+        print(f"  note: {line}")
+
+
+def _load(file: str, layer: str = "silver", dataset: str | None = None) -> Translation:
+    label = Path(file).name
+    return translate(read(Path(file), label), label, layer=layer, dataset=dataset)
+
+
+def command(action: str, root: Path, **options) -> int:
+    """`medallion-dq contract import | export | check`: 0 done (no drift), 1 drift, 2 a bad
+    contract or option (nothing written)."""
+    try:
+        return _COMMANDS[action](root, **options)
+    except ContractError as error:
+        for line in error.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except DataQualityError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+
+
+def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = None) -> int:
+    translation = _load(file, layer, dataset)
+    planned, notes = plan(root, translation)
+    for item in planned:
+        if item.text == item.before:
+            print(f"contract import: {item.display}: unchanged")
+            continue
+        item.path.parent.mkdir(parents=True, exist_ok=True)
+        item.path.write_text(item.text, encoding="utf-8")
+        made = rules.parse(item.text, item.display)
+        print(
+            f"contract import: {'updated' if item.before is not None else 'wrote'} {item.display}: "
+            f"{len(made.rules)} rule(s), {len(made.checks)} check(s), {len(made.schema)} column(s)"
+        )
+    _say(translation, notes)
+    # What `check` says of the files written: a quarantine to add, a dataset to define.
+    from medallion_dq import conventions
+
+    shown = tuple(item.display for item in planned)
+    for problem in conventions.check(root):
+        if problem.file.endswith(shown):
+            print(f"  check: {problem}")
+    return 0
+
+
+def _export(root: Path, dataset: str, out: str | None = None) -> int:
+    left: list[str] = []
+    doc = export(root, dataset, left)
+    text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
+    validate(doc, "export")  # a bug here, not the user's: never write a contract that is not ODCS
+    for line in left:
+        print(f"contract export: not in the contract: {line}", file=sys.stderr)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")
+        print(f"contract export: wrote {out} (ODCS {ODCS_VERSION}, {doc['id']} {doc['version']})")
+    return 0
+
+
+def _check(root: Path, file: str, layer: str = "silver", dataset: str | None = None) -> int:
+    translation = _load(file, layer, dataset)
+    lines = drift(root, translation)
+    for line in lines:
+        print(line)
+    label = Path(file).name
+    print(
+        f"contract check: {len(lines)} difference(s) between {label} and the rule files"
+        if lines
+        else f"contract check: the rule files agree with {label}"
+    )
+    return 1 if lines else 0
+
+
+_COMMANDS: dict[str, Callable[..., int]] = {"import": _import, "export": _export, "check": _check}
