@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from medallion_dq import rules
+from medallion_dq.problems import MedallionDQError
 from medallion_dq.sources import CORRUPT_RECORD, EXTENSIONS, RESCUED_DATA, unread_files
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,7 +85,7 @@ _WHOLE = r"^\\s*[-+]?[0-9]+\\s*$"
 _DIGIT_START = r"^\\s*[-+]?[0-9]"
 
 
-class ProfileError(ValueError):
+class ProfileError(MedallionDQError, ValueError):
     """Bad input: no such folder or table, no files, an unknown format (the CLI exits 2)."""
 
 

@@ -35,6 +35,8 @@ from typing import Any
 
 import yaml
 
+from medallion_dq.problems import MedallionDQError
+
 __all__ = [
     "Bundle",
     "BundleError",
@@ -113,7 +115,7 @@ _LIST_MERGE_KEYS = {
 }
 
 
-class BundleError(Exception):
+class BundleError(MedallionDQError):
     """The bundle cannot be read (missing file, invalid YAML, unknown target...)."""
 
 
