@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "medallion_dq"
 ON_DATABRICKS = ("rules", "rule_fields", "constraints", "quarantine", "gate", "checks", "sources")
-ON_DATABRICKS += ("problems",)
+ON_DATABRICKS += ("problems", "text")
 PUBLIC_PYSPARK = (
     "pyspark.sql",
     "pyspark.pipelines",

@@ -46,6 +46,7 @@ from sqlglot import exp
 from medallion_dq import rules
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.text import relative_path, short_name
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
@@ -181,7 +182,7 @@ def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[s
     """`{"dataset.rule": failed fraction}` from `gate.expectation_metrics(...)` of a sample run."""
     totals: dict[str, list[int]] = {}
     for item in metrics:
-        dataset = _short(str(item.get("dataset") or ""))
+        dataset = short_name(str(item.get("dataset") or ""))
         name = str(item.get("name") or item.get("rule") or "")
         counts = totals.setdefault(f"{dataset}.{name}", [0, 0])
         counts[0] += int(item.get("passed", item.get("passed_records")) or 0)
@@ -194,17 +195,6 @@ def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[s
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _short(name: str) -> str:
-    return name.replace("`", "").split(".")[-1]
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _percent(fraction: float) -> str:
@@ -231,7 +221,7 @@ class _Collector:
         self.samples = {
             key
             if "." not in key
-            else f"{_short(key.rsplit('.', 1)[0])}.{key.rsplit('.', 1)[1]}": float(rate)
+            else f"{short_name(key.rsplit('.', 1)[0])}.{key.rsplit('.', 1)[1]}": float(rate)
             for key, rate in sample_failures.items()
         }
         self.problems: list[Problem] = []
@@ -271,7 +261,7 @@ class _Collector:
                 yield from rules.rule_files(folder)
 
     def read_rule_file(self, path: Path) -> None:
-        where = _rel(path, self.root)
+        where = relative_path(path, self.root)
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -339,7 +329,7 @@ class _Collector:
     def read_sql_file(self, path: Path, layer: str | None) -> None:
         from medallion_dq.local import sql_files
 
-        rel = _rel(path, self.root)
+        rel = relative_path(path, self.root)
         try:
             text = path.read_text(encoding="utf-8")
             statements = sql_files._split(text, ";")
@@ -359,7 +349,7 @@ class _Collector:
                 continue
             if not parsed:
                 continue
-            self.datasets.setdefault(layer or "", set()).add(_short(parsed["name"]))
+            self.datasets.setdefault(layer or "", set()).add(short_name(parsed["name"]))
             persisted = _PERSISTED_VIEW.match(sql_files._strip_comments(statement).strip())
             form = (
                 "view"
@@ -368,7 +358,7 @@ class _Collector:
                 if parsed["kind"] == "TemporaryView"
                 else "table"
             )
-            self.forms[_short(parsed["name"])] = (form, rel, statement)
+            self.forms[short_name(parsed["name"])] = (form, rel, statement)
             offset = max(text.find(statement), 0)
             for e in parsed["constraints"]:
                 found = re.search(
@@ -377,12 +367,12 @@ class _Collector:
                 line = text[: offset + (found.start() if found else 0)].count("\n") + 1
                 self.expectations.append(
                     _Expectation(
-                        _short(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
+                        short_name(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
                     )
                 )
 
     def read_python_file(self, path: Path, layer: str | None) -> None:
-        rel = _rel(path, self.root)
+        rel = relative_path(path, self.root)
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except (OSError, UnicodeDecodeError, SyntaxError) as error:
@@ -396,7 +386,7 @@ class _Collector:
                 if kind in DATASET_DECORATORS:
                     key = "target" if kind == "append_flow" else "name"
                     dataset_names.append(_kwarg_str(call, key) or func.name)
-            dataset = _short(dataset_names[0]) if dataset_names else func.name
+            dataset = short_name(dataset_names[0]) if dataset_names else func.name
             for deco in func.decorator_list:
                 kind, call = module.decorator(deco)
                 if kind in DATASET_DECORATORS and (ddl := _kwarg_str(call, "schema")):
@@ -495,7 +485,7 @@ class _Collector:
                     "the update)",
                 )
             other = check.get("dataset") if check.kind == "references" else None
-            if other and self.datasets and _short(str(other)) not in defined:
+            if other and self.datasets and short_name(str(other)) not in defined:
                 self.add(
                     "DQC012",
                     where,
@@ -694,7 +684,7 @@ class _Module:
                 if kind in DATASET_DECORATORS or kind == "create_streaming_table":
                     for key in ("name", "target"):
                         if (value := _kwarg_str(node, key)) is not None:
-                            names.add(_short(value))
+                            names.add(short_name(value))
         return names
 
     def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:

@@ -56,6 +56,7 @@ import yaml
 from medallion_dq import rules
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.sources import CORRUPT_RECORD, EXTENSIONS, RESCUED_DATA, unread_files
+from medallion_dq.text import sql_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -464,10 +465,6 @@ def _number(value: Any, integer: bool) -> str:
     return text.removesuffix(".0") if re.fullmatch(r"-?\d+\.0", text) else text
 
 
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _show(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
@@ -590,7 +587,7 @@ def _value_rule(profile: Profile, c: Column, sql: str, guard: str):
         return rule, nonnull - c.timestamps
     if c.type == "text" and c.values and nonnull >= 2 * len(c.values):
         values = [v for v, _ in c.values]
-        listed = ", ".join(_sql_text(v) for v in sorted(values))
+        listed = ", ".join(sql_string(v) for v in sorted(values))
         counts = ", ".join(
             f"{_show(v) if v.strip() != v or not v else v} ({n:,})" for v, n in c.values
         )

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.problems import MedallionDQError
 
 __all__ = [
@@ -47,8 +48,6 @@ __all__ = [
     "order_tasks",
     "task_kinds",
 ]
-
-BUNDLE_FILE = "databricks.yml"
 
 #: File types a pipeline ``libraries`` glob contributes (as Lakeflow does).
 SOURCE_SUFFIXES = (".py", ".sql")
@@ -155,11 +154,6 @@ class Task:
     #: ``ALL_SUCCESS`` (the default when not written), ``ALL_DONE``, ...
     run_if: str
     spec: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def run_if_written(self) -> str | None:
-        value = self.spec.get("run_if")
-        return None if value is None else str(value)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,6 @@ from typing import Any, Union, get_args, get_origin
 import yaml
 
 from medallion_dq.bundle.model import (
-    BUNDLE_FILE,
     LIBRARY_PATH_FIELDS,
     REFERENCE,
     BundleError,
@@ -56,8 +55,10 @@ from medallion_dq.bundle.model import (
     resolve,
     variable_values,
 )
+from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.config import load_toml as load_config_file
 from medallion_dq.problems import Problem
+from medallion_dq.text import relative_path
 
 __all__ = ["Problem", "validate_bundle"]
 
@@ -114,11 +115,7 @@ class _Report:
         self._lines: dict[Path, dict[str, int]] = {}
 
     def rel(self, file: Path | str) -> str:
-        path = Path(file)
-        try:
-            return path.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            return path.as_posix()
+        return relative_path(file, self.root)
 
     def add(self, code: str, file: Path | str, path: str, message: str, fix: str = "") -> None:
         rel = self.rel(file)
