@@ -723,3 +723,31 @@ def load_bundle(
         jobs=jobs,
         files=[path for path, _ in raw.documents],
     )
+
+
+def resource_docs(raw: RawBundle) -> Iterator[tuple[Path, str, str, Any, str]]:
+    """(file, kind, key, spec, yaml path) for every resource mapping as written."""
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        resources = doc.get("resources")
+        if isinstance(resources, dict):
+            for kind, entries in resources.items():
+                if isinstance(entries, dict):
+                    for key, spec in entries.items():
+                        yield file, kind, key, spec, f"resources.{kind}.{key}"
+        targets = doc.get("targets")
+        if isinstance(targets, dict):
+            for tname, tdoc in targets.items():
+                resources = (tdoc or {}).get("resources") if isinstance(tdoc, dict) else None
+                if isinstance(resources, dict):
+                    for kind, entries in resources.items():
+                        if isinstance(entries, dict):
+                            for key, spec in entries.items():
+                                yield (
+                                    file,
+                                    kind,
+                                    key,
+                                    spec,
+                                    (f"targets.{tname}.resources.{kind}.{key}"),
+                                )
