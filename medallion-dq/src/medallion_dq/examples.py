@@ -26,7 +26,7 @@ from pathlib import Path
 from medallion_dq import config, rules
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.quarantine import _group
-from medallion_dq.text import sql_string
+from medallion_dq.text import sql_name, sql_string
 
 # A NULL example takes the type of the same column's other examples in the rule.
 _NULL_TYPES = {
@@ -116,7 +116,7 @@ def _column_types(rule: rules.Rule) -> dict[str, str]:
 def case_sql(index: int, case: Case) -> str:
     types = _column_types(case.rule)
     values = ", ".join(
-        f"{sql_literal(value, types.get(column.lower()))} AS `{column.replace('`', '``')}`"
+        f"{sql_literal(value, types.get(column.lower()))} AS {sql_name(column)}"
         for column, value in case.example.values
     )
     return (

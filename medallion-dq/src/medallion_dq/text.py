@@ -26,6 +26,11 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def sql_name(name: str) -> str:
+    """A column name as a Spark SQL identifier: in backticks, its own backticks doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def table_lines(
     header: Sequence[str],
     rows: Sequence[Sequence[str]],
