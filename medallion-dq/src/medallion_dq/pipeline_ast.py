@@ -43,9 +43,9 @@ class PipelineModule:
         self.dicts: dict[str, ast.Dict] = {}  # module-level NAME = {...}
         self.rulesets: set[str] = set()  # module-level NAME = rules.load(...)
         self.functions: dict[str, ast.FunctionDef] = {}
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                self.functions[node.name] = node
+        for statement in tree.body:
+            if isinstance(statement, ast.FunctionDef):
+                self.functions[statement.name] = statement
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module in ("pyspark", None):
                 for a in node.names:
@@ -75,7 +75,7 @@ class PipelineModule:
     def decorator(self, node: ast.expr) -> tuple[str | None, ast.Call | None]:
         """(decorator name, its call or None) for @dp.x / @dp.x(...) / @x(...)."""
         call = node if isinstance(node, ast.Call) else None
-        func = node.func if call else node
+        func = call.func if call else node
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             if func.value.id in self.aliases:
                 return func.attr, call
@@ -123,7 +123,8 @@ class PipelineModule:
             isinstance(k, ast.Constant) and isinstance(k.value, str) for k in arg.keys
         ):
             for key in arg.keys:
-                yield key.value, source, None
+                if isinstance(key, ast.Constant):  # every key is (checked above)
+                    yield key.value, source, None
             return
         if (
             isinstance(arg, ast.Attribute)

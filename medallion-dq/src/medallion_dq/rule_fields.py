@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import reprlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import date, datetime
 from typing import Any
 
@@ -86,7 +86,7 @@ class Entry:
     reader: Reader
     data: Mapping
     where: dict[str, str] = field(default_factory=dict)
-    got: dict[str, object] = field(default_factory=dict)
+    got: dict[str, Any] = field(default_factory=dict)
 
     def add(self, code: str, message: str, fix: str) -> None:
         self.reader.add(code, message, fix, **self.where)
@@ -99,9 +99,9 @@ class Entry:
 Read = Callable[[Entry, str], object]
 
 
-def from_file(read: Read, key: str | None = None, **default: object) -> Any:
+def from_file(read: Read, key: str | None = None, default: Any = MISSING) -> Any:
     """A model field read from the file by `read` (from `key`, the field's name by default)."""
-    return field(metadata={"read": read, "key": key}, **default)
+    return field(default=default, metadata={"read": read, "key": key})
 
 
 def model_keys(model: type) -> dict[str, str]:
@@ -109,7 +109,7 @@ def model_keys(model: type) -> dict[str, str]:
     return {f.metadata["key"] or f.name: f.name for f in fields(model) if "read" in f.metadata}
 
 
-def read_model(model: type, entry: Entry) -> dict[str, object]:
+def read_model(model: type, entry: Entry) -> dict[str, Any]:
     """Read each field of `model` from `entry`, in the model's order."""
     for f in fields(model):
         if "read" in f.metadata:
@@ -179,7 +179,8 @@ def read_examples(entry: Entry, key: str) -> tuple[Example, ...]:
             "DQ018", f"'examples' must map pass and/or fail to lists of rows, got {got}", write
         )
         return ()
-    found, kinds = [], {}
+    found: list[Example] = []
+    kinds: dict[str, tuple[str, Example]] = {}
     for expect in EXPECTED:
         rows = value.get(expect, [])
         if not isinstance(rows, list):
@@ -305,8 +306,13 @@ def _number(whole: bool, low: int, high: int | None = None) -> Callable[[object]
     bound = f" between {low} and {high}" if high is not None else f" >= {low}"
 
     def wrong(value: object) -> Wrong:
-        fits = not isinstance(value, bool) and isinstance(value, int if whole else int | float)
-        ok = fits and low <= value and (high is None or value <= high)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"must be {what}{bound}", None
+        ok = (
+            (isinstance(value, int) or not whole)
+            and low <= value
+            and (high is None or value <= high)
+        )
         return None if ok else (f"must be {what}{bound}", None)
 
     return wrong

@@ -185,7 +185,7 @@ class RuleSet:
         read_choice(LAYERS, "DQ016", "unknown layer {}", f"use one of {', '.join(LAYERS)}")
     )
     rules: tuple[Rule, ...] = from_file(_rules)
-    file: str
+    file: str = ""
     threshold: float | None = from_file(read_fraction, default=None)
     owner: str = from_file(read_text, default="")
     # 'table' | 'view' as written in the file, or None
@@ -208,7 +208,7 @@ class RuleSet:
     def clauses(self) -> dict[str, str]:
         """`rule or check name -> clause (contract id version)` of the items made from the
         data contract: what the gate shows beside a failure."""
-        items = [*self.rules, *self.checks]
+        items: list[Rule | Check] = [*self.rules, *self.checks]
         return {i.name: f"{i.contract} ({self.contract})" for i in items if i.contract}
 
     @property

@@ -197,7 +197,8 @@ def _schema_errors(
         except Exception as exc:
             message = _schema_message(exc)
             segments: list[Segment] = []
-            unknown, allowed = None, []
+            unknown: str | None = None
+            allowed: list[str] = []
             if transform is not None:
                 try:
                     segments, unknown, allowed = _locate(model, spec, [], transform)
