@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "medallion_dq"
-ON_DATABRICKS = ("rules", "constraints", "quarantine", "gate", "checks", "sources", "problems")
+ON_DATABRICKS = ("rules", "rule_fields", "constraints", "quarantine", "gate", "checks", "sources")
+ON_DATABRICKS += ("problems", "text")
 PUBLIC_PYSPARK = (
     "pyspark.sql",
     "pyspark.pipelines",

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import rules
+from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -75,21 +76,13 @@ def table(rows: Iterable[tuple[str, str, str, str, str, str]]) -> str:
     gate's and the report's."""
     header = ("check", "value", "bound", "status")
     body = [(f"{d}.{n} ({k})", value, bound, status) for d, n, k, value, bound, status in rows]
-    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-    lines = [header, tuple("-" * w for w in widths), *body]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines
-    )
+    return "\n".join(table_lines(header, body))
 
 
 def seconds(duration: str) -> float:
     """'90m', '36h', '2d' -> seconds (the format rules.py validates)."""
     number, unit = rules.DURATION.match(duration).groups()
     return float(number) * _SECONDS[unit]
-
-
-def _short(name: str) -> str:
-    return name.replace("`", "").split(".")[-1]
 
 
 def _quote(name: str) -> str:
@@ -118,7 +111,7 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
         .groupBy("update_id", "dataset")
         .agg(F.max("timestamp").alias("time"), F.sum("rows").alias("rows"))
     )
-    return [{**row.asDict(), "dataset": _short(row["dataset"] or "")} for row in frame.collect()]
+    return [{**row.asDict(), "dataset": short_name(row["dataset"])} for row in frame.collect()]
 
 
 def volume(
@@ -249,7 +242,7 @@ def judge(
     short names). `table`: a dataset's table name (the pipeline's catalog and schema);
     `as_of`: an ISO timestamp freshness is judged at (default: the update's time);
     `allow_empty`: an update that wrote no rows passes its volume checks."""
-    chosen = [r for r in rulesets if _short(r.dataset) in datasets and (r.checks or r.schema)]
+    chosen = [r for r in rulesets if short_name(r.dataset) in datasets and (r.checks or r.schema)]
     if not chosen:
         return []
     volumes = any(c.kind == "volume" for r in chosen for c in r.checks)
@@ -268,7 +261,7 @@ def judge(
         results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
 
     for ruleset in chosen:
-        name = _short(ruleset.dataset)
+        name = short_name(ruleset.dataset)
         for check in ruleset.checks:
             if check.kind == "volume":
                 timed(volume, check, name, written, update_id, allow_empty)

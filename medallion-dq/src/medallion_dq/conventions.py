@@ -45,7 +45,14 @@ from sqlglot import exp
 
 from medallion_dq import rules
 from medallion_dq.config import load_config, rules_dirs
+from medallion_dq.pipeline_ast import (
+    DATASET_DECORATORS,
+    EXPECT_DECORATORS,
+    PipelineModule,
+    kwarg_str,
+)
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.text import relative_path, short_name
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
@@ -68,20 +75,6 @@ CODES: dict[str, tuple[str, str]] = {
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
 PIPELINES_DIR = Path("src") / "pipelines"
-
-DATASET_DECORATORS = {"table", "materialized_view", "temporary_view", "view", "append_flow"}
-EXPECT_DECORATORS = {
-    "expect": "warn",
-    "expect_or_drop": "drop",
-    "expect_or_fail": "fail",
-    "expect_all": "warn",
-    "expect_all_or_drop": "drop",
-    "expect_all_or_fail": "fail",
-}
-EAGER_CALLS = {"withColumn", "withColumns", "drop"}
-ANALYSIS_ATTRS = {"columns", "schema", "dtypes"}
-ANALYSIS_CALLS = {"count", "collect", "toPandas", "show", "printSchema", "isEmpty"}
-GROUPING_CALLS = {"groupBy", "groupby", "rollup", "cube", "pivot", "groupingSets"}
 
 _WHY_EAGER = (
     "in pyspark 4.2 the open-source pipeline engine resolves withColumn/withColumns/drop eagerly "
@@ -181,7 +174,7 @@ def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[s
     """`{"dataset.rule": failed fraction}` from `gate.expectation_metrics(...)` of a sample run."""
     totals: dict[str, list[int]] = {}
     for item in metrics:
-        dataset = _short(str(item.get("dataset") or ""))
+        dataset = short_name(str(item.get("dataset") or ""))
         name = str(item.get("name") or item.get("rule") or "")
         counts = totals.setdefault(f"{dataset}.{name}", [0, 0])
         counts[0] += int(item.get("passed", item.get("passed_records")) or 0)
@@ -194,17 +187,6 @@ def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[s
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _short(name: str) -> str:
-    return name.replace("`", "").split(".")[-1]
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _percent(fraction: float) -> str:
@@ -231,7 +213,7 @@ class _Collector:
         self.samples = {
             key
             if "." not in key
-            else f"{_short(key.rsplit('.', 1)[0])}.{key.rsplit('.', 1)[1]}": float(rate)
+            else f"{short_name(key.rsplit('.', 1)[0])}.{key.rsplit('.', 1)[1]}": float(rate)
             for key, rate in sample_failures.items()
         }
         self.problems: list[Problem] = []
@@ -271,7 +253,7 @@ class _Collector:
                 yield from rules.rule_files(folder)
 
     def read_rule_file(self, path: Path) -> None:
-        where = _rel(path, self.root)
+        where = relative_path(path, self.root)
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -339,7 +321,7 @@ class _Collector:
     def read_sql_file(self, path: Path, layer: str | None) -> None:
         from medallion_dq.local import sql_files
 
-        rel = _rel(path, self.root)
+        rel = relative_path(path, self.root)
         try:
             text = path.read_text(encoding="utf-8")
             statements = sql_files._split(text, ";")
@@ -359,7 +341,7 @@ class _Collector:
                 continue
             if not parsed:
                 continue
-            self.datasets.setdefault(layer or "", set()).add(_short(parsed["name"]))
+            self.datasets.setdefault(layer or "", set()).add(short_name(parsed["name"]))
             persisted = _PERSISTED_VIEW.match(sql_files._strip_comments(statement).strip())
             form = (
                 "view"
@@ -368,7 +350,7 @@ class _Collector:
                 if parsed["kind"] == "TemporaryView"
                 else "table"
             )
-            self.forms[_short(parsed["name"])] = (form, rel, statement)
+            self.forms[short_name(parsed["name"])] = (form, rel, statement)
             offset = max(text.find(statement), 0)
             for e in parsed["constraints"]:
                 found = re.search(
@@ -377,29 +359,29 @@ class _Collector:
                 line = text[: offset + (found.start() if found else 0)].count("\n") + 1
                 self.expectations.append(
                     _Expectation(
-                        _short(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
+                        short_name(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
                     )
                 )
 
     def read_python_file(self, path: Path, layer: str | None) -> None:
-        rel = _rel(path, self.root)
+        rel = relative_path(path, self.root)
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except (OSError, UnicodeDecodeError, SyntaxError) as error:
             self.add("DQC000", rel, f"cannot parse the file: {error}", "fix the syntax error")
             return
-        module = _Module(tree)
+        module = PipelineModule(tree)
         for func in module.query_functions():
             dataset_names = []
             for deco in func.decorator_list:
                 kind, call = module.decorator(deco)
                 if kind in DATASET_DECORATORS:
                     key = "target" if kind == "append_flow" else "name"
-                    dataset_names.append(_kwarg_str(call, key) or func.name)
-            dataset = _short(dataset_names[0]) if dataset_names else func.name
+                    dataset_names.append(kwarg_str(call, key) or func.name)
+            dataset = short_name(dataset_names[0]) if dataset_names else func.name
             for deco in func.decorator_list:
                 kind, call = module.decorator(deco)
-                if kind in DATASET_DECORATORS and (ddl := _kwarg_str(call, "schema")):
+                if kind in DATASET_DECORATORS and (ddl := kwarg_str(call, "schema")):
                     self.declared[dataset] = (ddl, f"{rel}:{deco.lineno}")
             kinds = [module.decorator(d)[0] for d in func.decorator_list]
             if "table" in kinds or "materialized_view" in kinds:
@@ -495,7 +477,7 @@ class _Collector:
                     "the update)",
                 )
             other = check.get("dataset") if check.kind == "references" else None
-            if other and self.datasets and _short(str(other)) not in defined:
+            if other and self.datasets and short_name(str(other)) not in defined:
                 self.add(
                     "DQC012",
                     where,
@@ -616,171 +598,6 @@ class _Collector:
 
 
 _PERSISTED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
-
-
-def _kwarg_str(call: ast.Call | None, key: str) -> str | None:
-    if call is None:
-        return None
-    for kw in call.keywords:
-        if kw.arg == key and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-            return kw.value.value
-    return None
-
-
-class _Module:
-    """What a pipeline module binds: its pipelines-module aliases, dicts and loaded rule sets."""
-
-    def __init__(self, tree: ast.Module):
-        self.tree = tree
-        self.aliases: set[str] = set()  # names bound to pyspark.pipelines / dlt
-        self.direct: dict[str, str] = {}  # local name -> decorator name (from ... import expect)
-        self.dicts: dict[str, ast.Dict] = {}  # module-level NAME = {...}
-        self.rulesets: set[str] = set()  # module-level NAME = rules.load(...)
-        self.functions: dict[str, ast.FunctionDef] = {}
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef):
-                self.functions[node.name] = node
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module in ("pyspark", None):
-                for a in node.names:
-                    if a.name == "pipelines":
-                        self.aliases.add(a.asname or a.name)
-            elif isinstance(node, ast.ImportFrom) and node.module in ("pyspark.pipelines", "dlt"):
-                for a in node.names:
-                    self.direct[a.asname or a.name] = a.name
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name == "dlt":
-                        self.aliases.add(a.asname or "dlt")
-                    elif a.name == "pyspark.pipelines" and a.asname:
-                        self.aliases.add(a.asname)
-        if not self.aliases:
-            self.aliases = {"dp", "dlt", "sdp"}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-                if not isinstance(target, ast.Name):
-                    continue
-                if isinstance(node.value, ast.Dict):
-                    self.dicts[target.id] = node.value
-                elif isinstance(node.value, ast.Call) and _call_name(node.value) == "load":
-                    self.rulesets.add(target.id)
-
-    def decorator(self, node: ast.expr) -> tuple[str | None, ast.Call | None]:
-        """(decorator name, its call or None) for @dp.x / @dp.x(...) / @x(...)."""
-        call = node if isinstance(node, ast.Call) else None
-        func = node.func if call else node
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
-            if func.value.id in self.aliases:
-                return func.attr, call
-        elif isinstance(func, ast.Name) and func.id in self.direct:
-            return self.direct[func.id], call
-        return None, call
-
-    def query_functions(self) -> Iterator[ast.FunctionDef]:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.FunctionDef) and any(
-                self.decorator(d)[0] in DATASET_DECORATORS | set(EXPECT_DECORATORS)
-                for d in node.decorator_list
-            ):
-                yield node
-
-    def defined_names(self) -> set[str]:
-        """Dataset names: `name=` of dataset decorators and calls, and query function names."""
-        names = {f.name for f in self.query_functions()}
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
-                kind, _ = self.decorator(node)
-                if kind in DATASET_DECORATORS or kind == "create_streaming_table":
-                    for key in ("name", "target"):
-                        if (value := _kwarg_str(node, key)) is not None:
-                            names.add(_short(value))
-        return names
-
-    def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:
-        """(rule name or None, source expression, action of the rule-file attribute or None)."""
-        args = list(call.args) + [kw.value for kw in call.keywords]
-        if not args:
-            return
-        if not kind.startswith("expect_all"):
-            first = args[0]
-            if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                yield first.value, ast.unparse(first), None
-            else:
-                yield None, ast.unparse(first), None
-            return
-        arg = args[0]
-        source = ast.unparse(arg)
-        if isinstance(arg, ast.Name) and arg.id in self.dicts:
-            arg = self.dicts[arg.id]
-        if isinstance(arg, ast.Dict) and all(
-            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in arg.keys
-        ):
-            for key in arg.keys:
-                yield key.value, source, None
-            return
-        if (
-            isinstance(arg, ast.Attribute)
-            and isinstance(arg.value, ast.Name)
-            and arg.value.id in self.rulesets
-            and arg.attr in ("warn", "drop", "fail")
-        ):
-            yield None, source, arg.attr
-            return
-        yield None, source, None
-
-    def eager_calls(self, func: ast.FunctionDef) -> Iterator[tuple[int, str, str]]:
-        """(line, what, 'eager' | 'analysis') in `func` and the module functions it calls."""
-        seen: set[str] = set()
-        todo: list[ast.FunctionDef] = [func]
-        found: list[tuple[int, str, str]] = []
-        while todo:
-            current = todo.pop()
-            if current.name in seen:
-                continue
-            seen.add(current.name)
-            called_from = "" if current is func else f" (via {current.name}())"
-            calls = {id(n.func) for n in ast.walk(current) if isinstance(n, ast.Call)}
-            for node in ast.walk(current):
-                if isinstance(node, ast.Call):
-                    name = _call_name(node)
-                    if isinstance(node.func, ast.Name) and name in self.functions:
-                        todo.append(self.functions[name])
-                    if not isinstance(node.func, ast.Attribute):
-                        continue
-                    receiver = node.func.value
-                    if name in EAGER_CALLS:
-                        if (
-                            name == "drop"
-                            and isinstance(receiver, ast.Attribute)
-                            and receiver.attr == "na"
-                        ):
-                            continue
-                        found.append((node.lineno, f".{name}(...){called_from}", "eager"))
-                    elif name in ANALYSIS_CALLS and not node.args and not node.keywords:
-                        if (
-                            name == "count"
-                            and isinstance(receiver, ast.Call)
-                            and _call_name(receiver) in GROUPING_CALLS
-                        ):
-                            continue  # groupBy(...).count() is an aggregation, not an action
-                        found.append((node.lineno, f".{name}(){called_from}", "analysis"))
-                elif (
-                    isinstance(node, ast.Attribute)
-                    and node.attr in ANALYSIS_ATTRS
-                    and id(node) not in calls  # reader.schema("...") is a call, not analysis
-                    and isinstance(node.ctx, ast.Load)
-                ):
-                    found.append((node.lineno, f".{node.attr}{called_from}", "analysis"))
-        yield from sorted(set(found))
-
-
-def _call_name(node: ast.Call) -> str | None:
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    return None
 
 
 # --------------------------------------------------------------------------- entry points

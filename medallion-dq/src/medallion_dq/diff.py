@@ -47,6 +47,7 @@ from medallion_dq import config, quarantine, rules
 from medallion_dq.config import STATE_DIR
 from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.text import relative_path, table_lines
 
 EXAMPLES = 5  # example rows per kind (newly dropped, newly kept) and dataset
 HEAD = "working tree"
@@ -122,11 +123,6 @@ def _paired(files: list[tuple[str, str]]) -> tuple[dict[str, rules.RuleSet], lis
     return out, problems
 
 
-def _relative(root: Path, path: Path) -> str:
-    path = path.resolve()
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-
-
 def load_revisions(
     root: Path, ref: str
 ) -> tuple[dict[str, rules.RuleSet], dict[str, rules.RuleSet]]:
@@ -143,7 +139,7 @@ def load_revisions(
         raise BadInput(
             [f"error: --base {ref}: not a commit of this repository (a branch, tag or commit id)"]
         )
-    relative = [_relative(root, folder) for folder in folders]
+    relative = [relative_path(folder.resolve(), root) for folder in folders]
     # Paths relative to the project (git -C root: ls-tree prints them relative to it, and
     # `<ref>:./<path>` reads them so), whether or not the project is the repository's top.
     listed = _git(root, "ls-tree", "-r", "--name-only", ref, "--", *relative).splitlines()
@@ -156,9 +152,11 @@ def load_revisions(
     for folder in folders:
         for path in rules.rule_files(folder) if folder.is_dir() else []:
             try:
-                head_files.append((_relative(root, path), path.read_text(encoding="utf-8")))
+                head_files.append(
+                    (relative_path(path.resolve(), root), path.read_text(encoding="utf-8"))
+                )
             except (OSError, UnicodeDecodeError) as error:
-                raise BadInput([f"error: {_relative(root, path)}: {error}"]) from None
+                raise BadInput([f"error: {relative_path(path.resolve(), root)}: {error}"]) from None
     base, base_problems = _paired(base_files)
     head, head_problems = _paired(head_files)
     if base_problems or head_problems:
@@ -542,15 +540,6 @@ def _example_table(rows: list[dict], kind: str) -> tuple[list[str], list[list[st
     return header, cells
 
 
-def _aligned(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
-    widths = [max(len(c) for c in column) for column in zip(header, *rows, strict=False)]
-    lines = [header, ["-" * w for w in widths], *rows]
-    return [
-        indent + "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    ]
-
-
 def _changed(diffs: list[DatasetDiff]) -> str:
     changed = sum(d.status != "unchanged" for d in diffs)
     return f"the rules of {changed} of {len(diffs)} dataset(s) changed"
@@ -564,7 +553,7 @@ def text_report(report: dict, diffs: list[DatasetDiff]) -> str:
         if diff.error:
             lines += ["  " + line for line in diff.error.splitlines()]
             continue
-        lines += _aligned(RULE_HEADER, _rule_rows(diff))
+        lines += table_lines(RULE_HEADER, _rule_rows(diff), indent="  ")
         for name, what, old, new in _changes(diff):
             lines.append(f"  {name}: {what} {old} → {new}")
         for kind in KINDS:
@@ -572,7 +561,7 @@ def text_report(report: dict, diffs: list[DatasetDiff]) -> str:
             if rows:
                 total = getattr(diff, kind)
                 lines.append(f"  {kind.replace('_', ' ')} ({len(rows)} of {total}):")
-                lines += _aligned(*_example_table(rows, kind), indent="    ")
+                lines += table_lines(*_example_table(rows, kind), indent="    ")
     return "\n".join(lines)
 
 
@@ -697,7 +686,7 @@ def run(
     data = (
         f"table {table} of the local lake"
         if table
-        else f"the landing files in {_relative(root, landing_dir)}"
+        else f"the landing files in {relative_path(landing_dir, root)}"
     )
     report = {"base": base_ref, "head": HEAD, "data": data}
     try:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from medallion_dq import config, rules
 from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.quarantine import _group, _literal
+from medallion_dq.quarantine import _group
+from medallion_dq.text import sql_name, sql_string
 
 # A NULL example takes the type of the same column's other examples in the rule.
 _NULL_TYPES = {
@@ -97,9 +98,9 @@ def sql_literal(value: object, null_type: str | None = None) -> str:
     if isinstance(value, list):
         return "array(" + ", ".join(sql_literal(item) for item in value) + ")"
     if isinstance(value, dict):
-        fields = ", ".join(f"{_literal(str(k))}, {sql_literal(v)}" for k, v in value.items())
+        fields = ", ".join(f"{sql_string(str(k))}, {sql_literal(v)}" for k, v in value.items())
         return f"named_struct({fields})"
-    return _literal(str(value))
+    return sql_string(str(value))
 
 
 def _column_types(rule: rules.Rule) -> dict[str, str]:
@@ -115,7 +116,7 @@ def _column_types(rule: rules.Rule) -> dict[str, str]:
 def case_sql(index: int, case: Case) -> str:
     types = _column_types(case.rule)
     values = ", ".join(
-        f"{sql_literal(value, types.get(column.lower()))} AS `{column.replace('`', '``')}`"
+        f"{sql_literal(value, types.get(column.lower()))} AS {sql_name(column)}"
         for column, value in case.example.values
     )
     return (

@@ -42,12 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.text import short_name, table_lines
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "DEFAULT_THRESHOLD",
     "EMPTY_DELIVERY",
+    "EXPECTATIONS_PATH",
     "EXPECTATIONS_SCHEMA",
     "GateResult",
     "GateRow",
@@ -75,7 +78,7 @@ EXPECTATIONS_SCHEMA = (
 #: How the gate names a dataset that received no rows (formatted with ``dataset``).
 EMPTY_DELIVERY = "{dataset}: 0 input records: an empty delivery (no new landing files?)"
 
-_EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
+EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
 _STATUS_PATH = "$.flow_progress.status"
 _PIPELINE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_`-]+(\.[A-Za-z0-9_`-]+){0,2}$")
@@ -101,11 +104,13 @@ def _fraction(value: Any, where: str) -> float:
 
 
 def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
+    from medallion_dq import rules
+
     out: list[Path] = []
     for item in paths:
         path = Path(item)
         if path.is_dir():
-            out.extend(sorted(p for p in path.rglob("*") if p.suffix in (".yml", ".yaml")))
+            out.extend(rules.rule_files(path))
         else:
             out.append(path)
     return out
@@ -196,7 +201,7 @@ class GateResult:
 
     def _named(self, dataset: str, name: str) -> str:
         """``name``, with the contract clause it breaks when it has one."""
-        clause = self.clauses.get(f"{_short(dataset)}.{name}")
+        clause = self.clauses.get(f"{short_name(dataset)}.{name}")
         return f"{name} [{clause}]" if clause else name
 
     @property
@@ -244,15 +249,7 @@ class GateResult:
         ]
         if not body:
             body = [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-
-        def line(cells: Sequence[str]) -> str:
-            first = cells[0].ljust(widths[0])
-            rest = [c.rjust(w) for c, w in zip(cells[1:-1], widths[1:-1], strict=True)]
-            return "  ".join([first, *rest, cells[-1].ljust(widths[-1])]).rstrip()
-
-        rule = "  ".join("-" * w for w in widths)
-        text = "\n".join([line(header), rule, *(line(r) for r in body)])
+        text = "\n".join(table_lines(header, body, right=range(1, len(header) - 1)))
         return f"{text}\n\n{self.checks_table()}" if self.checks else text
 
     def checks_table(self) -> str:
@@ -302,14 +299,10 @@ class GateResult:
         return f"{self.table()}\n{self.summary()}"
 
 
-def _short(dataset: str) -> str:
-    return dataset.replace("`", "").split(".")[-1]
-
-
 def _threshold(
     dataset: str, rule: str, thresholds: Mapping[str, float], default: float
 ) -> tuple[float, str]:
-    names = [dataset] if _short(dataset) == dataset else [dataset, _short(dataset)]
+    names = [dataset] if short_name(dataset) == dataset else [dataset, short_name(dataset)]
     for name in names:
         if f"{name}.{rule}" in thresholds:
             return float(thresholds[f"{name}.{rule}"]), "rule"
@@ -353,9 +346,9 @@ def evaluate(
         threshold, source = _threshold(dataset, name, thresholds, default_threshold)
         rows.append(GateRow(dataset, name, passed, failed, threshold, source))
         inputs[dataset] = max(inputs.get(dataset, 0), passed + failed)
-    reported = {_short(d) for d in inputs}
+    reported = {short_name(d) for d in inputs}
     empty = {d for d, count in inputs.items() if count == 0}
-    empty |= {d for d in map(_short, datasets) if d and d not in reported}
+    empty |= {d for d in map(short_name, datasets) if d and d not in reported}
     return GateResult(rows=rows, empty=sorted(empty), allow_empty=allow_empty)
 
 
@@ -391,7 +384,7 @@ def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame
     from pyspark.sql import functions as F
 
     expectations = F.from_json(
-        F.get_json_object(_details_json(events_df), _EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
+        F.get_json_object(_details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
     )
     return (
         events_df.filter(F.col("event_type") == "flow_progress")
@@ -428,7 +421,7 @@ def completed_datasets(events_df: DataFrame, update_id: str) -> set[str]:
         .distinct()
         .collect()
     )
-    return {_short(row["dataset"]) for row in rows if row["dataset"]}
+    return {short_name(row["dataset"]) for row in rows if row["dataset"]}
 
 
 def expectation_metrics(events_df: DataFrame, update_id: str | None = None) -> list[dict[str, Any]]:
@@ -501,12 +494,12 @@ def run_gate(
         expectation_metrics(events_df, update_id),
         thresholds,
         default_threshold,
-        datasets={_short(d) for d in expected} & ran,
+        datasets={short_name(d) for d in expected} & ran,
         allow_empty=allow_empty,
     )
     result.update_id = update_id
     result.clauses = {
-        f"{_short(r.dataset)}.{name}": clause
+        f"{short_name(r.dataset)}.{name}": clause
         for r in rulesets
         for name, clause in r.clauses().items()
     }

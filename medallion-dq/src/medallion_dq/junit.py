@@ -23,16 +23,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from medallion_dq.text import short_name
+
 SUITE = "medallion-dq data quality"
-
-
-def _short(dataset: str | None) -> str:
-    return (dataset or "").replace("`", "").split(".")[-1]
 
 
 def _case(suite: ET.Element, dataset: str, name: str, seconds: float = 0.0) -> ET.Element:
     return ET.SubElement(
-        suite, "testcase", classname=_short(dataset), name=name, time=f"{seconds:.3f}"
+        suite, "testcase", classname=short_name(dataset), name=name, time=f"{seconds:.3f}"
     )
 
 
@@ -70,7 +68,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
     for task in _tasks(result) if result is not None else []:
         failed = task.update.error if task.update is not None else None
         if failed is not None and failed.kind == "EXPECTATION_VIOLATION":
-            key = (_short(failed.dataset), failed.expectation or "")
+            key = (short_name(failed.dataset), failed.expectation or "")
             record = [failed.record] if failed.record else []
             _outcome(
                 _case(suite, *key),
@@ -87,7 +85,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
     verdict = gate_task.gate if gate_task is not None else None
     if verdict is not None:
         for row in verdict.rows:
-            key = (_short(row.dataset), row.rule)
+            key = (short_name(row.dataset), row.rule)
             judged.add(key)
             case = _case(suite, *key)
             if row.ok:
@@ -100,14 +98,14 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
             text = detail + (f"\n{_records(found)}" if found else "")
             _outcome(case, "failure", f"over threshold: {detail}", text)
         for dataset in verdict.empty:
-            key = (_short(dataset), "input records")
+            key = (short_name(dataset), "input records")
             judged.add(key)
             case = _case(suite, *key)
             if not verdict.allow_empty:
                 message = verdict.empty_messages[verdict.empty.index(dataset)]
                 _outcome(case, "failure", message)
         for check in verdict.checks:
-            key = (_short(check.dataset), check.name)
+            key = (short_name(check.dataset), check.name)
             judged.add(key)
             case = _case(suite, *key, seconds=check.seconds)
             if not check.passed:
@@ -126,7 +124,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
             "(a rule of another pipeline, or a fail rule, which stops its update instead)"
         )
     for ruleset in rulesets:
-        dataset = _short(ruleset.dataset)
+        dataset = short_name(ruleset.dataset)
         names = [rule.name for rule in ruleset.rules] + [check.name for check in ruleset.checks]
         names += ["schema"] if ruleset.schema else []
         for name in names:

@@ -26,17 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from medallion_dq.text import sql_string
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 FAILED_RULES = "_dq_failed_rules"
 QUARANTINED_AT = "_dq_quarantined_at"
-FORMS = ("table", "view")
-
-
-def _literal(text: str) -> str:
-    """A SQL string literal (Spark's escapes) holding `text`."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+_literal = sql_string  # medallion_dq.contract imports it from here
 
 
 def _group(constraint: str) -> str:
@@ -63,7 +60,7 @@ def failed_rules_sql(rules: Mapping[str, str]) -> str:
     (a higher-order function, interpreted row by row) Spark compiles it with the filter before
     it. Names are unique per dataset, so its removal of duplicates changes nothing."""
     checks = ", ".join(
-        f"CASE WHEN NOT coalesce({_group(constraint)}, false) THEN {_literal(name)} END"
+        f"CASE WHEN NOT coalesce({_group(constraint)}, false) THEN {sql_string(name)} END"
         for name, constraint in rules.items()
     )
     return f"array_except(array({checks}), array(CAST(NULL AS STRING)))"
@@ -74,13 +71,6 @@ def failed_rules(rules: Mapping[str, str]) -> Column:
     from pyspark.sql import functions as F
 
     return F.expr(failed_rules_sql(rules))
-
-
-def passes_all(rules: Mapping[str, str]) -> Column:
-    """TRUE when a row meets every rule; FALSE when it breaks one or one evaluates to NULL."""
-    from pyspark.sql import functions as F
-
-    return F.expr(passes_all_sql(rules))
 
 
 def quarantined(df: DataFrame, rules: Mapping[str, str]) -> DataFrame:
@@ -110,7 +100,7 @@ def view_sql(name: str, source: str, rules: Mapping[str, str], comment: str = ""
         source = f"({source})"
     lines = [f"CREATE VIEW {name}"]
     if comment:
-        lines.append(f"COMMENT {_literal(comment)}")
+        lines.append(f"COMMENT {sql_string(comment)}")
     lines += [
         "AS SELECT",
         "  *,",

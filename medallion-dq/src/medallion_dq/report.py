@@ -16,16 +16,18 @@ Rule and dataset names come from user files: every string is escaped.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq.gate import (
     DEFAULT_THRESHOLD,
+    EXPECTATIONS_PATH,
     EXPECTATIONS_SCHEMA,
 )
 from medallion_dq.markup import html_text
+from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -37,7 +39,6 @@ __all__ = [
 ]
 
 FILE_NAME = "dq-report.html"
-_EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
 # Colour-blind-friendly palette (Tableau 10); series beyond ten also change their dash pattern.
 PALETTE = (
     "#4e79a7",
@@ -70,7 +71,7 @@ def history(events_df: DataFrame) -> list[dict[str, Any]]:
     details = F.col("details")
     if not isinstance(events_df.schema["details"].dataType, StringType):
         details = F.to_json(details)
-    expectations = F.from_json(F.get_json_object(details, _EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA)
+    expectations = F.from_json(F.get_json_object(details, EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA)
     collected = (
         events_df.filter(F.col("event_type") == "flow_progress")
         .select(
@@ -228,19 +229,15 @@ def clauses_from_rule_files(paths: Iterable[Path]) -> dict[str, str]:
     from medallion_dq import rules
 
     return {
-        f"{_short(ruleset.dataset)}.{name}": clause
+        f"{short_name(ruleset.dataset)}.{name}": clause
         for folder in paths
         for ruleset in map(rules.load, rules.rule_files(folder))
         for name, clause in ruleset.clauses().items()
     }
 
 
-def _short(dataset: str) -> str:
-    return dataset.replace("`", "").split(".")[-1]
-
-
 def _clause(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str | None:
-    return (clauses or {}).get(f"{_short(row['dataset'])}.{row['rule']}")
+    return (clauses or {}).get(f"{short_name(row['dataset'])}.{row['rule']}")
 
 
 def _named(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str:
@@ -298,24 +295,8 @@ def text_table(
             for r in chosen
             if r["pipeline"] == pipeline and r["update_id"] == update_id
         ]
-        widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-
-        def line(cells: Sequence[str], widths: list[int] = widths) -> str:
-            left = [c.ljust(w) for c, w in zip(cells[:2], widths[:2], strict=True)]
-            right = [c.rjust(w) for c, w in zip(cells[2:], widths[2:], strict=True)]
-            return "  ".join(left + right).rstrip()
-
         title = f"pipeline {pipeline}, update {update_id}" + (f" at {_when(ts)}" if ts else "")
-        blocks.append(
-            "\n".join(
-                [
-                    title,
-                    line(header),
-                    "  ".join("-" * w for w in widths),
-                    *(line(cells) for cells in body),
-                ]
-            )
-        )
+        blocks.append("\n".join([title, *table_lines(header, body, right=(2, 3, 4))]))
     return "\n\n".join(blocks)
 
 
@@ -367,7 +348,7 @@ footer { color:var(--muted); font-size:12px; }
 def _threshold(row: Mapping[str, Any], thresholds: Mapping[str, float]) -> float:
     """The gate's lookup: `dataset.rule`, then `dataset`, then the gate's default."""
     dataset, rule = row["dataset"], row["rule"]
-    short = _short(dataset)
+    short = short_name(dataset)
     for key in (f"{dataset}.{rule}", f"{short}.{rule}", dataset, short):
         if key in thresholds:
             return float(thresholds[key])

@@ -35,6 +35,9 @@ from typing import Any
 
 import yaml
 
+from medallion_dq.config import BUNDLE_FILE
+from medallion_dq.problems import MedallionDQError
+
 __all__ = [
     "Bundle",
     "BundleError",
@@ -45,8 +48,6 @@ __all__ = [
     "order_tasks",
     "task_kinds",
 ]
-
-BUNDLE_FILE = "databricks.yml"
 
 #: File types a pipeline ``libraries`` glob contributes (as Lakeflow does).
 SOURCE_SUFFIXES = (".py", ".sql")
@@ -113,7 +114,7 @@ _LIST_MERGE_KEYS = {
 }
 
 
-class BundleError(Exception):
+class BundleError(MedallionDQError):
     """The bundle cannot be read (missing file, invalid YAML, unknown target...)."""
 
 
@@ -153,11 +154,6 @@ class Task:
     #: ``ALL_SUCCESS`` (the default when not written), ``ALL_DONE``, ...
     run_if: str
     spec: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def run_if_written(self) -> str | None:
-        value = self.spec.get("run_if")
-        return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -727,3 +723,31 @@ def load_bundle(
         jobs=jobs,
         files=[path for path, _ in raw.documents],
     )
+
+
+def resource_docs(raw: RawBundle) -> Iterator[tuple[Path, str, str, Any, str]]:
+    """(file, kind, key, spec, yaml path) for every resource mapping as written."""
+    for file, doc in raw.documents:
+        if not isinstance(doc, dict):
+            continue
+        resources = doc.get("resources")
+        if isinstance(resources, dict):
+            for kind, entries in resources.items():
+                if isinstance(entries, dict):
+                    for key, spec in entries.items():
+                        yield file, kind, key, spec, f"resources.{kind}.{key}"
+        targets = doc.get("targets")
+        if isinstance(targets, dict):
+            for tname, tdoc in targets.items():
+                resources = (tdoc or {}).get("resources") if isinstance(tdoc, dict) else None
+                if isinstance(resources, dict):
+                    for kind, entries in resources.items():
+                        if isinstance(entries, dict):
+                            for key, spec in entries.items():
+                                yield (
+                                    file,
+                                    kind,
+                                    key,
+                                    spec,
+                                    (f"targets.{tname}.resources.{kind}.{key}"),
+                                )

@@ -23,21 +23,13 @@ BND012  a python_wheel_task's package or entry point is not declared
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import graphlib
-import importlib
 import re
-import typing
-from collections.abc import Callable, Iterable
-from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Any, Union, get_args, get_origin
-
-import yaml
+from typing import Any
 
 from medallion_dq.bundle.model import (
-    BUNDLE_FILE,
     LIBRARY_PATH_FIELDS,
     REFERENCE,
     BundleError,
@@ -48,14 +40,16 @@ from medallion_dq.bundle.model import (
     expand_library,
     iter_references,
     iter_strings,
-    join_path,
     library_entries,
     load_raw,
-    merge,
     order_tasks,
     resolve,
+    resource_docs,
     variable_values,
 )
+from medallion_dq.bundle.report import Report
+from medallion_dq.bundle.schema import check_schemas
+from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.config import load_toml as load_config_file
 from medallion_dq.problems import Problem
 
@@ -106,308 +100,10 @@ def _dep(task_key: str) -> str:
     return "[{task_key: " + task_key + "}]"
 
 
-class _Report:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.problems: list[Problem] = []
-        self._seen: set[tuple[str, str, str, str]] = set()
-        self._lines: dict[Path, dict[str, int]] = {}
-
-    def rel(self, file: Path | str) -> str:
-        path = Path(file)
-        try:
-            return path.resolve().relative_to(self.root).as_posix()
-        except ValueError:
-            return path.as_posix()
-
-    def add(self, code: str, file: Path | str, path: str, message: str, fix: str = "") -> None:
-        rel = self.rel(file)
-        key = (code, rel, path, message)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self.problems.append(
-            Problem(code, rel, message, fix, path=path, line=self._line(Path(file), path))
-        )
-
-    def _line(self, file: Path, path: str) -> int | None:
-        if file not in self._lines:
-            try:
-                self._lines[file] = _line_map(file.read_text(encoding="utf-8"))
-            except Exception:
-                self._lines[file] = {}
-        lines = self._lines[file]
-        while path:
-            if path in lines:
-                return lines[path]
-            parent = re.sub(r'(\[\d+\]|\["[^"]*"\]|\.[^.\[]+|^[^.\[]+)$', "", path)
-            if parent == path:
-                break
-            path = parent
-        return None
-
-
-def _line_map(text: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-
-    def walk(node: yaml.Node, path: str) -> None:
-        out.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                sub = join_path(path, key.value)
-                out.setdefault(sub, key.start_mark.line + 1)
-                walk(value, sub)
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                walk(item, f"{path}[{i}]")
-
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    if node is not None:
-        walk(node, "")
-    return out
-
-
-def _resource_models() -> dict[str, Any]:
-    """databricks-bundles' models of the resource kinds checked, by their ``resources`` key.
-
-    Raises ImportError when databricks-bundles (a dependency of medallion-dq) cannot be imported.
-    """
-    from databricks.bundles.jobs import Job
-    from databricks.bundles.pipelines import Pipeline
-
-    models: dict[str, Any] = {"jobs": Job, "pipelines": Pipeline}
-    for kind, module, name in (
-        ("schemas", "databricks.bundles.schemas", "Schema"),
-        ("volumes", "databricks.bundles.volumes", "Volume"),
-    ):
-        with contextlib.suppress(ImportError, AttributeError):
-            models[kind] = getattr(__import__(module, fromlist=[name]), name)
-    return models
-
-
-def _transform_fn() -> Callable[[Any, Any], Any] | None:
-    try:
-        from databricks.bundles.core._transform import _transform
-    except ImportError:  # private helper: without it, errors point at the resource itself
-        return None
-    return _transform
-
-
-def _candidates(tpe: Any) -> list[Any]:
-    """The concrete types behind Optional / VariableOr / Union wrappers."""
-    origin = get_origin(tpe)
-    if origin is Union or (origin is not None and getattr(origin, "__name__", "") == "UnionType"):
-        out: list[Any] = []
-        for arg in get_args(tpe):
-            if arg is type(None):
-                continue
-            if getattr(get_origin(arg), "__name__", "") == "Variable":
-                continue
-            out.extend(_candidates(arg))
-        return out
-    import types
-
-    if isinstance(tpe, types.UnionType):
-        return [a for arg in get_args(tpe) for a in _candidates(arg) if a is not type(None)]
-    return [tpe]
-
-
-Segment = str | int
-
-
-def _locate(
-    tpe: Any, value: Any, segments: list[Segment], transform: Callable[[Any, Any], Any]
-) -> tuple[list[Segment], str | None, list[str]]:
-    """Deepest place under which ``transform(tpe, value)`` fails.
-
-    Returns (path segments, the unknown field there or None, the field names allowed there).
-    """
-    for cand in _candidates(tpe):
-        if is_dataclass(cand) and isinstance(value, dict):
-            names = [f.name for f in fields(cand)]
-            for key in value:
-                if key not in names:
-                    return [*segments, key], str(key), names
-            try:
-                hints = typing.get_type_hints(cand)
-            except Exception:
-                return segments, None, names
-            for key, item in value.items():
-                try:
-                    transform(hints[key], item)
-                except Exception:
-                    return _locate(hints[key], item, [*segments, key], transform)
-            return segments, None, names
-        if get_origin(cand) is list and isinstance(value, list):
-            (arg,) = get_args(cand) or (Any,)
-            for i, item in enumerate(value):
-                try:
-                    transform(arg, item)
-                except Exception:
-                    return _locate(arg, item, [*segments, i], transform)
-        elif get_origin(cand) is dict and isinstance(value, dict):
-            args = get_args(cand)
-            if len(args) == 2:
-                for key, item in value.items():
-                    try:
-                        transform(args[1], item)
-                    except Exception:
-                        return _locate(args[1], item, [*segments, key], transform)
-    return segments, None, []
-
-
-def _path_of(prefix: str, segments: list[Segment]) -> str:
-    path = prefix
-    for seg in segments:
-        path = f"{path}[{seg}]" if isinstance(seg, int) else join_path(path, seg)
-    return path
-
-
-def _remove(spec: Any, segments: list[Segment]) -> bool:
-    """Drop the node at ``segments`` (to look for the next error). False if not possible."""
-    if not segments:
-        return False
-    node = spec
-    for seg in segments[:-1]:
-        try:
-            node = node[seg]
-        except (KeyError, IndexError, TypeError):
-            return False
-    last = segments[-1]
-    if isinstance(node, dict) and last in node:
-        del node[last]
-        return True
-    if isinstance(node, list) and isinstance(last, int) and last < len(node):
-        node[last] = {} if isinstance(node[last], dict) else None
-        if node[last] is None:
-            del node[last]
-        return True
-    return False
-
-
-def _schema_message(exc: Exception) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    match = re.match(r"Unexpected field '([^']+)' for class (\w+)", text)
-    if match:
-        return f"unknown field {match.group(1)!r} (not a field of {match.group(2)})"
-    match = re.search(r"missing \d+ required keyword-only arguments?: (.+)$", text)
-    if match:
-        names = re.findall(r"'(\w+)'", match.group(1))
-        return f"required field{'s' if len(names) > 1 else ''} {', '.join(names)} missing"
-    match = re.match(r"'([^']*)' is not a valid (\w+)", text)
-    if match:
-        return f"{match.group(1)!r} is not a valid {match.group(2)}"
-    match = re.match(r"Unexpected type: (.+) for '?(.*?)'?$", text)
-    if match:
-        return f"{match.group(2)!r} has the wrong type (expected {match.group(1)})"
-    match = re.match(r"invalid literal for int\(\) with base 10: '(.*)'$", text)
-    if match:
-        return f"{match.group(1)!r} is not a whole number"
-    match = re.match(r"could not convert string to float: '(.*)'$", text)
-    if match:
-        return f"{match.group(1)!r} is not a number"
-    return text
-
-
-def _enum_fix(message: str, model: Any) -> str | None:
-    """For "'X' is not a valid SomeEnum": the allowed values, closest first. The enum is looked
-    up in the package of the resource's model (``databricks.bundles.jobs`` for a job...)."""
-    match = re.match(r"'([^']*)' is not a valid (\w+)$", message)
-    if not match:
-        return None
-    package = str(getattr(model, "__module__", "")).split("._", 1)[0]
-    try:
-        enum = getattr(importlib.import_module(package), match.group(2))
-        values = [str(member.value) for member in enum]
-    except (ImportError, AttributeError, TypeError, ValueError):
-        return None
-    close = difflib.get_close_matches(match.group(1), values, n=1)
-    allowed = ", ".join(values)
-    return f"use {close[0]!r} (allowed: {allowed})" if close else f"use one of: {allowed}"
-
-
-def _schema_errors(
-    model: Any, kind: str, spec: Any, path: str, limit: int = 20
-) -> tuple[list[tuple[str, str, str]], Any]:
-    """Every schema error of a resource mapping (checked with ``model``, none if ``None``) as
-    (yaml path, message, fix), and the mapping with the faulty nodes removed (to check target
-    overrides against)."""
-    if model is None or spec is None:
-        return [], spec
-    if not isinstance(spec, dict):
-        return [(path, f"a {kind} entry must be a mapping", "write it as key: value pairs")], {}
-    import copy
-
-    spec = copy.deepcopy(spec)
-    transform = _transform_fn()
-    errors: list[tuple[str, str, str]] = []
-    for _ in range(limit):
-        try:
-            model.from_dict(copy.deepcopy(spec))  # type: ignore[attr-defined]
-            break
-        except Exception as exc:
-            message = _schema_message(exc)
-            segments: list[Segment] = []
-            unknown, allowed = None, []
-            if transform is not None:
-                try:
-                    segments, unknown, allowed = _locate(model, spec, [], transform)
-                except Exception:
-                    segments = []
-            fix = "see https://docs.databricks.com/dev-tools/bundles/reference.html"
-            if unknown is not None:
-                close = difflib.get_close_matches(unknown, allowed, n=1)
-                fix = f"rename it to {close[0]!r}" if close else "remove it"
-            elif "required field" in message:
-                fix = "add it"
-            elif _enum_fix(message, model):
-                fix = _enum_fix(message, model) or fix
-            errors.append((_path_of(path, segments), message, fix))
-            if "required field" in message or not _remove(spec, segments):
-                break
-    return errors, spec
-
-
-def _check_schemas(report: _Report, raw: RawBundle) -> None:
-    try:
-        models = _resource_models()
-    except ImportError as exc:
-        # A broken environment: not a clean bill of health, so `medallion-dq check` fails.
-        report.add(
-            "BND002",
-            raw.documents[0][0],
-            "",
-            "the schema checks cannot run: databricks-bundles (Databricks' resource models, "
-            f"a dependency of medallion-dq) cannot be imported ({exc})",
-            "pip install databricks-bundles (or reinstall medallion-dq with its dependencies)",
-        )
-        return
-    repaired: dict[tuple[str, str], Any] = {}
-    overrides = []
-    for file, kind, key, spec, path in _resource_docs(raw):
-        if path.startswith("targets."):
-            overrides.append((file, kind, key, spec, path))
-            continue
-        errors, fixed = _schema_errors(models.get(kind), kind, spec, path)
-        repaired[(kind, key)] = merge(repaired.get((kind, key)), fixed)
-        for error in errors:
-            report.add("BND002", file, *error)
-    # A target override is partial: check it merged into the resource, as a deploy would (the
-    # resource's own errors removed, so that what is left comes from the override).
-    for file, kind, key, spec, path in overrides:
-        model = models.get(kind)
-        if (kind, key) in repaired:
-            errors, _ = _schema_errors(model, kind, merge(repaired[(kind, key)], spec), path)
-        else:  # a resource only this target defines
-            errors, _ = _schema_errors(model, kind, spec, path)
-        for error in errors:
-            report.add("BND002", file, *error)
-
-
 # --------------------------------------------------------------------------- checks
 
 
-def _check_structure(report: _Report, raw: RawBundle) -> None:
+def _check_structure(report: Report, raw: RawBundle) -> None:
     main_file, main_doc = raw.documents[0]
     bundle = main_doc.get("bundle")
     if not isinstance(bundle, dict) or not bundle.get("name"):
@@ -471,38 +167,10 @@ def _check_structure(report: _Report, raw: RawBundle) -> None:
                 )
 
 
-def _resource_docs(raw: RawBundle) -> Iterable[tuple[Path, str, str, Any, str]]:
-    """(file, kind, key, spec, yaml path) for every resource mapping as written."""
-    for file, doc in raw.documents:
-        if not isinstance(doc, dict):
-            continue
-        resources = doc.get("resources")
-        if isinstance(resources, dict):
-            for kind, entries in resources.items():
-                if isinstance(entries, dict):
-                    for key, spec in entries.items():
-                        yield file, kind, key, spec, f"resources.{kind}.{key}"
-        targets = doc.get("targets")
-        if isinstance(targets, dict):
-            for tname, tdoc in targets.items():
-                resources = (tdoc or {}).get("resources") if isinstance(tdoc, dict) else None
-                if isinstance(resources, dict):
-                    for kind, entries in resources.items():
-                        if isinstance(entries, dict):
-                            for key, spec in entries.items():
-                                yield (
-                                    file,
-                                    kind,
-                                    key,
-                                    spec,
-                                    (f"targets.{tname}.resources.{kind}.{key}"),
-                                )
-
-
-def _check_references(report: _Report, raw: RawBundle) -> None:
+def _check_references(report: Report, raw: RawBundle) -> None:
     declared = raw.config.get("variables") or {}
     resources: dict[str, set[str]] = {}
-    for _file, kind, key, _spec, _path in _resource_docs(raw):
+    for _file, kind, key, _spec, _path in resource_docs(raw):
         resources.setdefault(kind, set()).add(key)
     for file, doc in raw.documents:
         for path, ref in iter_references(doc):
@@ -575,7 +243,7 @@ def _check_references(report: _Report, raw: RawBundle) -> None:
                     )
 
 
-def _check_variables(report: _Report, raw: RawBundle) -> None:
+def _check_variables(report: Report, raw: RawBundle) -> None:
     main_file = raw.documents[0][0]
     declared = raw.config.get("variables") or {}
     targets = raw.config.get("targets") or {}
@@ -607,8 +275,8 @@ def _check_variables(report: _Report, raw: RawBundle) -> None:
                 )
 
 
-def _check_libraries(report: _Report, raw: RawBundle) -> None:
-    for file, kind, _key, spec, path in _resource_docs(raw):
+def _check_libraries(report: Report, raw: RawBundle) -> None:
+    for file, kind, _key, spec, path in resource_docs(raw):
         if kind != "pipelines" or not isinstance(spec, dict):
             continue
         base = file.parent
@@ -665,7 +333,7 @@ def _is_gate(task: dict[str, Any]) -> bool:
 
 
 def _check_job(
-    report: _Report,
+    report: Report,
     file: Path,
     key: str,
     spec: dict[str, Any],
@@ -676,6 +344,65 @@ def _check_job(
     tasks = spec.get("tasks")
     if not isinstance(tasks, list):
         return
+    index, built = _job_tasks(report, file, base, tasks)
+    upstream = _upstream(report, file, base, index, built)
+    if upstream is None:
+        return  # no run order to check the quality gate against until the cycle is broken
+    publish = [t for t in built.values() if t.pipeline_key == publish_key]
+    if not publish:
+        return
+    gates = [t for t in built.values() if _is_gate(t.spec)]
+    if not gates:
+        for task in publish:
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{index[task.key]}]",
+                f"{task.key} refreshes the {publish_key} pipeline but no quality gate task "
+                "runs before it",
+                f"add a {GATE_TASK} task (depends on the {validation_key} pipeline task) "
+                f"and make {task.key} depend on it",
+            )
+        return
+    validates = {t.key for t in built.values() if t.pipeline_key == validation_key}
+    for gate in gates:
+        gi, above = index[gate.key], upstream[gate.key]
+        _check_gate(report, file, f"{base}.tasks", gi, gate, validation_key, validates, above)
+    gate_keys = {g.key for g in gates}
+    gate_names = ", ".join(g.key for g in gates)
+    for task in publish:
+        pi = index[task.key]
+        ancestors = upstream[task.key]
+        if not ancestors & gate_keys:
+            report.add(
+                "BND003",
+                file,
+                f"{base}.tasks[{pi}]",
+                f"{task.key} does not depend on {gate_names}",
+                f"add depends_on: {_dep(gates[0].key)}",
+            )
+            continue
+        # Every task between the gate and publish (and publish) must need its upstream to succeed.
+        chain = [task.key] + [
+            a for a in upstream if a in ancestors and a not in gate_keys and upstream[a] & gate_keys
+        ]
+        for tkey in chain:
+            if built[tkey].run_if != "ALL_SUCCESS":
+                report.add(
+                    "BND003",
+                    file,
+                    f"{base}.tasks[{index[tkey]}].run_if",
+                    f"{tkey} has run_if: {built[tkey].run_if}, so {task.key} runs even "
+                    f"when {gate_names} fails",
+                    "remove run_if or set run_if: ALL_SUCCESS",
+                )
+
+
+def _job_tasks(
+    report: Report, file: Path, base: str, tasks: list[Any]
+) -> tuple[dict[str, int], dict[str, Task]]:
+    """The job's tasks by key, with their index in ``tasks``; a key used twice (BND007) and a
+    ``depends_on`` on an unknown task (BND007) reported."""
     index: dict[str, int] = {}
     built: dict[str, Task] = {}
     for i, raw_task in enumerate(tasks):
@@ -704,6 +431,14 @@ def _check_job(
                     f"{tkey} depends on unknown task {dep!r}",
                     f"use task_key: {close[0]}" if close else f"use one of: {', '.join(index)}",
                 )
+    return index, built
+
+
+def _upstream(
+    report: Report, file: Path, base: str, index: dict[str, int], built: dict[str, Task]
+) -> dict[str, set[str]] | None:
+    """Every task's direct and indirect upstream tasks, in run order; None (and BND008) when
+    tasks depend on each other in a cycle."""
     known = {tkey: [d for d in t.depends_on if d in index] for tkey, t in built.items()}
     try:
         order = order_tasks(known)
@@ -716,106 +451,71 @@ def _check_job(
             f"tasks depend on each other in a cycle: {' -> '.join(cycle)}",
             "remove one of these depends_on entries",
         )
-        return  # no run order to check the quality gate against until the cycle is broken
-    # Every task's direct and indirect upstream tasks, built in run order.
+        return None
     upstream: dict[str, set[str]] = {}
     for tkey in order:
         upstream[tkey] = {a for d in known[tkey] for a in (d, *upstream[d])}
+    return upstream
 
-    publish = [t for t in built.values() if t.pipeline_key == publish_key]
-    if not publish:
-        return
-    gates = [t for t in built.values() if _is_gate(t.spec)]
-    validates = {t.key for t in built.values() if t.pipeline_key == validation_key}
-    gate_names = ", ".join(g.key for g in gates) or GATE_TASK
-    if not gates:
-        for task in publish:
+
+def _check_gate(
+    report: Report,
+    file: Path,
+    tasks: str,
+    gi: int,
+    gate: Task,
+    validation_key: str,
+    validates: set[str],
+    upstream: set[str],
+) -> None:
+    """The gate runs after the validation pipeline, only when it succeeded, and is given its id
+    (BND003)."""
+    if not (upstream & validates):
+        target = next(iter(sorted(validates)), "<validation task>")
+        if validates:
             report.add(
                 "BND003",
                 file,
-                f"{base}.tasks[{index[task.key]}]",
-                f"{task.key} refreshes the {publish_key} pipeline but no quality gate task "
-                "runs before it",
-                f"add a {GATE_TASK} task (depends on the {validation_key} pipeline task) "
-                f"and make {task.key} depend on it",
+                f"{tasks}[{gi}]",
+                f"{gate.key} does not depend on {target} (the {validation_key} pipeline task)",
+                f"add depends_on: {_dep(target)}",
             )
-        return
-    for gate in gates:
-        gi = index[gate.key]
-        if not (upstream[gate.key] & validates):
-            target = next(iter(sorted(validates)), "<validation task>")
-            if validates:
-                report.add(
-                    "BND003",
-                    file,
-                    f"{base}.tasks[{gi}]",
-                    f"{gate.key} does not depend on {target} (the {validation_key} pipeline task)",
-                    f"add depends_on: {_dep(target)}",
-                )
-            else:
-                report.add(
-                    "BND003",
-                    file,
-                    f"{base}.tasks",
-                    f"the job never runs the {validation_key} pipeline before {gate.key}",
-                    "add a pipeline_task on "
-                    f"{_ref('resources.pipelines.' + validation_key + '.id')} "
-                    f"and make {gate.key} depend on it",
-                )
-        if gate.run_if != "ALL_SUCCESS":
+        else:
             report.add(
                 "BND003",
                 file,
-                f"{base}.tasks[{gi}].run_if",
-                f"{gate.key} has run_if: {gate.run_if}, so it runs (and may pass on old "
-                "metrics) even when the validation pipeline failed",
-                "remove run_if or set run_if: ALL_SUCCESS",
+                tasks,
+                f"the job never runs the {validation_key} pipeline before {gate.key}",
+                "add a pipeline_task on "
+                f"{_ref('resources.pipelines.' + validation_key + '.id')} "
+                f"and make {gate.key} depend on it",
             )
-        params = (
-            (gate.spec.get("python_wheel_task") or {}).get("parameters")
-            if isinstance(gate.spec.get("python_wheel_task"), dict)
-            else None
+    if gate.run_if != "ALL_SUCCESS":
+        report.add(
+            "BND003",
+            file,
+            f"{tasks}[{gi}].run_if",
+            f"{gate.key} has run_if: {gate.run_if}, so it runs (and may pass on old "
+            "metrics) even when the validation pipeline failed",
+            "remove run_if or set run_if: ALL_SUCCESS",
         )
-        wanted = _ref(f"resources.pipelines.{validation_key}.id")
-        if isinstance(params, list) and not any(wanted in str(p) for p in params):
-            report.add(
-                "BND003",
-                file,
-                f"{base}.tasks[{gi}].python_wheel_task.parameters",
-                f"{gate.key} is not given the {validation_key} pipeline id",
-                f"add parameters: [--pipeline-id, {wanted}]",
-            )
-    gate_keys = {g.key for g in gates}
-    for task in publish:
-        pi = index[task.key]
-        ancestors = upstream[task.key]
-        if not ancestors & gate_keys:
-            first_gate = gates[0].key
-            report.add(
-                "BND003",
-                file,
-                f"{base}.tasks[{pi}]",
-                f"{task.key} does not depend on {gate_names}",
-                f"add depends_on: {_dep(first_gate)}",
-            )
-            continue
-        # Every task between the gate and publish (and publish) must need its upstream to succeed.
-        chain = [task.key] + [
-            a for a in order if a in ancestors and a not in gate_keys and upstream[a] & gate_keys
-        ]
-        for tkey in chain:
-            if built[tkey].run_if != "ALL_SUCCESS":
-                report.add(
-                    "BND003",
-                    file,
-                    f"{base}.tasks[{index[tkey]}].run_if",
-                    f"{tkey} has run_if: {built[tkey].run_if}, so {task.key} runs even "
-                    f"when {gate_names} fails",
-                    "remove run_if or set run_if: ALL_SUCCESS",
-                )
+    params = (
+        (gate.spec.get("python_wheel_task") or {}).get("parameters")
+        if isinstance(gate.spec.get("python_wheel_task"), dict)
+        else None
+    )
+    wanted = _ref(f"resources.pipelines.{validation_key}.id")
+    if isinstance(params, list) and not any(wanted in str(p) for p in params):
+        report.add(
+            "BND003",
+            file,
+            f"{tasks}[{gi}].python_wheel_task.parameters",
+            f"{gate.key} is not given the {validation_key} pipeline id",
+            f"add parameters: [--pipeline-id, {wanted}]",
+        )
 
 
-def _check_jobs(report: _Report, raw: RawBundle, validation_key: str, publish_key: str) -> None:
+def _check_jobs(report: Report, raw: RawBundle, validation_key: str, publish_key: str) -> None:
     targets = raw.config.get("targets") or {}
     names = list(targets) if isinstance(targets, dict) and targets else [None]
     for tname in names:
@@ -827,7 +527,7 @@ def _check_jobs(report: _Report, raw: RawBundle, validation_key: str, publish_ke
             _check_job(report, files[0], key, spec, validation_key, publish_key)
 
 
-def _check_catalog_schema(report: _Report, raw: RawBundle) -> None:
+def _check_catalog_schema(report: Report, raw: RawBundle) -> None:
     targets = raw.config.get("targets") or {}
     if not isinstance(targets, dict):
         return
@@ -867,7 +567,7 @@ def _check_catalog_schema(report: _Report, raw: RawBundle) -> None:
                     )
 
 
-def _check_secrets(report: _Report, raw: RawBundle) -> None:
+def _check_secrets(report: Report, raw: RawBundle) -> None:
     for file, doc in raw.documents:
         for path, text in iter_strings(doc):
             value = text.strip()
@@ -898,7 +598,7 @@ def _check_secrets(report: _Report, raw: RawBundle) -> None:
                 )
 
 
-def _declared_entry_points(root: Path, report: _Report) -> dict[str, set[str]]:
+def _declared_entry_points(root: Path, report: Report) -> dict[str, set[str]]:
     """Entry points by wheel package name: the project's own (pyproject.toml) and this
     package's (the gate task runs ``medallion_dq``'s ``quality_gate``)."""
     from importlib.metadata import PackageNotFoundError, distribution
@@ -928,9 +628,9 @@ def _dist_key(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _check_entry_points(report: _Report, raw: RawBundle) -> None:
+def _check_entry_points(report: Report, raw: RawBundle) -> None:
     declared = _declared_entry_points(raw.root, report)
-    for file, kind, _key, spec, path in _resource_docs(raw):
+    for file, kind, _key, spec, path in resource_docs(raw):
         if kind != "jobs" or not isinstance(spec, dict):
             continue
         for i, task in enumerate(spec.get("tasks") or []):
@@ -979,7 +679,7 @@ def validate_bundle(
 ) -> list[Problem]:
     """Check the bundle at ``root``; an empty list means it is clean. Never raises."""
     root = Path(root).resolve()
-    report = _Report(root)
+    report = Report(root)
     try:
         try:
             raw = load_raw(root)
@@ -995,7 +695,7 @@ def validate_bundle(
             )
             return report.problems
         _check_structure(report, raw)
-        _check_schemas(report, raw)
+        check_schemas(report, raw)
         _check_references(report, raw)
         _check_variables(report, raw)
         _check_libraries(report, raw)

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.rules import ACTIONS
+from medallion_dq.text import short_name
 
-ACTIONS = ("warn", "drop", "fail")
 FLAG = "_dq_ok_"  # flag columns: _dq_ok_0, _dq_ok_1, ... (dropped before the write)
 VIOLATION = "EXPECTATION_VIOLATION"
 _ATTR = "__dq_expectations__"
@@ -188,7 +189,7 @@ def apply(df, dataset: str, expectations: list[Expectation], update_id: str | No
 
     through = _passing["datasets"]
     if through is not None:
-        if dataset.replace("`", "").split(".")[-1] in through:
+        if short_name(dataset) in through:
             return df
         expectations = [
             Expectation(e.name, e.constraint, "warn") if e.action == "fail" else e

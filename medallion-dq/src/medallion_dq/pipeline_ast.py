@@ -1,0 +1,190 @@
+"""What the conventions read from a pipeline's Python file, by its syntax tree (nothing is run):
+the datasets its decorators define, the rules they are given, and the calls in its query
+functions that the open-source engine runs eagerly or refuses."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from medallion_dq.text import short_name
+
+DATASET_DECORATORS = {"table", "materialized_view", "temporary_view", "view", "append_flow"}
+EXPECT_DECORATORS = {
+    "expect": "warn",
+    "expect_or_drop": "drop",
+    "expect_or_fail": "fail",
+    "expect_all": "warn",
+    "expect_all_or_drop": "drop",
+    "expect_all_or_fail": "fail",
+}
+EAGER_CALLS = {"withColumn", "withColumns", "drop"}
+ANALYSIS_ATTRS = {"columns", "schema", "dtypes"}
+ANALYSIS_CALLS = {"count", "collect", "toPandas", "show", "printSchema", "isEmpty"}
+GROUPING_CALLS = {"groupBy", "groupby", "rollup", "cube", "pivot", "groupingSets"}
+
+
+def kwarg_str(call: ast.Call | None, key: str) -> str | None:
+    if call is None:
+        return None
+    for kw in call.keywords:
+        if kw.arg == key and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+            return kw.value.value
+    return None
+
+
+class PipelineModule:
+    """What a pipeline module binds: its pipelines-module aliases, dicts and loaded rule sets."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.aliases: set[str] = set()  # names bound to pyspark.pipelines / dlt
+        self.direct: dict[str, str] = {}  # local name -> decorator name (from ... import expect)
+        self.dicts: dict[str, ast.Dict] = {}  # module-level NAME = {...}
+        self.rulesets: set[str] = set()  # module-level NAME = rules.load(...)
+        self.functions: dict[str, ast.FunctionDef] = {}
+        for statement in tree.body:
+            if isinstance(statement, ast.FunctionDef):
+                self.functions[statement.name] = statement
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("pyspark", None):
+                for a in node.names:
+                    if a.name == "pipelines":
+                        self.aliases.add(a.asname or a.name)
+            elif isinstance(node, ast.ImportFrom) and node.module in ("pyspark.pipelines", "dlt"):
+                for a in node.names:
+                    self.direct[a.asname or a.name] = a.name
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "dlt":
+                        self.aliases.add(a.asname or "dlt")
+                    elif a.name == "pyspark.pipelines" and a.asname:
+                        self.aliases.add(a.asname)
+        if not self.aliases:
+            self.aliases = {"dp", "dlt", "sdp"}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+                if not isinstance(target, ast.Name):
+                    continue
+                if isinstance(node.value, ast.Dict):
+                    self.dicts[target.id] = node.value
+                elif isinstance(node.value, ast.Call) and _call_name(node.value) == "load":
+                    self.rulesets.add(target.id)
+
+    def decorator(self, node: ast.expr) -> tuple[str | None, ast.Call | None]:
+        """(decorator name, its call or None) for @dp.x / @dp.x(...) / @x(...)."""
+        call = node if isinstance(node, ast.Call) else None
+        func = call.func if call else node
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in self.aliases:
+                return func.attr, call
+        elif isinstance(func, ast.Name) and func.id in self.direct:
+            return self.direct[func.id], call
+        return None, call
+
+    def query_functions(self) -> Iterator[ast.FunctionDef]:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                self.decorator(d)[0] in DATASET_DECORATORS | set(EXPECT_DECORATORS)
+                for d in node.decorator_list
+            ):
+                yield node
+
+    def defined_names(self) -> set[str]:
+        """Dataset names: `name=` of dataset decorators and calls, and query function names."""
+        names = {f.name for f in self.query_functions()}
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call):
+                kind, _ = self.decorator(node)
+                if kind in DATASET_DECORATORS or kind == "create_streaming_table":
+                    for key in ("name", "target"):
+                        if (value := kwarg_str(node, key)) is not None:
+                            names.add(short_name(value))
+        return names
+
+    def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:
+        """(rule name or None, source expression, action of the rule-file attribute or None)."""
+        args = list(call.args) + [kw.value for kw in call.keywords]
+        if not args:
+            return
+        if not kind.startswith("expect_all"):
+            first = args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                yield first.value, ast.unparse(first), None
+            else:
+                yield None, ast.unparse(first), None
+            return
+        arg = args[0]
+        source = ast.unparse(arg)
+        if isinstance(arg, ast.Name) and arg.id in self.dicts:
+            arg = self.dicts[arg.id]
+        if isinstance(arg, ast.Dict) and all(
+            isinstance(k, ast.Constant) and isinstance(k.value, str) for k in arg.keys
+        ):
+            for key in arg.keys:
+                if isinstance(key, ast.Constant):  # every key is (checked above)
+                    yield key.value, source, None
+            return
+        if (
+            isinstance(arg, ast.Attribute)
+            and isinstance(arg.value, ast.Name)
+            and arg.value.id in self.rulesets
+            and arg.attr in ("warn", "drop", "fail")
+        ):
+            yield None, source, arg.attr
+            return
+        yield None, source, None
+
+    def eager_calls(self, func: ast.FunctionDef) -> Iterator[tuple[int, str, str]]:
+        """(line, what, 'eager' | 'analysis') in `func` and the module functions it calls."""
+        seen: set[str] = set()
+        todo: list[ast.FunctionDef] = [func]
+        found: list[tuple[int, str, str]] = []
+        while todo:
+            current = todo.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            called_from = "" if current is func else f" (via {current.name}())"
+            calls = {id(n.func) for n in ast.walk(current) if isinstance(n, ast.Call)}
+            for node in ast.walk(current):
+                if isinstance(node, ast.Call):
+                    name = _call_name(node)
+                    if isinstance(node.func, ast.Name) and name in self.functions:
+                        todo.append(self.functions[name])
+                    if not isinstance(node.func, ast.Attribute):
+                        continue
+                    receiver = node.func.value
+                    if name in EAGER_CALLS:
+                        if (
+                            name == "drop"
+                            and isinstance(receiver, ast.Attribute)
+                            and receiver.attr == "na"
+                        ):
+                            continue
+                        found.append((node.lineno, f".{name}(...){called_from}", "eager"))
+                    elif name in ANALYSIS_CALLS and not node.args and not node.keywords:
+                        if (
+                            name == "count"
+                            and isinstance(receiver, ast.Call)
+                            and _call_name(receiver) in GROUPING_CALLS
+                        ):
+                            continue  # groupBy(...).count() is an aggregation, not an action
+                        found.append((node.lineno, f".{name}(){called_from}", "analysis"))
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and node.attr in ANALYSIS_ATTRS
+                    and id(node) not in calls  # reader.schema("...") is a call, not analysis
+                    and isinstance(node.ctx, ast.Load)
+                ):
+                    found.append((node.lineno, f".{node.attr}{called_from}", "analysis"))
+        yield from sorted(set(found))
+
+
+def _call_name(node: ast.Call) -> str | None:
+    if isinstance(node.func, ast.Attribute):
+        return node.func.attr
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return None

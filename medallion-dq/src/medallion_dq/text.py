@@ -1,0 +1,51 @@
+"""Text every layer writes the same way: a table's short name, a path as shown to a user, a SQL
+string literal, a plain-text table."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+
+def short_name(name: str | None) -> str:
+    """`catalog.schema.table` (backticks or not) -> `table`: how rules and reports name a dataset."""
+    return (name or "").replace("`", "").split(".")[-1]
+
+
+def relative_path(path: Path | str, root: Path) -> str:
+    """`path` relative to `root` (both resolved, `/`-separated), or as given when it is outside."""
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal holding `text`, with Spark's escapes. (sqlglot's literals also
+    escape control characters as `\\n`, `\\t`: a value written into a rule file would change.)"""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_name(name: str) -> str:
+    """A column name as a Spark SQL identifier: in backticks, its own backticks doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_lines(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: Collection[int] = (),
+    indent: str = "",
+) -> list[str]:
+    """A plain-text table: the header, a line of dashes, the rows; columns two spaces apart, the
+    columns at the indexes in `right` aligned right, no trailing spaces."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        aligned = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return indent + "  ".join(aligned).rstrip()
+
+    return [line(header), indent + "  ".join("-" * w for w in widths), *map(line, rows)]
