@@ -342,7 +342,7 @@ class _Collector:
         rel = _rel(path, self.root)
         try:
             text = path.read_text(encoding="utf-8")
-            statements = sql_files._split(text, ";")
+            statements = sql_files.statements(text)
         except (OSError, UnicodeDecodeError) as error:
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             return
@@ -360,7 +360,7 @@ class _Collector:
             if not parsed:
                 continue
             self.datasets.setdefault(layer or "", set()).add(_short(parsed["name"]))
-            persisted = _PERSISTED_VIEW.match(sql_files._strip_comments(statement).strip())
+            persisted = _PERSISTED_VIEW.match(sql_files.strip_comments(statement).strip())
             form = (
                 "view"
                 if persisted

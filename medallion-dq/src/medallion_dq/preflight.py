@@ -66,6 +66,7 @@ from medallion_dq.bundle.model import (
     load_raw,
 )
 from medallion_dq.local.loading import source_and_caret
+from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, parse_python
 from medallion_dq.problems import Problem
 
 __all__ = [
@@ -85,8 +86,6 @@ __all__ = [
 
 #: The landing folder `medallion-dq run` reads without --landing, relative to the project root.
 DEFAULT_LANDING = Path("fixtures") / "landing"
-#: The function of medallion_dq.sources whose calls name the landing sub-folders.
-READER = "read_landing"
 #: File types taken for data when they sit directly in the landing folder.
 DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet", ".avro", ".orc", ".txt", ".xml"}
 #: Where a source's file format is set (a pipeline's configuration), and its default.
@@ -255,15 +254,6 @@ def _compile_problem(file: Path, root: Path) -> Problem | None:
     return None
 
 
-def _parse(file: Path) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(file.read_bytes(), str(file))
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
 def _module_imports(tree: ast.Module) -> list[tuple[str, int, str]]:
     """(top-level module, line, statement) of the module's own top-level absolute imports.
 
@@ -317,7 +307,7 @@ def check_pipeline_code(
         rel = _rel(file, root)
         if rel in broken:
             continue
-        tree = _parse(file)
+        tree = parse_python(file)
         if tree is None:
             continue
         for name, line, statement in _module_imports(tree):
@@ -357,7 +347,7 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
     import builtins
     import symtable
 
-    tree = _parse(file)
+    tree = parse_python(file)
     if tree is None or any(
         isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
         for node in ast.walk(tree)
@@ -398,54 +388,6 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
 
 
 # --------------------------------------------------------------------------- landing
-
-
-def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
-    """The landing sub-folders the pipeline files read: ``read_landing(spark, "orders", ...)``
-    (or ``folder="orders"``, or a module-level string constant) -> [(file, line), ...].
-
-    Found with ``ast``: calls whose folder is computed at run time are not seen.
-    """
-    found: dict[str, list[tuple[Path, int]]] = {}
-    for file in files:
-        file = Path(file)
-        if file.suffix != ".py":
-            continue
-        tree = _parse(file)
-        if tree is None:
-            continue
-        constants = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                target, value = node.target, node.value
-            else:
-                continue
-            if (
-                isinstance(target, ast.Name)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
-            ):
-                constants[target.id] = value.value
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name != READER:
-                continue
-            arg = next((k.value for k in node.keywords if k.arg == "folder"), None)
-            if arg is None and len(node.args) >= 2:
-                arg = node.args[1]
-            folder = None
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                folder = arg.value
-            elif isinstance(arg, ast.Name):
-                folder = constants.get(arg.id)
-            if folder:
-                found.setdefault(folder.strip("/"), []).append((file, node.lineno))
-    return found
 
 
 def _holds_all(folder: Path, sources: Iterable[str]) -> bool:
@@ -553,23 +495,6 @@ def check_landing(
             )
         )
     return problems
-
-
-def datasets_defined(files: Iterable[Path]) -> set[str]:
-    """Dataset names pipeline files define, read from the text (no code is run)."""
-    names = set()
-    for file in files:
-        text = Path(file).read_text(encoding="utf-8", errors="replace")
-        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
-        names |= set(
-            re.findall(
-                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
-                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
-                text,
-                re.IGNORECASE,
-            )
-        )
-    return names
 
 
 def pipeline_keys(bundle: Bundle, pipeline: str | None, job: str | None) -> list[str]:

@@ -20,9 +20,9 @@ from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import register_tables, remember_landing
+from medallion_dq.local.pipeline_files import datasets_defined, landing_folders
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
-from medallion_dq.preflight import datasets_defined, landing_folders
 
 LAYERS = ("bronze", "silver", "gold")
 

@@ -64,13 +64,18 @@ def _split(text: str, sep: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _strip_comments(text: str) -> str:
+def statements(text: str) -> list[str]:
+    """The statements of a SQL file, without the ``;`` between them (empty ones left out)."""
+    return _split(text, ";")
+
+
+def strip_comments(text: str) -> str:
     return re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.DOTALL)
 
 
 def parse(statement: str, where: str) -> dict | None:
     """Split a CREATE statement into name, kind, constraints, columns, comment and query."""
-    head = _strip_comments(statement).strip()
+    head = strip_comments(statement).strip()
     match = _CREATE.match(head)
     if not match:
         return None
@@ -126,7 +131,7 @@ def outputs_of(files: list[Path]) -> dict[str, str]:
     out = {}
     for file in files:
         if file.suffix == ".sql":
-            for statement in _split(file.read_text(encoding="utf-8"), ";"):
+            for statement in statements(file.read_text(encoding="utf-8")):
                 parsed = parse(statement, str(file))
                 if parsed:
                     out[parsed["name"]] = parsed["kind"]
@@ -141,8 +146,8 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
     for file in files:
         if file.suffix != ".sql":
             continue
-        for statement in _split(file.read_text(encoding="utf-8"), ";"):
-            head = _strip_comments(statement).strip()
+        for statement in statements(file.read_text(encoding="utf-8")):
+            head = strip_comments(statement).strip()
             match = _CREATE.match(head)
             if match and " ".join(match["kind"].upper().split()) == "VIEW":
                 replace = f"CREATE OR REPLACE VIEW {match['name']} {head[match.end() :].strip()}"
@@ -155,7 +160,7 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
     from pyspark import pipelines as dp
 
     plain = []
-    for statement in _split(text, ";"):
+    for statement in statements(text):
         parsed = parse(statement, str(rel_path))
         if not parsed or not parsed["constraints"]:
             plain.append(statement.strip())
