@@ -343,7 +343,7 @@ class _Collector:
         try:
             text = path.read_text(encoding="utf-8")
             statements = sql_files.statements(text)
-        except (OSError, UnicodeDecodeError) as error:
+        except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             return
         for statement in statements:

@@ -45,6 +45,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
 from medallion_dq.problems import MedallionDQError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -189,32 +192,11 @@ def field_names(schema: str | StructType) -> list[str]:
     StructType, without asking Spark (nothing may be analysed in a pipeline query function)."""
     if not isinstance(schema, str):
         return list(schema.fieldNames())
-    names, depth, field, quote = [], 0, "", ""
-    for char in schema + ",":
-        if quote:
-            field += char
-            if char == quote:
-                quote = ""
-        elif char in "`'\"":
-            quote = char
-            field += char
-        elif char in "<(":
-            depth += 1
-            field += char
-        elif char in ">)":
-            depth -= 1
-            field += char
-        elif char == "," and depth == 0:
-            text = field.strip()
-            if text:
-                if text.startswith("`"):
-                    names.append(text[1 : text.index("`", 1)])
-                else:
-                    names.append(text.split(":")[0].split()[0])
-            field = ""
-        else:
-            field += char
-    return names
+    try:
+        struct = exp.DataType.build(f"STRUCT<{schema}>", dialect="databricks")
+    except (ParseError, TokenError) as error:
+        raise ValueError(f"schema {schema!r} does not parse: {error}") from None
+    return [field.name for field in struct.expressions]
 
 
 def with_corrupt_record(schema: str | StructType) -> str | StructType:

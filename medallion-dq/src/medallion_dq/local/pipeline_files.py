@@ -8,6 +8,8 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
+from medallion_dq.local import sql_files
+
 #: The function of medallion_dq.sources whose calls name the landing sub-folders.
 READER = "read_landing"
 
@@ -71,17 +73,21 @@ def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
 
 
 def datasets_defined(files: Iterable[Path]) -> set[str]:
-    """Dataset names pipeline files define, read from the text (no code is run)."""
+    """Dataset names pipeline files define, read from the text (no code is run): ``name="..."``
+    in Python files, the streaming tables and materialized views of SQL files."""
     names = set()
-    for file in files:
-        text = Path(file).read_text(encoding="utf-8", errors="replace")
-        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
-        names |= set(
-            re.findall(
-                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
-                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
-                text,
-                re.IGNORECASE,
-            )
-        )
+    for file in map(Path, files):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        if file.suffix == ".sql":
+            try:
+                found = [sql_files.created(statement) for statement in sql_files.statements(text)]
+            except ValueError:  # SQL that cannot be read: the run says so
+                continue
+            names |= {
+                name.split(".")[-1].strip("`")
+                for name, kind in filter(None, found)
+                if kind in ("STREAMING TABLE", "MATERIALIZED VIEW")
+            }
+        else:
+            names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
     return names
