@@ -154,10 +154,10 @@ def unread_files(landing: Path | str, folder: str, file_format: str) -> list[Unr
                 # Spark does not descend into it: report every file inside.
                 for inner_dir, _, inner_files in os.walk(here / name):
                     for inner in inner_files:
-                        relative = PurePosixPath((Path(inner_dir) / inner).relative_to(root))
+                        path = PurePosixPath((Path(inner_dir) / inner).relative_to(root))
                         out.append(
                             UnreadFile(
-                                str(relative),
+                                str(path),
                                 f"in folder '{name}', whose name starts with '{name[0]}': "
                                 "Spark and Auto Loader skip such folders",
                             )

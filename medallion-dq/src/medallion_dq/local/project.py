@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate
 from medallion_dq.bundle import load_bundle
@@ -23,6 +24,9 @@ from medallion_dq.local.lake import register_tables, remember_landing
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
 
 LAYERS = ("bronze", "silver", "gold")
 
@@ -40,17 +44,17 @@ class TaskResult:
     examples: dict[str, list[dict]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        out = {"status": self.status, "kind": self.kind}
+        out: dict[str, Any] = {"status": self.status, "kind": self.kind}
         if self.update:
             out["update"] = self.update.to_dict()
         if self.gate:
-            out["gate"] = {
+            out["gate"] = gate_out = {
                 "passed": self.gate.passed,
                 "table": self.gate.table(),
                 "checks": [check.to_dict() for check in self.gate.checks],
             }
             if self.examples:
-                out["gate"]["failing_records"] = self.examples
+                gate_out["failing_records"] = self.examples
         if self.message:
             out["message"] = self.message
         return out
@@ -95,6 +99,7 @@ class LocalProject:
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
+        self.spark: SparkSession = local.spark
         self.runner = Runner(local, log=log)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
             self.runner.event_log = EventLog(local.spark, local.work_dir / "event_logs" / database)
@@ -171,22 +176,24 @@ class LocalProject:
     def _name_missing_upstream(self, key: str, result: UpdateResult) -> None:
         """A dataset reading a table no update has written yet fails with an engine message about
         an upstream flow; say which table is missing and which pipeline writes it."""
-        pipeline = self.bundle.pipelines[key]
+        pipeline, error = self.bundle.pipelines[key], result.error
+        if error is None:
+            return
         for other_key, other in self.bundle.pipelines.items():
             if other_key == key:
                 continue
             for name in sorted(datasets_defined(other.library_files)):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
-                if self.local.spark.catalog.tableExists(table) or not any(
+                if self.spark.catalog.tableExists(table) or not any(
                     _reads(file, name) for file in pipeline.library_files
                 ):
                     continue
-                result.error.message = (
+                error.message = (
                     f"{key} reads {name}, which is not in this lake yet: the {other_key} "
                     f"pipeline writes it; run `medallion-dq run --pipeline {other_key}` first, "
                     "or the whole job (--job)"
                 )
-                self.log(f"[{pipeline.name}] {result.error.message}")
+                self.log(f"[{pipeline.name}] {error.message}")
                 return
 
     def run_job(
@@ -217,7 +224,7 @@ class LocalProject:
                             TaskResult(task.key, task.kind, "CANCELED", stop.result)
                         )
                     result.seconds = time.perf_counter() - started
-                    stop.job = result
+                    stop.job = result  # type: ignore[assignment]  # runner types it None
                     raise
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
@@ -283,7 +290,7 @@ class LocalProject:
             for ruleset in gate._load_rule_files(rules_dirs(self.root))
             for rule in ruleset.rules
         }
-        spark, found = self.local.spark, {}
+        spark, found = self.spark, {}
         for row in verdict.failures:
             dataset = gate._short(row.dataset)
             rule = rules.get((dataset, row.rule))

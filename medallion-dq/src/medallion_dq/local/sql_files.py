@@ -12,9 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot import Token, TokenError, TokenType, tokenize
 
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 
@@ -26,7 +24,6 @@ _CONSTRAINT = re.compile(
     r"CONSTRAINT\s+(?P<name>`[^`]+`|\w+)\s+EXPECT\s*\((?P<cond>.*)\)\s*(?:ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE))?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-_DIALECT = Dialect.get_or_raise("databricks")
 _KINDS = {
     "MATERIALIZED VIEW": "MaterializedView",
     "STREAMING TABLE": "StreamingTable",
@@ -39,7 +36,7 @@ def _tokens(text: str) -> Iterator[tuple[Token, int]]:
     """The tokens of SQL text, read by sqlglot (quotes, escapes and comments as Databricks reads
     them), each with the depth of parentheses after it."""
     try:
-        tokens = _DIALECT.tokenize(text)
+        tokens = tokenize(text, read="databricks")
     except TokenError as error:
         raise ValueError(f"cannot read the SQL: {error}") from None
     depth = 0
