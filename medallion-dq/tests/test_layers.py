@@ -4,6 +4,7 @@ these tests check what it cannot see: every module is placed in a layer, what ru
 uses no pyspark internals, and no module uses another's private names."""
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,26 @@ KNOWN = {
     "medallion_dq.local.project: medallion_dq.gate._load_rule_files",
     "medallion_dq.local.project: medallion_dq.gate._short",
     "medallion_dq.local.server: medallion_dq.local.spark._java_binary",
+}
+
+
+# Errors not yet under the package's root, in modules being split in parallel (issue 28).
+PENDING_ERRORS = {
+    "medallion_dq.bundle.model.BundleError",
+    "medallion_dq.bundle.model._Unresolved",
+    "medallion_dq.contract.ContractError",
+    "medallion_dq.diff.BadInput",
+    "medallion_dq.diff.UpdateFailed",
+    "medallion_dq.local.container.ContainerBackendError",
+    "medallion_dq.local.container.ContainerBackendUnavailable",
+    "medallion_dq.local.lake.LakeBusy",
+    "medallion_dq.local.lake.PutBackFailed",
+    "medallion_dq.local.server.ServerInUse",
+    "medallion_dq.local.server.ServerNotStarted",
+    "medallion_dq.local.spark.BackendUnavailable",
+    "medallion_dq.local.spark.ServerLost",
+    "medallion_dq.profile.ProfileError",
+    "medallion_dq.pytest_plugin.ExampleFailed",
 }
 
 
@@ -129,6 +150,27 @@ def test_a_private_name_read_as_an_attribute_is_seen():
         "medallion_dq.diff: medallion_dq.local.sql_files._split",
         "medallion_dq.diff: medallion_dq.gate._short",
     }
+
+
+def test_every_error_the_package_raises_has_its_root():
+    """``except MedallionDQError`` catches every error the package defines (a stop signal, such
+    as the runner's ``Interrupted``, is no Exception, as KeyboardInterrupt is not)."""
+    from medallion_dq.problems import MedallionDQError
+
+    rootless = set()
+    for _, me, _ in package_modules():
+        if me.endswith("__main__"):
+            continue
+        module = importlib.import_module(me)
+        rootless |= {
+            f"{me}.{name}"
+            for name, value in vars(module).items()
+            if isinstance(value, type)
+            and issubclass(value, Exception)
+            and value.__module__ == me
+            and not issubclass(value, MedallionDQError)
+        }
+    assert sorted(rootless - PENDING_ERRORS) == []
 
 
 def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.problems import MedallionDQError
+
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.gate import GateResult
     from medallion_dq.local.project import JobResult
@@ -34,7 +36,7 @@ if TYPE_CHECKING:  # pragma: no cover
 VOLATILE = frozenset({"_ingested_at", "_dq_quarantined_at"})
 
 
-class ParityError(AssertionError):
+class ParityError(MedallionDQError, AssertionError):
     """Backends gave different outcomes for one case; the message says where, first."""
 
 
