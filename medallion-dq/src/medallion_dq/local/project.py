@@ -99,7 +99,6 @@ class LocalProject:
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
         self.bundle = load_bundle(self.root, target=target, variables=variables)
         self.local = local
-        self.spark: SparkSession = local.spark
         self.runner = Runner(local, log=log)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
             self.runner.event_log = EventLog(local.spark, local.work_dir / "event_logs" / database)
@@ -111,6 +110,10 @@ class LocalProject:
         self.as_of = as_of or settings.get("as_of")
         # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
         alias_catalogs(local.spark, settings.get("catalogs", []))
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.local.spark
 
     def open_lake(self) -> list[UpdateResult]:
         """Make a lake written by earlier runs usable: register its tables with this server and
