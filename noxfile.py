@@ -244,13 +244,16 @@ def find_links(*folders: Path) -> dict[str, str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff check and format check of hooks/, tests/, the package and plain template Python."""
-    session.install(*group("lint"))
+    """Ruff check and format check of hooks/, tests/, the package and plain template Python;
+    the package's layers (import-linter's contracts) and types (mypy), set in its pyproject.toml."""
+    session.install(*group("lint"), *package_group("lint"), "-e", str(PACKAGE))
     session.run("ruff", "check", *OURS)
     session.run("ruff", "format", "--check", "--diff", *OURS)
-    with session.chdir(PACKAGE):  # the package's own [tool.ruff]
+    with session.chdir(PACKAGE):  # the package's own [tool.ruff], [tool.importlinter], [tool.mypy]
         session.run("ruff", "check", ".")
         session.run("ruff", "format", "--check", "--diff", ".")
+        session.run("lint-imports")
+        session.run("mypy")
     template = template_python_files()
     if template:
         config = ("--config", str(template_ruff_config()))

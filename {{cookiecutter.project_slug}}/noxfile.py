@@ -45,7 +45,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def rules(session: nox.Session) -> None:
     """Check rule files, layer conventions and bundle YAML statically (no Spark)."""
-    session.install("-e", ".")
+    session.install("-e", ".", "--group", "check")
     session.run("medallion-dq", "--version")
     session.run("medallion-dq", "check")
 

@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from medallion_dq import sources
+from medallion_dq.local import autoloader
 
 SCHEMA = "order_id STRING, amount STRING, channel STRING"
 LIMIT = 600
@@ -85,7 +86,7 @@ def test_a_file_too_big_to_hold_whole_is_streamed_with_the_same_rows(
     (landing / "orders" / f"day.{file_format}").write_bytes(content)
 
     whole = _read(spark, landing, file_format, tmp_path)
-    monkeypatch.setattr(sources, "WHOLE_FILE_MAX_BYTES", LIMIT, raising=False)
+    monkeypatch.setattr(autoloader, "WHOLE_FILE_MAX_BYTES", LIMIT)
     confs = {"spark.sql.sources.binaryFile.maxLength": str(LIMIT)}
     confs["spark.sql.files.maxPartitionBytes"] = "1024"  # several parts, as a big file has
     try:

@@ -553,7 +553,8 @@ def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypa
     """`check` runs where only the project is installed (as on Databricks, where pyspark is
     the runtime's): an import of pyspark is not a missing module."""
     from medallion_dq import preflight
+    from medallion_dq.local import pipeline_files
 
-    monkeypatch.setattr(preflight, "_importable", lambda name, paths: name != "pyspark")
+    monkeypatch.setattr(pipeline_files, "_importable", lambda name, paths: name != "pyspark")
     files = sorted((project / "src" / "pipelines").rglob("*.py"))
     assert [p for p in preflight.check_pipeline_code(files, project) if p.code == "RUN013"] == []

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from medallion_dq.problems import MedallionDQError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -25,7 +27,7 @@ BUNDLE_FILE = "databricks.yml"
 STATE_DIR = ".local"  # what local runs write: lakes, event logs, reports (git-ignored)
 
 
-class ProjectNotFound(ValueError):
+class ProjectNotFound(MedallionDQError, ValueError):
     """No databricks.yml where the project was looked for."""
 
 

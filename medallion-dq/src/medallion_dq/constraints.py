@@ -26,7 +26,7 @@ def spark_builtin_functions() -> frozenset[str]:
     return frozenset(text.split())
 
 
-def constraint_errors(constraint: str) -> list[tuple[str, str, str]]:
+def constraint_errors(constraint: object) -> list[tuple[str, str, str]]:
     """Return (code, message, fix) for each reason the constraint is refused."""
     if not isinstance(constraint, str) or not constraint.strip():
         return [

@@ -324,8 +324,8 @@ class _Collector:
         rel = relative_path(path, self.root)
         try:
             text = path.read_text(encoding="utf-8")
-            statements = sql_files._split(text, ";")
-        except (OSError, UnicodeDecodeError) as error:
+            statements = sql_files.statements(text)
+        except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             return
         for statement in statements:
@@ -342,7 +342,7 @@ class _Collector:
             if not parsed:
                 continue
             self.datasets.setdefault(layer or "", set()).add(short_name(parsed["name"]))
-            persisted = _PERSISTED_VIEW.match(sql_files._strip_comments(statement).strip())
+            persisted = _PERSISTED_VIEW.match(sql_files.strip_comments(statement).strip())
             form = (
                 "view"
                 if persisted

@@ -104,7 +104,7 @@ def sql_literal(value: object, null_type: str | None = None) -> str:
 
 
 def _column_types(rule: rules.Rule) -> dict[str, str]:
-    types = {}
+    types: dict[str, str] = {}
     for example in rule.examples:
         for column, value in example.values:
             kind = rules.value_kind(value)
@@ -176,7 +176,7 @@ def _judge(spark, all_cases: list[Case]) -> list[Problem | None]:
         outcome = {row.example: row.passes for row in rows.collect()}
     except Exception:  # noqa: BLE001 - every Spark error is narrowed down below
         outcome = None
-    result = []
+    result: list[Problem | None] = []
     for index, case in enumerate(all_cases):
         if outcome is None:
             try:

@@ -83,6 +83,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
         if task.gate is not None or task.kind == "python_wheel_task":
             gate_task = task
     verdict = gate_task.gate if gate_task is not None else None
+    verdict_examples = gate_task.examples if gate_task is not None else {}
     if verdict is not None:
         for row in verdict.rows:
             key = (short_name(row.dataset), row.rule)
@@ -94,7 +95,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
                 f"{row.failed:,} of {row.total:,} rows failed ({row.failed_fraction:.2%}); "
                 f"threshold {row.threshold:.2%} ({row.threshold_source})"
             )
-            found = gate_task.examples.get(f"{key[0]}.{key[1]}") or []
+            found = verdict_examples.get(f"{key[0]}.{key[1]}") or []
             text = detail + (f"\n{_records(found)}" if found else "")
             _outcome(case, "failure", f"over threshold: {detail}", text)
         for dataset in verdict.empty:
@@ -144,7 +145,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
     seconds = getattr(result, "seconds", 0.0) or 0.0
     suite.set("time", f"{seconds:.3f}")
     for name in ("tests", "failures", "errors"):
-        root.set(name, suite.get(name))
+        root.set(name, suite.get(name, ""))
     return root
 
 

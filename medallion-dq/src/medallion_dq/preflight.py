@@ -44,14 +44,9 @@ only. What can only be seen by running them (a misused decorator, a Spark error)
 
 from __future__ import annotations
 
-import ast
 import difflib
-import importlib.machinery
-import importlib.util
 import os
 import re
-import sys
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -65,7 +60,13 @@ from medallion_dq.bundle.model import (
     load_bundle,
     load_raw,
 )
-from medallion_dq.local.loading import source_and_caret
+from medallion_dq.local.pipeline_files import (
+    check_pipeline_code,
+    compile_pipeline_files,
+    datasets_defined,
+    landing_folders,
+    relative,
+)
 from medallion_dq.problems import Problem
 
 __all__ = [
@@ -85,8 +86,6 @@ __all__ = [
 
 #: The landing folder `medallion-dq run` reads without --landing, relative to the project root.
 DEFAULT_LANDING = Path("fixtures") / "landing"
-#: The function of medallion_dq.sources whose calls name the landing sub-folders.
-READER = "read_landing"
 #: File types taken for data when they sit directly in the landing folder.
 DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet", ".avro", ".orc", ".txt", ".xml"}
 #: Where a source's file format is set (a pipeline's configuration), and its default.
@@ -113,13 +112,6 @@ def _unknown(code: str, where: str, message: str, value: str, choices, none: str
     choices = list(choices)
     fix = f"use one of {', '.join(choices)}" if choices else none
     return Problem(code, where, message, fix + _did_you_mean(value, choices))
-
-
-def _rel(path: Path, root: Path) -> str:
-    try:
-        return Path(path).resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def _typed(path: Path, typed: str | Path | None, cwd: Path) -> str:
@@ -209,243 +201,7 @@ def check_json_path(
     return []
 
 
-# --------------------------------------------------------------------------- pipeline code
-
-
-def compile_pipeline_files(files: Iterable[Path], root: Path) -> list[Problem]:
-    """RUN012 for each .py file of ``files`` that does not compile; nothing is executed.
-
-    The message holds the error, then the source line and a caret line (3 lines in all)::
-
-        RUN012 src/pipelines/validation/silver/orders.py:23: SyntaxError: '(' was never closed
-            return typed_orders(
-                               ^
-    """
-    root = Path(root).resolve()
-    problems = []
-    for file in files:
-        file = Path(file)
-        if file.suffix != ".py":
-            continue
-        problem = _compile_problem(file, root)
-        if problem:
-            problems.append(problem)
-    return problems
-
-
-def _compile_problem(file: Path, root: Path) -> Problem | None:
-    rel = _rel(file, root)
-    try:
-        source = file.read_bytes()
-    except OSError as error:
-        return Problem("RUN012", rel, f"cannot be read: {error.strerror or error}", "")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # SyntaxWarning etc.: not this check's business
-            compile(source, str(file), "exec", dont_inherit=True)
-    except SyntaxError as error:
-        line = error.lineno
-        text, caret = source_and_caret(error.text or "", error.offset, error.end_offset)
-        message = f"{type(error).__name__}: {error.msg}"
-        if text:
-            message += f"\n    {text}" + (f"\n    {caret}" if caret else "")
-        return Problem("RUN012", f"{rel}:{line}" if line else rel, message, "", line=line)
-    except ValueError as error:  # null bytes, undecodable source
-        return Problem("RUN012", rel, f"cannot be compiled: {error}", "save it as UTF-8 text")
-    return None
-
-
-def _parse(file: Path) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(file.read_bytes(), str(file))
-    except (OSError, SyntaxError, ValueError):
-        return None
-
-
-def _module_imports(tree: ast.Module) -> list[tuple[str, int, str]]:
-    """(top-level module, line, statement) of the module's own top-level absolute imports.
-
-    Imports inside ``try``, ``if`` or functions are left out: they may be optional.
-    """
-    found = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                found.append((alias.name.split(".")[0], node.lineno, f"import {alias.name}"))
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "__future__":
-                continue
-            names = ", ".join(alias.name for alias in node.names)
-            found.append(
-                (node.module.split(".")[0], node.lineno, f"from {node.module} import {names}")
-            )
-    return found
-
-
-def _importable(name: str, extra_paths: list[str]) -> bool:
-    if name in sys.modules:
-        return True
-    try:
-        if importlib.util.find_spec(name) is not None:
-            return True
-    except (ImportError, ValueError):
-        return True  # found, but odd: leave it to the run
-    return (
-        bool(extra_paths)
-        and importlib.machinery.PathFinder.find_spec(name, extra_paths) is not None
-    )
-
-
-def check_pipeline_code(
-    files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
-) -> list[Problem]:
-    """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
-    .py files of ``files``.
-
-    Only top-level absolute imports are checked, against ``sys.path`` plus ``search_paths``
-    (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
-    would fail the run with ModuleNotFoundError.
-    """
-    root = Path(root).resolve()
-    files = [Path(f) for f in files if Path(f).suffix == ".py"]
-    problems = compile_pipeline_files(files, root)
-    broken = {p.file.split(":")[0] for p in problems}
-    extra = [str(p) for p in search_paths if Path(p).is_dir()]
-    for file in files:
-        rel = _rel(file, root)
-        if rel in broken:
-            continue
-        tree = _parse(file)
-        if tree is None:
-            continue
-        for name, line, statement in _module_imports(tree):
-            if name in RUNTIME_MODULES or _importable(name, [*extra, str(file.parent)]):
-                continue
-            if (root / "src" / name).is_dir() or (root / "src" / f"{name}.py").is_file():
-                fix = "it is this project's package: install the project: pip install -e ."
-            else:
-                fix = (
-                    f"check the name; if {name} is a dependency, add it to pyproject.toml and"
-                    " install the project with its dependencies: pip install -e ."
-                )
-            problems.append(
-                Problem(
-                    "RUN013",
-                    f"{rel}:{line}",
-                    f"{statement}: no module {name!r} is installed",
-                    fix,
-                    line=line,
-                )
-            )
-        problems += undefined_names(file, root)
-    return problems
-
-
-#: What the pipeline runtime provides on Databricks: a project installs them only for local
-#: runs (medallion-dq[local]), so `check` in a Databricks-only environment must not miss them.
-RUNTIME_MODULES = frozenset({"pyspark", "dlt", "databricks", "py4j"})
-
-#: Names a pipeline file may use without defining them: the engine injects `spark`.
-INJECTED = frozenset({"spark", "__file__", "__name__"})
-
-
-def undefined_names(file: Path, root: Path) -> list[Problem]:
-    """RUN015: global names a pipeline file reads but never defines, imports or gets from
-    Python or the engine (``spark``): the NameError the run would end with, found statically."""
-    import builtins
-    import symtable
-
-    tree = _parse(file)
-    if tree is None or any(
-        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
-        for node in ast.walk(tree)
-    ):
-        return []  # a star import may define anything
-    try:
-        table = symtable.symtable(file.read_text(encoding="utf-8"), str(file), "exec")
-    except (SyntaxError, ValueError, UnicodeDecodeError):
-        return []
-    defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
-    known = defined | set(dir(builtins)) | INJECTED
-    used: set[str] = set()
-
-    def walk(scope) -> None:
-        for symbol in scope.get_symbols():
-            if symbol.is_referenced() and (symbol.is_global() or scope is table):
-                used.add(symbol.get_name())
-        for child in scope.get_children():
-            walk(child)
-
-    walk(table)
-    problems = []
-    for name in sorted(used - known):
-        line = next(
-            (n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name), None
-        )
-        close = difflib.get_close_matches(name, sorted(known - set(dir(builtins))), n=1)
-        problems.append(
-            Problem(
-                "RUN015",
-                f"{_rel(file, root)}:{line}",
-                f"name {name!r} is used but never defined or imported",
-                f"did you mean {close[0]!r}?" if close else "define or import it",
-                line=line,
-            )
-        )
-    return problems
-
-
 # --------------------------------------------------------------------------- landing
-
-
-def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
-    """The landing sub-folders the pipeline files read: ``read_landing(spark, "orders", ...)``
-    (or ``folder="orders"``, or a module-level string constant) -> [(file, line), ...].
-
-    Found with ``ast``: calls whose folder is computed at run time are not seen.
-    """
-    found: dict[str, list[tuple[Path, int]]] = {}
-    for file in files:
-        file = Path(file)
-        if file.suffix != ".py":
-            continue
-        tree = _parse(file)
-        if tree is None:
-            continue
-        constants = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                target, value = node.target, node.value
-            else:
-                continue
-            if (
-                isinstance(target, ast.Name)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
-            ):
-                constants[target.id] = value.value
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call):
-                continue
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name != READER:
-                continue
-            arg = next((k.value for k in node.keywords if k.arg == "folder"), None)
-            if arg is None and len(node.args) >= 2:
-                arg = node.args[1]
-            folder = None
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                folder = arg.value
-            elif isinstance(arg, ast.Name):
-                folder = constants.get(arg.id)
-            if folder:
-                found.setdefault(folder.strip("/"), []).append((file, node.lineno))
-    return found
 
 
 def _holds_all(folder: Path, sources: Iterable[str]) -> bool:
@@ -555,23 +311,6 @@ def check_landing(
     return problems
 
 
-def datasets_defined(files: Iterable[Path]) -> set[str]:
-    """Dataset names pipeline files define, read from the text (no code is run)."""
-    names = set()
-    for file in files:
-        text = Path(file).read_text(encoding="utf-8", errors="replace")
-        names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
-        names |= set(
-            re.findall(
-                r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:STREAMING\s+TABLE|MATERIALIZED\s+VIEW)"
-                r"\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_]\w*)",
-                text,
-                re.IGNORECASE,
-            )
-        )
-    return names
-
-
 def pipeline_keys(bundle: Bundle, pipeline: str | None, job: str | None) -> list[str]:
     """The bundle pipelines a run updates: ``--pipeline``'s, or those of ``--job``'s tasks."""
     if pipeline is not None:
@@ -619,7 +358,7 @@ def check_lake(
     from medallion_dq.local import lake as lakes
 
     def shown(path: Path) -> str:
-        return _rel(path, root) if path.is_relative_to(root) else str(path)
+        return relative(path, root) if path.is_relative_to(root) else str(path)
 
     problems = []
     where = shown(lake)
@@ -662,10 +401,10 @@ def check_lake(
         if _same_file(path, earlier / path.relative_to(landing))
     ]
     if copies:
-        name, earlier = copies[0]
+        copied, earlier = copies[0]
         message = (
             f"{len(copies)} file(s) here were read already from {shown(earlier)} (same name and "
-            f"bytes, e.g. {name.as_posix()}): a new delivery is read whole, they would be read twice"
+            f"bytes, e.g. {copied.as_posix()}): a new delivery is read whole, they would be read twice"
         )
         fix = "leave only the new files in the folder, or --full-refresh to read it from scratch"
         problems.append(Problem("RUN016", f"{option} --new-delivery", message, fix))
@@ -731,7 +470,7 @@ def _check_names(
                     fix = f"write the {field} itself, or a ${{var.<name>}} that has a value"
                 where = (
                     "RUN007",
-                    _rel(pipeline.source_file, bundle.root),
+                    relative(pipeline.source_file, bundle.root),
                     f"resources.pipelines.{key}.{field}",
                     value,
                 )
@@ -740,7 +479,7 @@ def _check_names(
                 if var:
                     file, path, how = _variable_origin(var.group(1), raw_config, target, overrides)
                 else:
-                    file = _rel(pipeline.source_file, bundle.root)
+                    file = relative(pipeline.source_file, bundle.root)
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
                 suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", value).strip("_")
                 example = f", e.g. {how}{suggestion}" if _valid_name(suggestion) else ""
@@ -810,152 +549,116 @@ def check_run_options(
     cwd = Path(cwd or Path.cwd())
     overrides, problems = parse_variables(variables)
     json_problems = check_json_path(json_path, cwd=cwd)
-
     try:
         raw = load_raw(root)
     except BundleError as error:
-        return [
-            *problems,
-            Problem("RUN014", "databricks.yml", str(error), "fix it, then run medallion-dq check"),
-            *json_problems,
-        ]
-    targets = list(
-        (raw.config.get("targets") or {}) if isinstance(raw.config.get("targets"), dict) else []
-    )
-    if target is None:
-        try:
-            target = default_target(raw.config)
-        except BundleError as error:
-            return [
-                Problem(
-                    "RUN001",
-                    "--target (not given)",
-                    str(error),
-                    f"pass --target, one of {', '.join(targets)}"
-                    if targets
-                    else "add a target to databricks.yml",
-                ),
-                *problems,
-                *json_problems,
-            ]
-    elif target not in targets:
-        return [
-            _unknown(
-                "RUN001",
-                f"--target {target}",
-                "no such target in databricks.yml",
-                target,
-                targets,
-                "add it under targets:",
-            ),
-            *problems,
-            *json_problems,
-        ]
-
-    declared = raw.config.get("variables") or {}
-    declared = declared if isinstance(declared, dict) else {}
-    for name, value in overrides.items():
-        if name not in declared:
-            problems.append(
-                _unknown(
-                    "RUN005",
-                    f"--var {name}={value}",
-                    f"databricks.yml declares no variable {name!r}",
-                    name,
-                    declared,
-                    "declare it under variables:",
-                )
-            )
-
+        return [*problems, _unreadable(error), *json_problems]
+    target, target_problem = _target(raw.config, target)
+    if target_problem:
+        return [target_problem, *problems, *json_problems]
+    problems += _undeclared_variables(raw.config, overrides)
     try:
         bundle = load_bundle(root, target=target, variables=overrides)
     except BundleError as error:
-        return [
-            *problems,
-            Problem("RUN014", "databricks.yml", str(error), "fix it, then run medallion-dq check"),
-            *json_problems,
-        ]
+        return [*problems, _unreadable(error), *json_problems]
 
-    keys: list[str] | None
-    if pipeline is not None:
-        if pipeline in bundle.pipelines:
-            keys = [pipeline]
-        else:
-            keys = None
-            problems.append(
-                _unknown(
-                    "RUN002",
-                    f"--pipeline {pipeline}",
-                    "no such pipeline in the bundle (resources/*.pipeline.yml)",
-                    pipeline,
-                    bundle.pipelines,
-                    "define one in resources/",
-                )
-            )
-    elif job is not None:
-        if job in bundle.jobs:
-            keys = list(
-                dict.fromkeys(
-                    t.pipeline_key
-                    for t in bundle.jobs[job].tasks
-                    if t.pipeline_key in bundle.pipelines
-                )
-            )
-        else:
-            keys = None
-            problems.append(
-                _unknown(
-                    "RUN003",
-                    f"--job {job}",
-                    "no such job in the bundle (resources/*.job.yml)",
-                    job,
-                    bundle.jobs,
-                    "define one in resources/",
-                )
-            )
-    else:
-        keys = list(bundle.pipelines)
-
-    if keys is not None:
-        problems += _check_names(bundle, keys, raw.config, overrides)
-        files = [f for key in keys for f in bundle.pipelines[key].library_files]
-        files = list(dict.fromkeys(files))
-        if check_code:
-            search = [bundle.pipelines[k].root_path for k in keys if bundle.pipelines[k].root_path]
-            problems += check_pipeline_code(files, root, search_paths=search)
-        formats: dict[str, set[str]] = {}
-        if source_folders is None:
-            found: dict[str, set[str]] = {}
-            for key in keys:
-                resource = bundle.pipelines[key]
-                fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
-                for folder in landing_folders(resource.library_files):
-                    found.setdefault(folder, set()).add(fmt)
-            sources: list[str] = list(found)
-            formats = found
-        else:
-            sources = list(source_folders)
-        landing_problems = check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
-        problems += landing_problems
-        if lakes is not None and (Path(lakes) / target).is_dir() and not has_errors(problems):
-            path = cwd / Path(landing).expanduser() if landing else root / DEFAULT_LANDING
-            option = f"--landing {landing}" if landing else "--landing (not given)"
-            problems += check_lake(
-                Path(lakes) / target,
-                path,
-                option,
-                sources,
-                root=root,
-                new_delivery=new_delivery,
-                full_refresh=full_refresh,
-                rebuilt=datasets_defined(files) if full_refresh else (),
-                writers={
-                    name: key
-                    for key, resource in bundle.pipelines.items()
-                    for name in datasets_defined(resource.library_files)
-                },
-            )
-    elif landing is not None:
-        problems += check_landing(landing, [], root=root, cwd=cwd)
-
+    keys, choice_problem = _chosen_pipelines(bundle, pipeline, job)
+    if choice_problem:
+        problems.append(choice_problem)
+    if keys is None:
+        if landing is not None:
+            problems += check_landing(landing, [], root=root, cwd=cwd)
+        return [*problems, *json_problems]
+    problems += _check_names(bundle, keys, raw.config, overrides)
+    files = list(dict.fromkeys(f for key in keys for f in bundle.pipelines[key].library_files))
+    if check_code:
+        search = [path for k in keys if (path := bundle.pipelines[k].root_path)]
+        problems += check_pipeline_code(files, root, search_paths=search)
+    formats = {} if source_folders is not None else _source_formats(bundle, keys)
+    sources = list(formats) if source_folders is None else list(source_folders)
+    problems += check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
+    if lakes is not None and (Path(lakes) / target).is_dir() and not has_errors(problems):
+        path = cwd / Path(landing).expanduser() if landing else root / DEFAULT_LANDING
+        option = f"--landing {landing}" if landing else "--landing (not given)"
+        problems += check_lake(
+            Path(lakes) / target,
+            path,
+            option,
+            sources,
+            root=root,
+            new_delivery=new_delivery,
+            full_refresh=full_refresh,
+            rebuilt=datasets_defined(files) if full_refresh else (),
+            writers={
+                name: key
+                for key, resource in bundle.pipelines.items()
+                for name in datasets_defined(resource.library_files)
+            },
+        )
     return [*problems, *json_problems]
+
+
+def _unreadable(error: BundleError) -> Problem:
+    return Problem("RUN014", "databricks.yml", str(error), "fix it, then run medallion-dq check")
+
+
+def _target(config: dict[str, Any], target: str | None) -> tuple[str, Problem | None]:
+    """``--target``, or the bundle's default target; RUN001 when there is none such."""
+    targets = list(config.get("targets") or {}) if isinstance(config.get("targets"), dict) else []
+    if target is None:
+        try:
+            return default_target(config), None
+        except BundleError as error:
+            fix = f"pass --target, one of {', '.join(targets)}" if targets else None
+            fix = fix or "add a target to databricks.yml"
+            return "", Problem("RUN001", "--target (not given)", str(error), fix)
+    if target not in targets:
+        where, message = f"--target {target}", "no such target in databricks.yml"
+        return target, _unknown("RUN001", where, message, target, targets, "add it under targets:")
+    return target, None
+
+
+def _undeclared_variables(config: dict[str, Any], overrides: Mapping[str, str]) -> list[Problem]:
+    """RUN005 for each ``--var`` databricks.yml does not declare."""
+    declared = config.get("variables") or {}
+    declared = declared if isinstance(declared, dict) else {}
+    return [
+        _unknown(
+            "RUN005",
+            f"--var {name}={value}",
+            f"databricks.yml declares no variable {name!r}",
+            name,
+            declared,
+            "declare it under variables:",
+        )
+        for name, value in overrides.items()
+        if name not in declared
+    ]
+
+
+def _chosen_pipelines(
+    bundle: Bundle, pipeline: str | None, job: str | None
+) -> tuple[list[str] | None, Problem | None]:
+    """The pipelines the run updates (``pipeline_keys``); None and RUN002 / RUN003 when
+    ``--pipeline`` / ``--job`` names none of the bundle's."""
+    if pipeline is not None and pipeline not in bundle.pipelines:
+        where, message = f"--pipeline {pipeline}", "no such pipeline in the bundle"
+        message += " (resources/*.pipeline.yml)"
+        fix = "define one in resources/"
+        return None, _unknown("RUN002", where, message, pipeline, bundle.pipelines, fix)
+    if pipeline is None and job is not None and job not in bundle.jobs:
+        where, message = f"--job {job}", "no such job in the bundle (resources/*.job.yml)"
+        fix = "define one in resources/"
+        return None, _unknown("RUN003", where, message, job, bundle.jobs, fix)
+    return pipeline_keys(bundle, pipeline, job), None
+
+
+def _source_formats(bundle: Bundle, keys: list[str]) -> dict[str, set[str]]:
+    """The landing sub-folders the pipelines ``keys`` read -> their file formats."""
+    found: dict[str, set[str]] = {}
+    for key in keys:
+        resource = bundle.pipelines[key]
+        fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
+        for folder in landing_folders(resource.library_files):
+            found.setdefault(folder, set()).add(fmt)
+    return found

@@ -29,27 +29,10 @@ Where which option applies:
   fields (Auto Loader adds the column; with a given schema it is only added when asked for);
   `pathGlobFilter` picks the extensions; `recursiveFileLookup` reads sub-folders and turns off
   partition inference from folder names.
-- Locally (open-source Spark, which has no rescued-data option): a file of at most
-  `WHOLE_FILE_MAX_BYTES` is read whole with the `binaryFile` source and decoded here: a UTF-8 /
-  UTF-16 byte-order mark, or the RFC 4627 pattern of NUL bytes for UTF-16 without one, picks the
-  encoding; lines are split as Spark's line-based readers split them. A larger file is streamed
-  by Spark's `text` source, in parts read in parallel, never held whole, as UTF-8; a CSV file's
-  header is read again from its first part (a batch read joined to the stream). JSON lines
-  are parsed with `from_json` in PERMISSIVE mode (`columnNameOfCorruptRecord`), and the keys
-  the schema does not name are computed with `from_json(line, 'map<string,variant>')`; CSV lines are parsed with `from_csv` and matched to
-  the schema by the header's column names (Spark's own CSV reader would match them by
-  position and silently shift every value of a file whose columns come in another order).
-
-Limits, locally: text that is neither UTF-8 nor valid UTF-16 (UTF-32, Latin-1, a truncated
-UTF-16 file) is kept as corrupt records, with U+FFFD for the bytes that are not UTF-8 (as
-Spark's JSON reader keeps them), not decoded; CSV values spanning lines (multiLine) are not
-supported (as in Spark's default), nor CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON
-line holding an array of records is one corrupt record, not several rows. A file over
-`WHOLE_FILE_MAX_BYTES` is read as UTF-8 (a UTF-16 one becomes corrupt records), and in its
-first part a CSV line equal to the header is taken as the header. On Databricks a UTF-16 file
-is left to Auto Loader's JSON / CSV reader; Spark's JSON reader (checked on open-source Spark
-4.2) recognises its records line by line and keeps the stray last byte as one more corrupt
-record; set the reader's `encoding` option if a source always sends UTF-16.
+- Locally (open-source Spark, which has no rescued-data option): the same columns, emulated by
+  the local engine (`medallion_dq.local.autoloader`, its limits there). On Databricks a UTF-16
+  file is left to Auto Loader's JSON / CSV reader; set the reader's `encoding` option if a
+  source always sends UTF-16.
 
 `landing_drift` says how an update's records differ from the schema (for `run` and the gate).
 """
@@ -57,17 +40,22 @@ record; set the reader's `encoding` option if a source always sends UTF-16.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, NamedTuple
 
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from medallion_dq.problems import MedallionDQError
+
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 __all__ = [
     "CORRUPT_RECORD",
-    "CSV_MAX_COLUMNS",
     "Drift",
     "EXTENSIONS",
     "FILE_FORMAT",
@@ -94,17 +82,15 @@ INGESTED_AT = "_ingested_at"
 #: Extensions read per file format, compared case-insensitively.
 EXTENSIONS: dict[str, tuple[str, ...]] = {"json": ("json", "jsonl"), "csv": ("csv",)}
 
-#: Locally, CSV lines are parsed into this many fields at most (a wider file is not supported).
-CSV_MAX_COLUMNS = 256
 
-#: Locally, files up to this size are read whole, their encoding detected (UTF-8, UTF-16);
-#: larger ones are streamed line by line as UTF-8 (a whole file costs a few times its size in
-#: the server's memory: at the default 2 GB, a 117 MB file ended it).
-WHOLE_FILE_MAX_BYTES = 16 * 1024 * 1024
+#: Where Auto Loader is not (``medallion.source.format`` is the file format), json and csv files
+#: are read by the local engine's emulation of it: ``medallion_dq.local.autoloader`` puts its
+#: reader here when imported, so that this module imports nothing local.
+local_text_reader: Callable[[SparkSession, str, str, str | StructType], DataFrame] | None = None
 
-_BINARY_FILE_SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
-# Appended to a CSV line to count its fields with the CSV parser itself (see _csv_field_count).
-_END_MARK = "\u0001medallion-end\u0001"
+
+class LocalReaderMissing(MedallionDQError, RuntimeError):
+    """json / csv files to read without Auto Loader, and no local engine to read them."""
 
 
 # --------------------------------------------------------------------------- which files
@@ -168,10 +154,10 @@ def unread_files(landing: Path | str, folder: str, file_format: str) -> list[Unr
                 # Spark does not descend into it: report every file inside.
                 for inner_dir, _, inner_files in os.walk(here / name):
                     for inner in inner_files:
-                        relative = PurePosixPath((Path(inner_dir) / inner).relative_to(root))
+                        path = PurePosixPath((Path(inner_dir) / inner).relative_to(root))
                         out.append(
                             UnreadFile(
-                                str(relative),
+                                str(path),
                                 f"in folder '{name}', whose name starts with '{name[0]}': "
                                 "Spark and Auto Loader skip such folders",
                             )
@@ -206,35 +192,14 @@ def field_names(schema: str | StructType) -> list[str]:
     StructType, without asking Spark (nothing may be analysed in a pipeline query function)."""
     if not isinstance(schema, str):
         return list(schema.fieldNames())
-    names, depth, field, quote = [], 0, "", ""
-    for char in schema + ",":
-        if quote:
-            field += char
-            if char == quote:
-                quote = ""
-        elif char in "`'\"":
-            quote = char
-            field += char
-        elif char in "<(":
-            depth += 1
-            field += char
-        elif char in ">)":
-            depth -= 1
-            field += char
-        elif char == "," and depth == 0:
-            text = field.strip()
-            if text:
-                if text.startswith("`"):
-                    names.append(text[1 : text.index("`", 1)])
-                else:
-                    names.append(text.split(":")[0].split()[0])
-            field = ""
-        else:
-            field += char
-    return names
+    try:
+        struct = exp.DataType.build(f"STRUCT<{schema}>", dialect="databricks")
+    except (ParseError, TokenError) as error:
+        raise ValueError(f"schema {schema!r} does not parse: {error}") from None
+    return [field.name for field in struct.expressions]
 
 
-def _with_corrupt_record(schema: str | StructType) -> str | StructType:
+def with_corrupt_record(schema: str | StructType) -> str | StructType:
     if isinstance(schema, str):
         return f"{schema}, {CORRUPT_RECORD} STRING"
     from pyspark.sql.types import StringType, StructField, StructType
@@ -254,7 +219,13 @@ def read_landing(spark: SparkSession, folder: str, schema: str | StructType) -> 
     if reader_format == "cloudFiles":
         return _auto_loader(spark, path, file_format, schema)
     if file_format in ("json", "csv"):
-        return _local_text_files(spark, path, file_format, schema)
+        if local_text_reader is None:
+            raise LocalReaderMissing(
+                f"medallion.source.format is {reader_format}: {file_format} files are read so by"
+                " the local engine only (import medallion_dq.local); on Databricks set"
+                " medallion.source.format: cloudFiles"
+            )
+        return local_text_reader(spark, path, file_format, schema)
     return _plain_file_source(spark, path, reader_format, file_format, schema)
 
 
@@ -276,7 +247,7 @@ def _auto_loader(
         spark.readStream.format("cloudFiles")
         .option("cloudFiles.format", file_format)
         # The corrupt-record column must be in the schema for the reader to fill it.
-        .schema(_with_corrupt_record(schema))
+        .schema(with_corrupt_record(schema))
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
         # With a given schema Auto Loader rescues nothing unless asked: both settings ask.
@@ -301,281 +272,6 @@ def _plain_file_source(
         .option("recursiveFileLookup", "true")
     )
     return _lineage(reader.load(path))
-
-
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _json_text(expr: str) -> str:
-    """SQL: `expr` (a string) as a JSON string literal, quotes and escapes included."""
-    return f"regexp_extract(to_json(array({expr})), '^\\\\[(.*)\\\\]$', 1)"
-
-
-def _utf16_valid(start: int, little_endian: bool) -> str:
-    """SQL: the content's bytes from `start` are valid UTF-16 (`decode` fails the whole update
-    on a lone surrogate): split the hex into 2-byte units, drop the surrogate pairs, and look
-    for a surrogate left over."""
-    high, low = ("..D[89AB]", "..D[C-F]") if little_endian else ("D[89AB]..", "D[C-F]..")
-    any_surrogate = "..D[89A-F]" if little_endian else "D[89A-F].."
-    units = f"regexp_replace(hex(substring(content, {start})), '(....)', '$1 ')"
-    return f"NOT regexp_like(regexp_replace({units}, '{high} {low} ', ''), '{any_surrogate} ')"
-
-
-# Decode a whole file: a byte-order mark, or NUL bytes where RFC 4627 (section 3) puts them for
-# UTF-16 text that starts with an ASCII character, choose UTF-16; anything else is read as
-# UTF-8 (so a file that is neither becomes corrupt records, never a failed update).
-_DECODED = f"""
-CASE
-  WHEN hex(substring(content, 1, 3)) = 'EFBBBF' THEN CAST(substring(content, 4) AS STRING)
-  WHEN length(content) % 2 = 1 THEN CAST(content AS STRING)
-  WHEN hex(substring(content, 1, 2)) = 'FFFE' AND {_utf16_valid(3, True)}
-    THEN decode(substring(content, 3), 'UTF-16LE')
-  WHEN hex(substring(content, 1, 2)) = 'FEFF' AND {_utf16_valid(3, False)}
-    THEN decode(substring(content, 3), 'UTF-16BE')
-  WHEN hex(substring(content, 2, 1)) = '00' AND hex(substring(content, 1, 1)) != '00'
-    AND {_utf16_valid(1, True)} THEN decode(content, 'UTF-16LE')
-  WHEN hex(substring(content, 1, 1)) = '00' AND hex(substring(content, 2, 1)) != '00'
-    AND {_utf16_valid(1, False)} THEN decode(content, 'UTF-16BE')
-  ELSE CAST(content AS STRING)
-END
-"""
-# Line breaks as Spark's line-based readers see them; a line of only white space is no record.
-_LINE_BREAKS = "'\\\\r\\\\n|\\\\r|\\\\n'"
-_HAS_TEXT = "_line RLIKE '\\\\S'"
-_BOM = "\ufeff"
-# Splitting a string turns bytes that are not UTF-8 into U+FFFD, so whether the file was valid
-# UTF-8 is noted before (`_utf8`); a line holding a replaced byte is then a corrupt record.
-_BAD_TEXT = "(NOT _utf8 AND instr(_line, '\ufffd') > 0)"
-
-
-def _local_text_files(
-    spark: SparkSession, path: str, file_format: str, schema: str | StructType
-) -> DataFrame:
-    """Locally: JSON lines or CSV, every record kept, unknown fields rescued (emulated).
-
-    Lines come from two readers of the folder: files up to WHOLE_FILE_MAX_BYTES whole (their
-    encoding detected), larger ones streamed by Spark's text source (see _streamed_lines)."""
-    from pyspark.sql import functions as F
-
-    names = field_names(schema)
-    known = "array(" + ", ".join(_sql_string(n) for n in names) + ")"
-    if file_format == "json":
-        records = _json_records(_lines(spark, path, file_format), schema, names, known)
-    else:
-        records = _csv_records(_csv_lines(spark, path), names, known)
-    # Auto Loader's rescued data also names the file the record came from.
-    return records.select(
-        *[F.col(n) for n in names],
-        F.col(CORRUPT_RECORD),
-        F.expr(
-            "CASE WHEN _rescued IS NOT NULL THEN concat(substring(_rescued, 1, "
-            f"length(_rescued) - 1), ',\"_file_path\":', {_json_text(SOURCE_FILE)}, '}}') END"
-        ).alias(RESCUED_DATA),
-        F.col(SOURCE_FILE),
-        F.current_timestamp().alias(INGESTED_AT),
-    )
-
-
-def _files(spark: SparkSession, path: str, file_format: str, source: str, stream: bool = True):
-    """A reader of the folder's files (streaming, or a batch read) for a Spark file source."""
-    return (
-        (spark.readStream if stream else spark.read)
-        .format(source)
-        .option("pathGlobFilter", path_glob_filter(file_format))
-        .option("recursiveFileLookup", "true")
-    )
-
-
-def _whole_files(spark: SparkSession, path: str, file_format: str) -> DataFrame:
-    """Files up to WHOLE_FILE_MAX_BYTES, each decoded whole: `_text`, `_utf8`. The size filter
-    is pushed to the binaryFile source, which then does not read a larger file's bytes."""
-    from pyspark.sql import functions as F
-
-    return (
-        _files(spark, path, file_format, "binaryFile")
-        .schema(_BINARY_FILE_SCHEMA)
-        .load(path)
-        .where(F.col("length") <= WHOLE_FILE_MAX_BYTES)
-        .select(F.col("_metadata.file_path").alias(SOURCE_FILE), F.expr(_DECODED).alias("_text"))
-        .select(SOURCE_FILE, "_text", F.expr("is_valid_utf8(_text)").alias("_utf8"))
-    )
-
-
-def _streamed_lines(spark: SparkSession, path: str, file_format: str, *extra: Column) -> DataFrame:
-    """The lines of files over WHOLE_FILE_MAX_BYTES, read by Spark's text source: split into
-    parts read in parallel, never held whole; as UTF-8 (a byte-order mark is dropped), a line
-    with bytes that are not UTF-8 is `_bad_text` (its text kept with U+FFFD for them)."""
-    from pyspark.sql import functions as F
-
-    return (
-        _files(spark, path, file_format, "text")
-        .load(path)
-        .where(F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
-        .select(
-            F.col("_metadata.file_path").alias(SOURCE_FILE),
-            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
-            F.expr("NOT is_valid_utf8(value)").alias("_bad_text"),
-            *extra,
-        )
-    )
-
-
-def _lines(spark: SparkSession, path: str, file_format: str) -> DataFrame:
-    """Every line with text of every file: `_source_file`, `_line`, `_bad_text`."""
-    from pyspark.sql import functions as F
-
-    whole = _whole_files(spark, path, file_format).select(
-        SOURCE_FILE, "_utf8", F.explode(F.expr(f"split(_text, {_LINE_BREAKS})")).alias("_line")
-    )
-    whole = whole.select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"))
-    return whole.unionByName(_streamed_lines(spark, path, file_format)).filter(F.expr(_HAS_TEXT))
-
-
-def _json_records(lines: DataFrame, schema, names: list[str], known: str) -> DataFrame:
-    """JSON lines: parsed in PERMISSIVE mode; keys the schema does not name are rescued."""
-    from pyspark.sql import functions as F
-
-    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_RECORD}
-    parsed = lines.select(
-        SOURCE_FILE,
-        "_line",
-        "_bad_text",
-        F.from_json("_line", _with_corrupt_record(schema), options).alias("_parsed"),
-        # `variant` keeps each value's JSON type (a number stays a number, an object an object).
-        F.expr(
-            "map_filter(from_json(_line, 'map<string,variant>'), "
-            f"(k, v) -> NOT array_contains({known}, k))"
-        ).alias("_unknown"),
-    )
-    return parsed.select(
-        SOURCE_FILE,
-        *[F.expr(f"IF(_bad_text, NULL, _parsed.`{n}`)").alias(n) for n in names],
-        F.expr(f"IF(_bad_text, _line, _parsed.{CORRUPT_RECORD})").alias(CORRUPT_RECORD),
-        F.expr(
-            f"CASE WHEN NOT _bad_text AND _parsed.{CORRUPT_RECORD} IS NULL AND size(_unknown) > 0 "
-            "THEN to_json(_unknown) END"
-        ).alias("_rescued"),
-    )
-
-
-def _csv_fields(expr: str) -> str:
-    """SQL: the first CSV_MAX_COLUMNS fields of a CSV line, as an array (NULL past the end)."""
-    struct = ", ".join(f"_c{i} STRING" for i in range(CSV_MAX_COLUMNS))
-    fields = ", ".join(f"_f._c{i}" for i in range(CSV_MAX_COLUMNS))
-    return f"transform(array(from_csv({expr}, '{struct}')), _f -> array({fields}))[0]"
-
-
-def _csv_field_count(expr: str) -> str:
-    """SQL: how many fields the CSV parser finds in a line (-1 when a quote is left open):
-    the position of a mark appended as one more field."""
-    mark = _sql_string(_END_MARK)
-    marked = _csv_fields(f"concat({expr}, ',', {mark})")
-    return f"array_position({marked}, {mark}) - 1"
-
-
-def _with_columns(df: DataFrame, *keep: str) -> DataFrame:
-    """`keep` and the columns named by `_header`, a file's header line: `_width` (how many) and
-    `_columns` (the names, made unique as Spark makes them when it infers a header: an empty
-    name becomes `_c<i>`, a repeated one `<name><i>`)."""
-    from pyspark.sql import functions as F
-
-    return df.select(
-        *keep,
-        F.expr(f"greatest(coalesce({_csv_field_count('_header')}, 0), 0)").alias("_width"),
-        F.expr(_csv_fields("_header")).alias("_header_fields"),
-    ).select(
-        *keep,
-        "_width",
-        F.expr(
-            "transform(slice(_header_fields, 1, _width), (h, i) -> CASE "
-            "WHEN h IS NULL OR h = '' THEN concat('_c', i) "
-            "WHEN size(filter(slice(_header_fields, 1, _width), x -> x = h)) > 1 "
-            "THEN concat(h, i) ELSE h END)"
-        ).alias("_columns"),
-    )
-
-
-def _csv_lines(spark: SparkSession, path: str) -> DataFrame:
-    """The data lines with text of every CSV file, with its file's columns (`_width`,
-    `_columns`): the header is the first line with text. A streamed file's header is the first
-    line with text of its first part, read again for it (a batch read joined to the stream); in
-    that part, a line equal to the header is taken as the header."""
-    from pyspark.sql import functions as F
-
-    whole = _whole_files(spark, path, "csv").select(
-        SOURCE_FILE, "_utf8", F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines")
-    )
-    whole = whole.select(
-        "*", F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header")
-    ).select("*", F.expr("array_position(_lines, _header)").alias("_header_at"))
-    whole = (
-        _with_columns(whole, SOURCE_FILE, "_utf8", "_lines", "_header_at")
-        .select("*", F.posexplode("_lines").alias("_at", "_line"))
-        .filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after it
-        .select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"), "_width", "_columns")
-    )
-    # One task reads a file's first part, in order, and aggregates it before any exchange:
-    # `first` is its first line with text (a streaming plan allows no row ids to order by).
-    first_lines = (
-        _files(spark, path, "csv", "text", stream=False)
-        .load(path)
-        .where(
-            (F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
-            & (F.col("_metadata.file_block_start") == 0)
-        )
-        .select(
-            F.col("_metadata.file_path").alias(SOURCE_FILE),
-            F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
-        )
-        .filter(F.expr(_HAS_TEXT))
-        .groupBy(SOURCE_FILE)
-        .agg(F.first("_line").alias("_header"))
-    )
-    headers = _with_columns(first_lines, SOURCE_FILE, "_header")
-    streamed = (
-        _streamed_lines(spark, path, "csv", F.col("_metadata.file_block_start").alias("_block"))
-        .filter(F.expr(_HAS_TEXT))
-        .join(headers, SOURCE_FILE, "left")
-        .filter(F.expr("NOT (_block = 0 AND _line <=> _header)"))
-        .select(SOURCE_FILE, "_line", "_bad_text", "_width", "_columns")
-    )
-    return whole.unionByName(streamed)
-
-
-def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
-    """CSV: columns are matched to the schema by name, as Auto Loader matches them. A line
-    whose number of fields differs from the header's is a corrupt record (its fields kept as
-    read)."""
-    from pyspark.sql import functions as F
-
-    fields = lines.select(
-        SOURCE_FILE,
-        "_line",
-        "_bad_text",
-        "_width",
-        "_columns",
-        F.expr(_csv_fields("_line")).alias("_fields"),
-        F.expr(_csv_field_count("_line")).alias("_count"),
-    )
-
-    def column(name: str) -> Column:
-        at = f"array_position(_columns, {_sql_string(name)})"
-        return F.expr(f"CASE WHEN {at} > 0 THEN element_at(_fields, CAST({at} AS INT)) END")
-
-    pairs = (
-        "filter(transform(_columns, (c, i) -> named_struct('k', c, 'v', "
-        f"element_at(_fields, i + 1))), e -> NOT array_contains({known}, e.k) AND e.v IS NOT NULL)"
-    )
-    return fields.select(
-        SOURCE_FILE,
-        *[column(n).alias(n) for n in names],
-        F.expr("CASE WHEN _bad_text OR _count != _width THEN _line END").alias(CORRUPT_RECORD),
-        F.expr(
-            f"CASE WHEN size({pairs}) > 0 THEN concat('{{', array_join(transform({pairs}, "
-            f"e -> concat({_json_text('e.k')}, ':', {_json_text('e.v')})), ','), '}}') END"
-        ).alias("_rescued"),
-    )
 
 
 # --------------------------------------------------------------------------- drift

@@ -19,7 +19,7 @@ from medallion_dq.bundle.report import Report
 def _resource_models() -> dict[str, Any]:
     """databricks-bundles' models of the resource kinds checked, by their ``resources`` key.
 
-    Raises ImportError when databricks-bundles (a dependency of medallion-dq) cannot be imported.
+    Raises ImportError when databricks-bundles (medallion-dq's [tools] extra) cannot be imported.
     """
     from databricks.bundles.jobs import Job
     from databricks.bundles.pipelines import Pipeline
@@ -228,8 +228,8 @@ def check_schemas(report: Report, raw: RawBundle) -> None:
             raw.documents[0][0],
             "",
             "the schema checks cannot run: databricks-bundles (Databricks' resource models, "
-            f"a dependency of medallion-dq) cannot be imported ({exc})",
-            "pip install databricks-bundles (or reinstall medallion-dq with its dependencies)",
+            f"medallion-dq's [tools] extra) cannot be imported ({exc})",
+            "pip install databricks-bundles (or install medallion-dq with its [tools] extra)",
         )
         return
     repaired: dict[tuple[str, str], Any] = {}

@@ -31,6 +31,7 @@ import json
 from collections.abc import Callable, Collection, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, Problem
@@ -50,7 +51,7 @@ class Expectation:
 
 
 # The update being registered: observation names carry its id so that metrics are per update.
-_update = {"id": "adhoc", "datasets": {}}
+_update: dict[str, Any] = {"id": "adhoc", "datasets": {}}
 
 
 @contextmanager
@@ -66,7 +67,7 @@ def registering(update_id: str):
 
 
 # Datasets whose rows apply() lets through untouched (see passing_through); None: switch off.
-_passing = {"datasets": None}
+_passing: dict[str, frozenset[str] | None] = {"datasets": None}
 
 
 @contextmanager
@@ -146,6 +147,7 @@ def _single(action: str) -> Callable:
                 f"DQ015 {decorator.__name__} takes two strings (name, constraint); for a dict of rules use expect_all{'' if action == 'warn' else '_or_' + action}"
             )
         check_expectation(description, constraint, f"@dp.{decorator.__name__}")
+        assert isinstance(constraint, str)  # checked: a non-empty SQL string
         return attach_expectations([Expectation(description, constraint, action)])
 
     decorator.__name__ = "expect" if action == "warn" else f"expect_or_{action}"
@@ -248,7 +250,7 @@ def _wrap_dataset_decorator(original: Callable) -> Callable:
 
         return outer(query_function) if query_function is not None else outer
 
-    decorator.__dq_local__ = True
+    decorator.__dq_local__ = True  # type: ignore[attr-defined]
     return decorator
 
 
@@ -267,7 +269,7 @@ def install() -> bool:
         expect_all_or_drop,
         expect_all_or_fail,
     ):
-        func.__dq_local__ = True
+        func.__dq_local__ = True  # type: ignore[attr-defined]
         setattr(dp, func.__name__, func)
     for name in ("table", "materialized_view", "temporary_view"):
         current = getattr(dp, name)

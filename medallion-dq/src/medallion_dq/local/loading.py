@@ -47,6 +47,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from medallion_dq.problems import MedallionDQError
+
 __all__ = [
     "PipelineCodeError",
     "first_line",
@@ -80,7 +82,7 @@ _SPARK_HINTS = {
 }
 
 
-class PipelineCodeError(ValueError):
+class PipelineCodeError(MedallionDQError, ValueError):
     """A pipeline file could not be loaded; ``str()`` is the short block to show the user.
 
     Attributes:

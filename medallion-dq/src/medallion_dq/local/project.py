@@ -14,15 +14,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate
 from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import register_tables, remember_landing
+from medallion_dq.local.pipeline_files import datasets_defined, landing_folders
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
-from medallion_dq.preflight import datasets_defined, landing_folders
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
 
 LAYERS = ("bronze", "silver", "gold")
 
@@ -40,17 +44,17 @@ class TaskResult:
     examples: dict[str, list[dict]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        out = {"status": self.status, "kind": self.kind}
+        out: dict[str, Any] = {"status": self.status, "kind": self.kind}
         if self.update:
             out["update"] = self.update.to_dict()
         if self.gate:
-            out["gate"] = {
+            out["gate"] = gate_out = {
                 "passed": self.gate.passed,
                 "table": self.gate.table(),
                 "checks": [check.to_dict() for check in self.gate.checks],
             }
             if self.examples:
-                out["gate"]["failing_records"] = self.examples
+                gate_out["failing_records"] = self.examples
         if self.message:
             out["message"] = self.message
         return out
@@ -106,6 +110,10 @@ class LocalProject:
         self.as_of = as_of or settings.get("as_of")
         # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
         alias_catalogs(local.spark, settings.get("catalogs", []))
+
+    @property
+    def spark(self) -> SparkSession:
+        return self.local.spark
 
     def open_lake(self) -> list[UpdateResult]:
         """Make a lake written by earlier runs usable: register its tables with this server and
@@ -171,22 +179,24 @@ class LocalProject:
     def _name_missing_upstream(self, key: str, result: UpdateResult) -> None:
         """A dataset reading a table no update has written yet fails with an engine message about
         an upstream flow; say which table is missing and which pipeline writes it."""
-        pipeline = self.bundle.pipelines[key]
+        pipeline, error = self.bundle.pipelines[key], result.error
+        if error is None:
+            return
         for other_key, other in self.bundle.pipelines.items():
             if other_key == key:
                 continue
             for name in sorted(datasets_defined(other.library_files)):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
-                if self.local.spark.catalog.tableExists(table) or not any(
+                if self.spark.catalog.tableExists(table) or not any(
                     _reads(file, name) for file in pipeline.library_files
                 ):
                     continue
-                result.error.message = (
+                error.message = (
                     f"{key} reads {name}, which is not in this lake yet: the {other_key} "
                     f"pipeline writes it; run `medallion-dq run --pipeline {other_key}` first, "
                     "or the whole job (--job)"
                 )
-                self.log(f"[{pipeline.name}] {result.error.message}")
+                self.log(f"[{pipeline.name}] {error.message}")
                 return
 
     def run_job(
@@ -217,7 +227,7 @@ class LocalProject:
                             TaskResult(task.key, task.kind, "CANCELED", stop.result)
                         )
                     result.seconds = time.perf_counter() - started
-                    stop.job = result
+                    stop.job = result  # type: ignore[assignment]  # runner types it None
                     raise
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
@@ -283,7 +293,7 @@ class LocalProject:
             for ruleset in gate._load_rule_files(rules_dirs(self.root))
             for rule in ruleset.rules
         }
-        spark, found = self.local.spark, {}
+        spark, found = self.spark, {}
         for row in verdict.failures:
             dataset = gate._short(row.dataset)
             rule = rules.get((dataset, row.rule))

@@ -9,7 +9,10 @@ expectations as the decorators. Statements without constraints go to the engine 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
+
+from sqlglot import Token, TokenError, TokenType, tokenize
 
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 
@@ -29,56 +32,62 @@ _KINDS = {
 }
 
 
-def _scan(text: str):
-    """Yield (index, char, depth) for characters outside quotes and comments."""
-    depth, i, n = 0, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c in "'\"`":
-            end = i + 1
-            while end < n and text[end] != c:
-                end += 2 if text[end] == "\\" else 1
-            i = end + 1
-            continue
-        if text.startswith("--", i):
-            i = text.find("\n", i) if "\n" in text[i:] else n
-            continue
-        if text.startswith("/*", i):
-            i = text.find("*/", i) + 2 if "*/" in text[i:] else n
-            continue
-        if c == "(":
+def _tokens(text: str) -> Iterator[tuple[Token, int]]:
+    """The tokens of SQL text, read by sqlglot (quotes, escapes and comments as Databricks reads
+    them), each with the depth of parentheses after it."""
+    try:
+        tokens = tokenize(text, read="databricks")
+    except TokenError as error:
+        raise ValueError(f"cannot read the SQL: {error}") from None
+    depth = 0
+    for token in tokens:
+        if token.token_type == TokenType.L_PAREN:
             depth += 1
-        elif c == ")":
+        elif token.token_type == TokenType.R_PAREN:
             depth -= 1
-        yield i, c, depth
-        i += 1
+        yield token, depth
 
 
-def _split(text: str, sep: str) -> list[str]:
+def _split(text: str, sep: TokenType) -> list[str]:
+    """``text`` cut at each ``sep`` (``;``, ``,``) outside parentheses; blank parts left out."""
     parts, start = [], 0
-    for i, c, depth in _scan(text):
-        if c == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
+    for token, depth in _tokens(text):
+        if token.token_type == sep and depth == 0:
+            parts.append(text[start : token.start])
+            start = token.end + 1
     parts.append(text[start:])
     return [p for p in parts if p.strip()]
 
 
-def _strip_comments(text: str) -> str:
+def statements(text: str) -> list[str]:
+    """The statements of a SQL file, without the ``;`` between them (empty ones left out)."""
+    return _split(text, TokenType.SEMICOLON)
+
+
+def strip_comments(text: str) -> str:
     return re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.DOTALL)
+
+
+def created(statement: str) -> tuple[str, str] | None:
+    """(name, kind) of a CREATE statement, kind as written (``STREAMING TABLE``,
+    ``MATERIALIZED VIEW``, ``TEMPORARY VIEW``, ``VIEW``); None for another statement."""
+    match = _CREATE.match(strip_comments(statement).strip())
+    return (match["name"].strip("`"), " ".join(match["kind"].upper().split())) if match else None
 
 
 def parse(statement: str, where: str) -> dict | None:
     """Split a CREATE statement into name, kind, constraints, columns, comment and query."""
-    head = _strip_comments(statement).strip()
+    head = strip_comments(statement).strip()
     match = _CREATE.match(head)
     if not match:
         return None
     rest = head[match.end() :].lstrip()
     columns, constraints = [], []
     if rest.startswith("("):
-        close = next(i for i, c, depth in _scan(rest) if c == ")" and depth == 0)
-        for item in _split(rest[1:close], ","):
+        close = next(
+            t.start for t, depth in _tokens(rest) if t.token_type == TokenType.R_PAREN and not depth
+        )
+        for item in _split(rest[1:close], TokenType.COMMA):
             found = _CONSTRAINT.match(item.strip())
             if found:
                 action = (found["action"] or "").upper().split()
@@ -97,13 +106,7 @@ def parse(statement: str, where: str) -> dict | None:
                 columns.append(item.strip())
         rest = rest[close + 1 :]
     as_at = next(
-        (
-            i
-            for i, c, depth in _scan(rest)
-            if depth == 0
-            and re.match(r"AS\b", rest[i : i + 3], re.IGNORECASE)
-            and (i == 0 or not rest[i - 1].isalnum())
-        ),
+        (t.start for t, depth in _tokens(rest) if t.token_type == TokenType.ALIAS and not depth),
         None,
     )
     if as_at is None:
@@ -126,7 +129,7 @@ def outputs_of(files: list[Path]) -> dict[str, str]:
     out = {}
     for file in files:
         if file.suffix == ".sql":
-            for statement in _split(file.read_text(encoding="utf-8"), ";"):
+            for statement in statements(file.read_text(encoding="utf-8")):
                 parsed = parse(statement, str(file))
                 if parsed:
                     out[parsed["name"]] = parsed["kind"]
@@ -141,8 +144,8 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
     for file in files:
         if file.suffix != ".sql":
             continue
-        for statement in _split(file.read_text(encoding="utf-8"), ";"):
-            head = _strip_comments(statement).strip()
+        for statement in statements(file.read_text(encoding="utf-8")):
+            head = strip_comments(statement).strip()
             match = _CREATE.match(head)
             if match and " ".join(match["kind"].upper().split()) == "VIEW":
                 replace = f"CREATE OR REPLACE VIEW {match['name']} {head[match.end() :].strip()}"
@@ -155,7 +158,7 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
     from pyspark import pipelines as dp
 
     plain = []
-    for statement in _split(text, ";"):
+    for statement in statements(text):
         parsed = parse(statement, str(rel_path))
         if not parsed or not parsed["constraints"]:
             plain.append(statement.strip())

@@ -1,0 +1,287 @@
+"""What pipeline files define, read and get wrong, found in their text: no pipeline code is run.
+
+Files are compiled and read with ``ast`` / ``symtable`` only. What can only be seen by running
+them (a misused decorator, a Spark error) is reported by ``loading`` when the runner loads them.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib.machinery
+import importlib.util
+import re
+import sys
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from medallion_dq.local import sql_files
+from medallion_dq.local.loading import source_and_caret
+from medallion_dq.problems import Problem
+
+#: The function of medallion_dq.sources whose calls name the landing sub-folders.
+READER = "read_landing"
+
+
+def parse_python(file: Path) -> ast.Module | None:
+    """The module's syntax tree; None when it cannot be read or parsed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(file.read_bytes(), str(file))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
+    """The landing sub-folders the pipeline files read: ``read_landing(spark, "orders", ...)``
+    (or ``folder="orders"``, or a module-level string constant) -> [(file, line), ...].
+
+    Found with ``ast``: calls whose folder is computed at run time are not seen.
+    """
+    found: dict[str, list[tuple[Path, int]]] = {}
+    for file in files:
+        file = Path(file)
+        if file.suffix != ".py":
+            continue
+        tree = parse_python(file)
+        if tree is None:
+            continue
+        constants = {}
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                constants[target.id] = value.value
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name != READER:
+                continue
+            arg = next((k.value for k in call.keywords if k.arg == "folder"), None)
+            if arg is None and len(call.args) >= 2:
+                arg = call.args[1]
+            folder = None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                folder = arg.value
+            elif isinstance(arg, ast.Name):
+                folder = constants.get(arg.id)
+            if folder:
+                found.setdefault(folder.strip("/"), []).append((file, call.lineno))
+    return found
+
+
+def datasets_defined(files: Iterable[Path]) -> set[str]:
+    """Dataset names pipeline files define, read from the text (no code is run): ``name="..."``
+    in Python files, the streaming tables and materialized views of SQL files."""
+    names = set()
+    for file in map(Path, files):
+        text = file.read_text(encoding="utf-8", errors="replace")
+        if file.suffix == ".sql":
+            try:
+                found = [sql_files.created(statement) for statement in sql_files.statements(text)]
+            except ValueError:  # SQL that cannot be read: the run says so
+                continue
+            names |= {
+                name.split(".")[-1].strip("`")
+                for name, kind in filter(None, found)
+                if kind in ("STREAMING TABLE", "MATERIALIZED VIEW")
+            }
+        else:
+            names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
+    return names
+
+
+def relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` (``/``-separated), or as given when outside it."""
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def compile_pipeline_files(files: Iterable[Path], root: Path) -> list[Problem]:
+    """RUN012 for each .py file of ``files`` that does not compile; nothing is executed.
+
+    The message holds the error, then the source line and a caret line (3 lines in all)::
+
+        RUN012 src/pipelines/validation/silver/orders.py:23: SyntaxError: '(' was never closed
+            return typed_orders(
+                               ^
+    """
+    root = Path(root).resolve()
+    problems = []
+    for file in files:
+        file = Path(file)
+        if file.suffix != ".py":
+            continue
+        problem = _compile_problem(file, root)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _compile_problem(file: Path, root: Path) -> Problem | None:
+    rel = relative(file, root)
+    try:
+        source = file.read_bytes()
+    except OSError as error:
+        return Problem("RUN012", rel, f"cannot be read: {error.strerror or error}", "")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning etc.: not this check's business
+            compile(source, str(file), "exec", dont_inherit=True)
+    except SyntaxError as error:
+        line = error.lineno
+        text, caret = source_and_caret(error.text or "", error.offset, error.end_offset)
+        message = f"{type(error).__name__}: {error.msg}"
+        if text:
+            message += f"\n    {text}" + (f"\n    {caret}" if caret else "")
+        return Problem("RUN012", f"{rel}:{line}" if line else rel, message, "", line=line)
+    except ValueError as error:  # null bytes, undecodable source
+        return Problem("RUN012", rel, f"cannot be compiled: {error}", "save it as UTF-8 text")
+    return None
+
+
+def _module_imports(tree: ast.Module) -> list[tuple[str, int, str]]:
+    """(top-level module, line, statement) of the module's own top-level absolute imports.
+
+    Imports inside ``try``, ``if`` or functions are left out: they may be optional.
+    """
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.append((alias.name.split(".")[0], node.lineno, f"import {alias.name}"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "__future__":
+                continue
+            names = ", ".join(alias.name for alias in node.names)
+            found.append(
+                (node.module.split(".")[0], node.lineno, f"from {node.module} import {names}")
+            )
+    return found
+
+
+def _importable(name: str, extra_paths: list[str]) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        if importlib.util.find_spec(name) is not None:
+            return True
+    except (ImportError, ValueError):
+        return True  # found, but odd: leave it to the run
+    return (
+        bool(extra_paths)
+        and importlib.machinery.PathFinder.find_spec(name, extra_paths) is not None
+    )
+
+
+def check_pipeline_code(
+    files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
+) -> list[Problem]:
+    """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
+    .py files of ``files``.
+
+    Only top-level absolute imports are checked, against ``sys.path`` plus ``search_paths``
+    (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
+    would fail the run with ModuleNotFoundError.
+    """
+    root = Path(root).resolve()
+    files = [Path(f) for f in files if Path(f).suffix == ".py"]
+    problems = compile_pipeline_files(files, root)
+    broken = {p.file.split(":")[0] for p in problems}
+    extra = [str(p) for p in search_paths if Path(p).is_dir()]
+    for file in files:
+        rel = relative(file, root)
+        if rel in broken:
+            continue
+        tree = parse_python(file)
+        if tree is None:
+            continue
+        for name, line, statement in _module_imports(tree):
+            if name in RUNTIME_MODULES or _importable(name, [*extra, str(file.parent)]):
+                continue
+            if (root / "src" / name).is_dir() or (root / "src" / f"{name}.py").is_file():
+                fix = "it is this project's package: install the project: pip install -e ."
+            else:
+                fix = (
+                    f"check the name; if {name} is a dependency, add it to pyproject.toml and"
+                    " install the project with its dependencies: pip install -e ."
+                )
+            problems.append(
+                Problem(
+                    "RUN013",
+                    f"{rel}:{line}",
+                    f"{statement}: no module {name!r} is installed",
+                    fix,
+                    line=line,
+                )
+            )
+        problems += undefined_names(file, root)
+    return problems
+
+
+#: What the pipeline runtime provides on Databricks: a project installs them only for local
+#: runs (medallion-dq[local]), so `check` in a Databricks-only environment must not miss them.
+RUNTIME_MODULES = frozenset({"pyspark", "dlt", "databricks", "py4j"})
+
+#: Names a pipeline file may use without defining them: the engine injects `spark`.
+INJECTED = frozenset({"spark", "__file__", "__name__"})
+
+
+def undefined_names(file: Path, root: Path) -> list[Problem]:
+    """RUN015: global names a pipeline file reads but never defines, imports or gets from
+    Python or the engine (``spark``): the NameError the run would end with, found statically."""
+    import builtins
+    import symtable
+
+    tree = parse_python(file)
+    if tree is None or any(
+        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+        for node in ast.walk(tree)
+    ):
+        return []  # a star import may define anything
+    try:
+        table = symtable.symtable(file.read_text(encoding="utf-8"), str(file), "exec")
+    except (SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    defined = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    known = defined | set(dir(builtins)) | INJECTED
+    used: set[str] = set()
+
+    def walk(scope) -> None:
+        for symbol in scope.get_symbols():
+            if symbol.is_referenced() and (symbol.is_global() or scope is table):
+                used.add(symbol.get_name())
+        for child in scope.get_children():
+            walk(child)
+
+    walk(table)
+    problems = []
+    for name in sorted(used - known):
+        line = next(
+            (n.lineno for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name), None
+        )
+        close = difflib.get_close_matches(name, sorted(known - set(dir(builtins))), n=1)
+        problems.append(
+            Problem(
+                "RUN015",
+                f"{relative(file, root)}:{line}",
+                f"name {name!r} is used but never defined or imported",
+                f"did you mean {close[0]!r}?" if close else "define or import it",
+                line=line,
+            )
+        )
+    return problems

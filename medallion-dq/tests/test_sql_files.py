@@ -1,0 +1,53 @@
+"""SQL pipeline files read without Spark: statements, CREATE heads and the datasets they define,
+with quotes, escapes and comments read as Databricks reads them (sqlglot's tokenizer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from medallion_dq.local import sql_files
+from medallion_dq.local.pipeline_files import datasets_defined
+
+TRICKY = (
+    "CREATE OR REFRESH STREAMING TABLE `t` (\n"
+    "  CONSTRAINT `a;b` EXPECT (x > 0 AND y = 'it\\'s; (') ON VIOLATION DROP ROW,\n"
+    "  id INT COMMENT 'as (x'\n"
+    ") COMMENT 'as it; is' AS -- a comment; AS\n"
+    "SELECT cast(x AS int) AS x /* ; ) */ FROM STREAM(raw);\n"
+    "CREATE VIEW v AS SELECT 1;;\n"
+    'CREATE OR REFRESH PRIVATE MATERIALIZED VIEW IF NOT EXISTS silver.m AS SELECT "a;b" AS c'
+)
+
+
+def test_statements_are_cut_at_semicolons_outside_quotes_comments_and_parentheses():
+    parts = sql_files.statements(TRICKY)
+    assert [part.split()[3] for part in parts] == ["STREAMING", "AS", "PRIVATE"]
+    assert parts[0].rstrip().endswith("FROM STREAM(raw)")
+
+
+def test_a_create_statement_is_read_into_its_parts():
+    parsed = sql_files.parse(sql_files.statements(TRICKY)[0], "t.sql")
+    assert parsed is not None
+    assert (parsed["name"], parsed["kind"], parsed["comment"]) == (
+        "t",
+        "StreamingTable",
+        "as it; is",
+    )
+    [constraint] = parsed["constraints"]
+    assert (constraint.name, constraint.action) == ("a;b", "drop")
+    assert constraint.constraint == "x > 0 AND y = 'it\\'s; ('"
+    assert parsed["columns"] == ["id INT COMMENT 'as (x'"]
+    assert " ".join(parsed["query"].split()) == "SELECT cast(x AS int) AS x FROM STREAM(raw)"
+
+
+def test_the_datasets_a_sql_file_defines(tmp_path: Path):
+    sql = tmp_path / "gold.sql"
+    sql.write_text(TRICKY, encoding="utf-8")
+    assert datasets_defined([sql]) == {"t", "m"}  # views are no datasets of the lake
+    unreadable = tmp_path / "broken.sql"
+    unreadable.write_text("CREATE MATERIALIZED VIEW x AS SELECT 'never closed", encoding="utf-8")
+    assert datasets_defined([unreadable]) == set()
+    with pytest.raises(ValueError, match="cannot read the SQL"):
+        sql_files.statements(unreadable.read_text(encoding="utf-8"))
