@@ -46,7 +46,7 @@ import yaml
 from medallion_dq import config, quarantine, rules
 from medallion_dq.config import STATE_DIR
 from medallion_dq.markup import md_block, md_code, md_text
-from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.text import relative_path, table_lines
 
 EXAMPLES = 5  # example rows per kind (newly dropped, newly kept) and dataset
@@ -54,7 +54,7 @@ HEAD = "working tree"
 KINDS = ("newly_dropped", "newly_kept")
 
 
-class BadInput(ValueError):
+class BadInput(MedallionDQError, ValueError):
     """The diff cannot start (exit 2): each line says what is wrong and how to fix it."""
 
     def __init__(self, lines: list[str]):
@@ -62,7 +62,7 @@ class BadInput(ValueError):
         super().__init__("\n".join(self.lines))
 
 
-class UpdateFailed(RuntimeError):
+class UpdateFailed(MedallionDQError, RuntimeError):
     """A pipeline update of the throwaway lake failed (exit 1): no input to judge."""
 
 

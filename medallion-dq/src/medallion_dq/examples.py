@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-from medallion_dq import config, rules
+from medallion_dq import config, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.quarantine import _group
 from medallion_dq.text import sql_name, sql_string
@@ -45,7 +45,7 @@ class Case:
     file: str
     dataset: str
     rule: rules.Rule
-    example: rules.Example
+    example: rule_fields.Example
 
     @property
     def id(self) -> str:
@@ -107,7 +107,7 @@ def _column_types(rule: rules.Rule) -> dict[str, str]:
     types: dict[str, str] = {}
     for example in rule.examples:
         for column, value in example.values:
-            kind = rules.value_kind(value)
+            kind = rule_fields.value_kind(value)
             if kind in _NULL_TYPES:
                 types.setdefault(column.lower(), _NULL_TYPES[kind])
     return types

@@ -123,7 +123,7 @@ class PipelineModule:
             isinstance(k, ast.Constant) and isinstance(k.value, str) for k in arg.keys
         ):
             for key in arg.keys:
-                if isinstance(key, ast.Constant):  # every key is (checked above)
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):  # checked above
                     yield key.value, source, None
             return
         if (

@@ -256,7 +256,7 @@ class RuleSet:
 FILE_FIELDS = {*model_keys(RuleSet), "description"}
 
 
-class _Loader(yaml.SafeLoader):
+class StrictLoader(yaml.SafeLoader):
     """`yaml.safe_load`'s loader (no Python tags), refusing a key given twice in one mapping:
     plain YAML keeps the last one, so a rule missing its '- ' would silently replace another."""
 
@@ -279,7 +279,7 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _display_path(path: Path) -> str:
+def display_path(path: Path) -> str:
     """Show package rule files as `rules/<layer>/<file>`, others relative to the working dir."""
     path = path.resolve()
     for parent in path.parents:
@@ -294,7 +294,7 @@ def _display_path(path: Path) -> str:
 def _yaml(text: str, reader: Reader) -> dict:
     """The file's top-level mapping; DataQualityError when there is none."""
     try:
-        data = yaml.load(text, Loader=_Loader)  # a SafeLoader: no Python tags
+        data = yaml.load(text, Loader=StrictLoader)  # a SafeLoader: no Python tags
     except RecursionError:
         reader.add(
             "DQ002",
@@ -371,7 +371,7 @@ def load(name: str | Path | Traversable, *, dataset: str | None = None) -> RuleS
         ORDERS = rules.load(RULES / "silver/orders.yml")
     """
     path = Path(str(name))
-    display = _display_path(path)
+    display = display_path(path)
     layer = path.parent.name if path.parent.name in LAYERS else None
     try:
         text = path.read_text(encoding="utf-8")

@@ -459,7 +459,7 @@ def variable_values(
 # --------------------------------------------------------------------------- interpolation
 
 
-class _Unresolved(Exception):
+class _Unresolved(MedallionDQError):
     pass
 
 

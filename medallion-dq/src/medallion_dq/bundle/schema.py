@@ -192,7 +192,7 @@ def _schema_errors(
     errors: list[tuple[str, str, str]] = []
     for _ in range(limit):
         try:
-            model.from_dict(copy.deepcopy(spec))  # type: ignore[attr-defined]
+            model.from_dict(copy.deepcopy(spec))
             break
         except Exception as exc:
             message = _schema_message(exc)

@@ -4,7 +4,7 @@ latency -> a freshness check."""
 
 from __future__ import annotations
 
-from medallion_dq import rules
+from medallion_dq import rule_fields
 from medallion_dq.contract.model import Context, RuleFile, custom, singular, snake
 
 FRESHNESS = ("latency", "ly", "freshness")
@@ -103,7 +103,7 @@ class DatasetChecks(Context):
         )
         keys.settings.pop("quarantine", None)
         keys.settings.pop("threshold", None)
-        if not all(rules.IDENTIFIER.match(c) for c in columns):
+        if not all(rule_fields.IDENTIFIER.match(c) for c in columns):
             self.out.skipped.append(f"{clause}: {columns} are not column names: not translated")
             return
         joined = "_".join(c.lower() for c in columns)

@@ -70,7 +70,7 @@ def drift(root: Path, translation: Translation) -> list[str]:
             and dataset not in made_for
             and ours.get("id") == translation.contract["id"]
         ):
-            where = rules._display_path(path)
+            where = rules.display_path(path)
             lines += [
                 f"{where}: {item.get('name')}: made from clause {item['contract']!r}, which the "
                 "contract no longer has"
@@ -83,7 +83,7 @@ def drift(root: Path, translation: Translation) -> list[str]:
         if found_file is None:
             lines.append(f"rules/{key}: missing: the contract describes dataset {made.dataset}")
             continue
-        where = rules._display_path(found_file)
+        where = rules.display_path(found_file)
         try:
             now = rules.load(found_file)
         except DataQualityError as error:

@@ -12,7 +12,7 @@ from typing import Any
 from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq import rules
+from medallion_dq import rule_fields, rules
 from medallion_dq.contract.files import existing_files
 from medallion_dq.contract.model import singular
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError
@@ -63,11 +63,15 @@ def _parts(constraint: str, column: str) -> dict | None:
             and part.this.this.name == column
         ):
             out["required"] = True
-        elif type(part) in ops and isinstance(part.this, exp.Column) and part.this.name == column:
+        elif (
+            isinstance(part, tuple(ops))
+            and isinstance(part.this, exp.Column)
+            and part.this.name == column
+        ):
             value = _literal_of(constraint, part.expression)
             if value is None:
                 return None
-            options[ops[type(part)]] = value
+            options[ops[type(part)]] = value  # type: ignore[index]
         elif type(part) in (exp.GTE, exp.LTE) and isinstance(part.this, exp.Length):
             if part.this.this.name != column or not isinstance(part.expression, exp.Literal):
                 return None
@@ -205,7 +209,9 @@ def _export_key(rule: rules.Rule, columns: list[str], prop, quality: list, left:
         quality.append(_quality(rule, what))
 
 
-def _export_check(check: rules.Check, name: str, prop, quality: list, left: list) -> dict | None:
+def _export_check(
+    check: rule_fields.Check, name: str, prop, quality: list, left: list
+) -> dict | None:
     """A dataset check back to its clause: a rowCount rule (added to `quality`), a property's
     relationship, or the SLA property returned."""
     if check.kind == "volume":
@@ -237,7 +243,7 @@ def _export_check(check: rules.Check, name: str, prop, quality: list, left: list
                 )
             )
     elif check.kind == "freshness":
-        age = rules.DURATION.match(str(check.get("max_age")))
+        age = rule_fields.DURATION.match(str(check.get("max_age")))
         assert age is not None  # the rule loader checked it
         value = float(age.group(1))
         # A clause without an id is "slaProperties: <property> <element>", as written.
@@ -299,7 +305,7 @@ def _quality(rule: rules.Rule, what: dict) -> dict:
     )
     if "mustBe" in what or what.get("metric") == "duplicateValues":
         bound = {}
-    examples = {e: [x.row for x in rule.examples if x.expect == e] for e in rules.EXPECTED}
+    examples = {e: [x.row for x in rule.examples if x.expect == e] for e in rule_fields.EXPECTED}
     custom = (
         [{"property": "examples", "value": {k: v for k, v in examples.items() if v}}]
         if rule.examples

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from medallion_dq import config, rules
+from medallion_dq import config, rule_fields, rules
 from medallion_dq.contract.model import RuleFile, Translation
 from medallion_dq.contract.odcs import ContractError
 from medallion_dq.problems import DataQualityError
@@ -21,13 +21,13 @@ HEADER = (
 )
 
 _RULE_KEYS = ("name", "constraint", "action", "description", "owner", "threshold", "contract")
-_CHECK_KEYS = ("name", *rules.CHECK_KINDS, "description", "contract")
+_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "description", "contract")
 _FILE_KEYS = ("dataset", "layer", "owner", "description", "threshold", "quarantine", "contract")
 
 
 def render(data: dict) -> str:
     """A rule file's text: its fields in the usual order, examples and options in flow style."""
-    flow = rules._flow
+    flow = rule_fields.flow
     lines = [HEADER.rstrip("\n")]
     lines += [f"{key}: {flow(data[key])}" for key in _FILE_KEYS if data.get(key) is not None]
     for section, keys in (("rules", _RULE_KEYS), ("checks", _CHECK_KEYS)):
@@ -50,7 +50,7 @@ def render(data: dict) -> str:
 
 def raw(path: Path) -> dict:
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=rules._Loader)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -119,14 +119,14 @@ def plan(root: Path, translation: Translation) -> tuple[list[Planned], list[str]
         other = raw(path).get("dataset") if before is not None else made.dataset
         if other != made.dataset:  # another dataset's file by that name: never overwritten
             problems.append(
-                f"{rules._display_path(path)} holds dataset {other}, not {made.dataset}: give the "
+                f"{rules.display_path(path)} holds dataset {other}, not {made.dataset}: give the "
                 f"schema object {made.stem} a physicalName (the dataset) or another name"
             )
             continue
         data, merged_notes = merge(made, raw(path) if before is not None else {})
         notes += merged_notes
         text = render(data)
-        display = rules._display_path(path)
+        display = rules.display_path(path)
         try:
             rules.parse(text, display)
         except DataQualityError as error:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from medallion_dq import rules
+from medallion_dq import rule_fields
 from medallion_dq.constraints import constraint_errors
 
 
@@ -81,7 +81,9 @@ class Context:
         return self.out.files[key]
 
     def name(self, target: RuleFile, wanted: Any, fallback: str) -> str:
-        name = wanted if isinstance(wanted, str) and rules.IDENTIFIER.match(wanted) else fallback
+        name = (
+            wanted if isinstance(wanted, str) and rule_fields.IDENTIFIER.match(wanted) else fallback
+        )
         taken = {r["name"] for r in target.rules} | {c["name"] for c in target.checks}
         base, n = name, 2
         while name in taken:

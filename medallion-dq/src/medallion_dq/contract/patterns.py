@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from medallion_dq.problems import MedallionDQError
+
 FORMATS = {  # logicalTypeOptions.format of a string -> the pattern it stands for
     "email": r"^[^@\s]+@[^@\s]+\.[^@\s]+$",
     "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
@@ -17,7 +19,7 @@ _CONTROLS = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v", "a": "\a"}
 _REPEAT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
 
 
-class _Unsupported(Exception):
+class _Unsupported(MedallionDQError):
     """A part of the syntax the sampler does not make a string for."""
 
 

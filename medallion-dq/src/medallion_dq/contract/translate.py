@@ -9,7 +9,7 @@ from typing import Any
 from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq import rules
+from medallion_dq import rule_fields
 from medallion_dq.contract.checks import DatasetChecks
 from medallion_dq.contract.model import RuleFile, Translation, custom
 from medallion_dq.contract.odcs import ContractError
@@ -80,7 +80,7 @@ def _examples(rule: dict, column: str | None) -> dict | None:
     if not isinstance(given, dict):
         return None
     out = {}
-    for expect in rules.EXPECTED:
+    for expect in rule_fields.EXPECTED:
         rows = [r if isinstance(r, dict) else {column: r} for r in given.get(expect) or []]
         if rows:
             out[expect] = rows
@@ -130,7 +130,7 @@ class Translator(DatasetChecks):
 
     def property(self, target: RuleFile, obj: dict, prop: dict, where: str) -> None:
         column = str(prop.get("physicalName") or prop["name"])
-        if not rules.IDENTIFIER.match(column):
+        if not rule_fields.IDENTIFIER.match(column):
             self.out.skipped.append(f"{where}: {column!r} is not a column name: not translated")
             return
         spark_type = column_type(prop, where, self.out.skipped)
@@ -415,7 +415,8 @@ class Translator(DatasetChecks):
             and isinstance(tree.expressions[0].unalias(), exp.Count)
             and isinstance(tree.expressions[0].unalias().this, exp.Star)
             and not any(tree.args.get(k) for k in ("joins", "group", "having", "limit", "with"))
-            and isinstance(source and source.this, exp.Table)
+            and source is not None
+            and isinstance(source.this, exp.Table)
             and source.this.name in names
         )
         if not counted:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlglot import exp, parse_one
 
-from medallion_dq import rules
+from medallion_dq import rule_fields
 from medallion_dq.contract.patterns import matching
 
 # Spark type names by the logicalType they can stand for.
@@ -64,7 +64,7 @@ def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
         return None if item is None else f"array<{item}>"
     fits = name in (_KINDS.get(logical, set()) if logical else set().union(*_KINDS.values()))
     sized = "(" in physical and name not in ("decimal", "numeric", "dec")
-    if fits and not sized and name not in ("varchar", "char") and rules._spark_type(physical):
+    if fits and not sized and name not in ("varchar", "char") and rule_fields.spark_type(physical):
         return physical
     if logical in _DEFAULT_TYPES:
         return _DEFAULT_TYPES[logical]
@@ -79,7 +79,7 @@ def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
 
 
 def quote_field(name: str) -> str:
-    return name if rules.IDENTIFIER.match(name) else f"`{name.replace('`', '``')}`"
+    return name if rule_fields.IDENTIFIER.match(name) else f"`{name.replace('`', '``')}`"
 
 
 def kind_of(spark_type: str) -> str:
@@ -285,4 +285,4 @@ def judged_examples(constraint: str, kind: str | None, schema: dict) -> dict | N
             judged[bool(ok)].append(value)
     if not judged[True] or not judged[False]:
         return None
-    return {e: [{column: v} for v in judged[e == "pass"]] for e in rules.EXPECTED}
+    return {e: [{column: v} for v in judged[e == "pass"]] for e in rule_fields.EXPECTED}

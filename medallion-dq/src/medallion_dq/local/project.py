@@ -24,6 +24,7 @@ from medallion_dq.local.lake import register_tables, remember_landing
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
+from medallion_dq.text import short_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -295,7 +296,7 @@ class LocalProject:
         }
         spark, found = self.spark, {}
         for row in verdict.failures:
-            dataset = gate._short(row.dataset)
+            dataset = short_name(row.dataset)
             rule = rules.get((dataset, row.rule))
             if rule is None or rule.action not in ("drop", "warn"):
                 continue
