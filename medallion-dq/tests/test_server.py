@@ -17,6 +17,7 @@ from stat import S_IMODE
 
 import pytest
 
+from medallion_dq import settings
 from medallion_dq.local import server, spark
 from medallion_dq.testing import child_processes
 
@@ -228,12 +229,12 @@ def test_a_server_is_shared_only_with_the_same_settings_and_jars(tmp_path, monke
 
 def test_reuse_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("DQ_REUSE", "0")
-    assert not server.reuse_enabled()
+    assert not settings.REUSE.get()
     monkeypatch.setenv("DQ_REUSE", "1")
-    assert server.reuse_enabled()
+    assert settings.REUSE.get()
     monkeypatch.setenv("DQ_SERVER_IDLE_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="DQ_SERVER_IDLE_TIMEOUT='soon' is not a number"):
-        server.idle_timeout()
+        settings.SERVER_IDLE_TIMEOUT.get()
 
 
 HOLDER = """

@@ -24,9 +24,7 @@ from pathlib import Path
 
 from medallion_dq import __version__, config
 from medallion_dq.config import STATE_DIR
-
-# local.spark.BACKENDS, written again: importing it would import pyspark for every command.
-BACKENDS = ("embedded", "container", "cluster", "remote")
+from medallion_dq.settings import BACKENDS
 
 PROG = "medallion-dq"
 

@@ -36,11 +36,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from medallion_dq import settings
+
 PORT = 15002
 MASTER_PORT = 7077
 UI_PORT = 4040  # the driver's UI: its REST API says which executor ran how many tasks
 READY_LINE = "Spark Connect server started"
-DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
 DEFAULT_IMAGE = "medallion-dq-spark-connect"
 DOCKER_DIR = Path(__file__).parent / "docker"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -129,7 +130,7 @@ def docker_available() -> tuple[bool, str]:
 
 def docker_dir() -> Path:
     """The image's build folder: this package's, or $DQ_DOCKER_DIR."""
-    return Path(os.environ.get("DQ_DOCKER_DIR") or DOCKER_DIR)
+    return settings.DOCKER_DIR.get() or DOCKER_DIR
 
 
 def _image_tag(tag: str, digest: str) -> str:
@@ -168,8 +169,8 @@ def build_image(
             raise FileNotFoundError(f"jar not found: {jar}")
     if len({j.name for j in jars}) != len(jars):
         raise ValueError(f"jar file names must be unique: {[j.name for j in jars]}")
-    base_image = base_image or os.environ.get("DQ_BASE_IMAGE") or None  # None: Dockerfile default
-    ca_dir = Path(ca_dir or os.environ.get("DQ_CA_DIR") or DEFAULT_CA_DIR)
+    base_image = base_image or settings.BASE_IMAGE.get()  # None: the Dockerfile's default
+    ca_dir = Path(ca_dir or settings.CA_DIR.get())
     certs = sorted(ca_dir.glob("*.crt")) if ca_dir.is_dir() else []
 
     client = _client(timeout=BUILD_TIMEOUT_S)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import os
 import re
 import signal
 import sys
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
 from medallion_dq.local.lake import Journal, put_back
@@ -255,7 +255,7 @@ class Runner:
         self.spark = local.spark
         self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
-        self.timeout = float(os.environ.get("DQ_RUN_TIMEOUT", "900"))
+        self.timeout = settings.RUN_TIMEOUT.get()
         self._watchdog: threading.Timer | None = None
         expectations.install()
 

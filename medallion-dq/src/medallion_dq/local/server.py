@@ -42,10 +42,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from medallion_dq import settings
+
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
 STATE_FILE = "server.json"
-DEFAULT_IDLE_TIMEOUT = 900.0
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
 ARCHIVE_UNUSED_DAYS = 14
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -70,39 +71,6 @@ class ServerInUse(RuntimeError):
     """A client holds the server (a lease): it is not to be stopped under it."""
 
 
-ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-SWITCH = {**dict.fromkeys(ON, True), **dict.fromkeys(OFF, False)}
-
-
-def switch(name: str, default: bool) -> bool:
-    """An on/off setting from the environment; another value is refused, by name."""
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value not in SWITCH:
-        raise ValueError(f"{name}={value!r} is neither on nor off: {name}=1 or {name}=0")
-    return SWITCH[value]
-
-
-def reuse_enabled() -> bool:
-    return switch("DQ_REUSE", True)
-
-
-def archive_enabled() -> bool:
-    return switch("DQ_CLASS_ARCHIVE", True)
-
-
-def idle_timeout() -> float:
-    value = os.environ.get("DQ_SERVER_IDLE_TIMEOUT", "")
-    try:
-        return float(value) if value else DEFAULT_IDLE_TIMEOUT
-    except ValueError:
-        raise ValueError(
-            f"DQ_SERVER_IDLE_TIMEOUT={value!r} is not a number of seconds: e.g. "
-            "DQ_SERVER_IDLE_TIMEOUT=600"
-        ) from None
-
-
 def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
     """What a reused server must share with its client: versions, settings and the jars' bytes
     (not their paths: each nox session has its own copy of the package)."""
@@ -110,15 +78,15 @@ def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
 
     from medallion_dq import __version__
 
-    settings = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
+    static = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
     contents = [  # --jars, and the plugins jar on the JVM's class path
         [hashlib.sha256(Path(jar).read_bytes()).hexdigest() for jar in paths.split(sep) if jar]
         for paths, sep in (
-            (settings.pop("spark.jars", ""), ","),
-            (settings.pop("spark.driver.extraClassPath", ""), os.pathsep),
+            (static.pop("spark.jars", ""), ","),
+            (static.pop("spark.driver.extraClassPath", ""), os.pathsep),
         )
     ]
-    text = json.dumps([__version__, pyspark.__version__, java, settings, contents])
+    text = json.dumps([__version__, pyspark.__version__, java, static, contents])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -292,7 +260,10 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
     log = folder / "spark-server.log"
     request = folder / "request.json"
     write_private(
-        request, json.dumps({"confs": confs, "fingerprint": fingerprint, "idle": idle_timeout()})
+        request,
+        json.dumps(
+            {"confs": confs, "fingerprint": fingerprint, "idle": settings.SERVER_IDLE_TIMEOUT.get()}
+        ),
     )
     # What the last server left: no server uses it now (we hold the start lock).
     shutil.rmtree(folder / "warehouse", ignore_errors=True)
@@ -379,7 +350,7 @@ def class_archive() -> Path | None:
     Java binary and the plugins jar (pyspark's version, when the jars were made), because the JVM
     ignores an archive made with another class path, other jar files or another Java build.
     None when turned off (DQ_CLASS_ARCHIVE=0)."""
-    if not archive_enabled():
+    if not settings.CLASS_ARCHIVE.get():
         return None
     import pyspark
 

@@ -30,9 +30,10 @@ from urllib.parse import urlparse
 
 import pyspark
 
+from medallion_dq import settings
 from medallion_dq.local import server as shared_server
+from medallion_dq.settings import BACKENDS
 
-BACKENDS = ("embedded", "container", "cluster", "remote")
 TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
@@ -49,7 +50,6 @@ LISTENER_CLASS = "dq.ObservedMetricsListener"
 CATALOG_ALIAS_CLASS = "dq.CatalogAlias"
 FILE_SYSTEM_CLASS = "dq.NioLocalFileSystem"
 PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
 IVY_SETTINGS = """\
 <ivysettings>
   <!-- Maven Central only: a partial ~/.m2 (a POM without its jar) must not be used -->
@@ -98,7 +98,7 @@ class ServerLost(RuntimeError):
 
 
 def cache_dir() -> Path:
-    path = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq")
+    path = settings.CACHE_DIR.get()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -193,7 +193,7 @@ def fetch_delta_confs() -> dict[str, str]:
     ivy = cache_dir() / "ivy"
     ivy.mkdir(exist_ok=True)
     settings = ivy / "ivysettings.xml"
-    repository = os.environ.get("DQ_MAVEN_REPOSITORY") or MAVEN_CENTRAL
+    repository = _setting(settings.MAVEN_REPOSITORY)
     settings.write_text(IVY_SETTINGS.format(repository=repository.rstrip("/") + "/"))
     return {
         "spark.jars.packages": delta_artifacts()[0],  # delta-storage comes with it
@@ -297,25 +297,12 @@ def build_plugin_jar(jar: Path) -> Path:
     return jar
 
 
-def _whole_seconds(name: str, default: str) -> str:
-    value = os.environ.get(name, default).strip()
-    if not value.isdigit():
-        raise BackendUnavailable(
-            f"{name}={value!r} is not a whole number of seconds: e.g. {name}={default}"
-        )
-    return value
-
-
-def _checked(setting):
+def _setting(setting: settings.Setting):
     """A setting's value; a bad one ends the start with its message (exit 2 from the CLI)."""
     try:
-        return setting()
-    except ValueError as error:
+        return setting.get()
+    except settings.SettingError as error:
         raise BackendUnavailable(str(error)) from None
-
-
-def driver_memory() -> str:
-    return os.environ.get("DQ_DRIVER_MEMORY", "2g")
 
 
 def _codegen_confs(on: bool) -> dict[str, str]:
@@ -333,7 +320,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n"
         for i, name in enumerate(QUIET_LOGGERS)
     )
-    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn"), quiet=quiet))
+    log4j.write_text(LOG4J.format(level=_setting(settings.SPARK_LOG_LEVEL), quiet=quiet))
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -345,7 +332,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # Fail fast: the engine otherwise retries a failed flow after ~10 s.
         "spark.sql.pipelines.maxFlowRetryAttempts": "0",
         # Small data on 2 cores: fewer partitions, no UI.
-        "spark.sql.shuffle.partitions": os.environ.get("DQ_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.shuffle.partitions": str(_setting(settings.SHUFFLE_PARTITIONS)),
         # One partition for a Delta log's state (a few small JSON files here, few commits in the
         # large benchmarks too): a streaming table's first read of its upstream (the source's
         # initial snapshot, sorted by range and read one job per partition) took 9 Spark jobs,
@@ -354,7 +341,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": driver_memory(),
+        "spark.driver.memory": _setting(settings.DRIVER_MEMORY),
         # A JVM out of heap exits at once and says so in its log (`LocalSpark.lost` names it),
         # rather than going on with some of its threads dead. The log4j file as a URI: a path
         # with a space, a quote or a non-ASCII letter is then one word of plain ASCII.
@@ -368,14 +355,14 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # its last flow ("idle"). At 0 the loop only yields: idle fell from 1.5 s to 0.01 s with
         # the same server CPU (benchmarks/FINDINGS.md, 2026-11-30). DQ_ENGINE_POLL_SECONDS=1 is
         # the engine's default, for a machine where that loop would compete for a core.
-        "spark.sql.pipelines.execution.streamstate.pollingInterval": _whole_seconds(
-            "DQ_ENGINE_POLL_SECONDS", "0"
+        "spark.sql.pipelines.execution.streamstate.pollingInterval": str(
+            _setting(settings.ENGINE_POLL_SECONDS)
         ),
         # Tests and local runs move a few hundred rows: compiling generated code for every new
         # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
         # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
         # generated code back, for large data (the benchmark's table sizes use it).
-        **_codegen_confs(_checked(lambda: shared_server.switch("DQ_CODEGEN", False))),
+        **_codegen_confs(_setting(settings.CODEGEN)),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
@@ -470,9 +457,10 @@ class LocalSpark:
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
         if self.server is None and "java.lang.OutOfMemoryError" in _tail_of(self.log):
+            memory = settings.DRIVER_MEMORY.get()
             return ServerLost(
-                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={driver_memory()}): raise"
-                f" DQ_DRIVER_MEMORY, e.g. {_doubled(driver_memory())}; its log: {self.log}"
+                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={memory}): raise"
+                f" DQ_DRIVER_MEMORY, e.g. {_doubled(memory)}; its log: {self.log}"
             )
         docker = self.backend in ("container", "cluster")
         check = " or check the Docker daemon" if docker else ""
@@ -618,7 +606,7 @@ def _connect_shared(
         progress(
             f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); later runs"
             " of this project reuse it until it is unused for "
-            f"{shared_server.idle_timeout():.0f} s, or `medallion-dq spark stop`"
+            f"{settings.SERVER_IDLE_TIMEOUT.get():.0f} s, or `medallion-dq spark stop`"
         )
         if jars is None:
             keep_fetched_delta_jars()
@@ -655,7 +643,7 @@ def start(
     (`medallion_dq.local.server`; off with DQ_REUSE=0). `lake`: that server is `work_dir`'s own
     (a lake's: its warehouse and metrics file are the lake's, and only runs of the lake, one at a
     time, use it), not the one the project's test processes share."""
-    backend = backend or os.environ.get("DQ_BACKEND", "embedded")
+    backend = backend or _setting(settings.BACKEND)
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     url = remote or os.environ.get("SPARK_REMOTE")
@@ -669,8 +657,11 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    reuse_on = _checked(shared_server.reuse_enabled)  # named even where it does not apply
-    shared = backend == "embedded" and reuse is not None and reuse_on
+    try:  # every setting, also those this backend does not read: a typo is named at once
+        settings.check()
+    except settings.SettingError as error:
+        raise BackendUnavailable(str(error)) from None
+    shared = backend == "embedded" and reuse is not None and settings.REUSE.get()
     progress(f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}")
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
@@ -686,7 +677,6 @@ def start(
                 " no server to embed. Use --backend container (Docker) or remote, or install "
                 "medallion-dq[local] (a Java 17+ runtime runs it)"
             )
-        _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
         with first_fetch() as jars:  # None: this process fetches them, the others wait
             if shared:
                 return _connect_shared(Path(reuse), work_dir, jars, started, lake=lake)
@@ -708,7 +698,7 @@ def start(
                 if jars is None:
                     raise BackendUnavailable(
                         f"could not fetch {delta_artifacts()[0]} from "
-                        f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
+                        f"{settings.MAVEN_REPOSITORY.get()}: is it reachable "
                         "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
                         f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
                     ) from None
@@ -747,7 +737,7 @@ def start(
                     mounts=folders,
                     image=image,
                     workers=CLUSTER_WORKERS,
-                    executor_memory=os.environ.get("DQ_EXECUTOR_MEMORY", "1g"),
+                    executor_memory=settings.EXECUTOR_MEMORY.get(),
                 )
             else:
                 server = container.start_server(confs=confs, mounts=folders, image=image)
@@ -786,13 +776,13 @@ REMOTE_DIR_HELP = (
 
 def _remote_dir(work_dir: Path | None) -> Path:
     """The folder a remote server shares with this machine; test folders are made in it."""
-    value = os.environ.get("DQ_REMOTE_DIR")
+    value = settings.REMOTE_DIR.get()
     if not value:
         raise BackendUnavailable(
             f"the remote backend needs {REMOTE_DIR_HELP}. Without it the pipelines' landing"
             " files are not where the server looks, and no expectation metric reaches the gate"
         )
-    shared = Path(value).resolve()
+    shared = value.resolve()
     if not shared.is_dir():
         raise BackendUnavailable(f"DQ_REMOTE_DIR={value} is not a folder on this machine")
     if work_dir is not None and not Path(work_dir).resolve().is_relative_to(shared):
