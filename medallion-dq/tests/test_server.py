@@ -18,7 +18,7 @@ from stat import S_IMODE
 import pytest
 
 from medallion_dq import settings
-from medallion_dq.local import server, spark
+from medallion_dq.local import jars, machine, server, spark
 from medallion_dq.testing import child_processes
 
 pytestmark = pytest.mark.spark
@@ -134,7 +134,7 @@ def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
     root = project(tmp_path)
     cache = tmp_path / "cache"  # a cache of its own, with this machine's Delta jars
     cache.mkdir()
-    (cache / "jars").symlink_to(spark.cache_dir() / "jars")
+    (cache / "jars").symlink_to(machine.cache_dir() / "jars")
     archives = cache / "class-archives"
 
     first, _ = finish(client(root, DQ_CACHE_DIR=str(cache)))
@@ -502,5 +502,5 @@ def test_two_cold_starts_at_once_on_an_empty_cache_both_fetch_the_delta_jars(tmp
     assert len([err for _, err in done if waited in err]) == 1, [err for _, err in done]
     assert sorted(p.name for p in (tmp_path / "cache" / "jars").glob("*.jar")) == [
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
-        for coordinate in sorted(spark.delta_artifacts())
+        for coordinate in sorted(jars.delta_artifacts())
     ]

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from medallion_dq import settings
+from medallion_dq.local import machine
 
 PORT = 15002
 MASTER_PORT = 7077
@@ -46,7 +47,6 @@ DEFAULT_IMAGE = "medallion-dq-spark-connect"
 DOCKER_DIR = Path(__file__).parent / "docker"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STEP = re.compile(r"^Step (\S+) : (.*)$")  # the classic builder's step lines
-_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
 
 
@@ -56,12 +56,6 @@ class ContainerBackendUnavailable(RuntimeError):
 
 class ContainerBackendError(RuntimeError):
     """The image did not build or the server did not come up; the message holds the log tail."""
-
-
-def _tail(text: str, n: int = 30) -> str:
-    # Java stack frames would push the "Caused by:" lines out of view: drop them.
-    lines = [ln for ln in text.rstrip().splitlines() if not _FRAME.match(ln)]
-    return "\n".join(lines[-n:])
 
 
 def _docker_host() -> str:
@@ -149,7 +143,6 @@ def build_image(
     build_args: dict[str, str] | None = None,
     base_image: str | None = None,
     ca_dir: Path | None = None,
-    quiet: bool = True,
 ) -> str:
     """Build the Dockerfile (``docker_dir()``) with ``jars``, Java ``plugins`` sources to compile in the image
     (and extra CA certs) and return the full tag.
@@ -200,12 +193,17 @@ def build_image(
     )
     full_tag = _image_tag(tag or DEFAULT_IMAGE, digest.hexdigest()[:12])
 
-    if _has_image(client, full_tag):
-        return full_tag
+    if not _has_image(client, full_tag):
+        _build(client, full_tag, inputs, build_args, hint)
+    return full_tag
 
-    from medallion_dq.local.spark import progress
 
-    progress(f"building the container image {full_tag} (once; a few minutes the first time)")
+def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> None:
+    """Build image `full_tag` from `inputs` (name in the context, file), one progress line per
+    Dockerfile step; a failure raises with the build log's last lines."""
+    machine.progress(
+        f"building the container image {full_tag} (once; a few minutes the first time)"
+    )
     log: list[str] = []
     step = {"name": "", "started": time.monotonic()}
 
@@ -216,7 +214,7 @@ def build_image(
             return
         now = time.monotonic()
         if step["name"]:
-            progress(f"image {step['name']} took {now - step['started']:.0f} s")
+            machine.progress(f"image {step['name']} took {now - step['started']:.0f} s")
         step.update(name=f"step {match[1]}: {match[2][:70]}", started=now)
 
     with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:
@@ -242,23 +240,20 @@ def build_image(
                 if line.strip():
                     log.append(line.rstrip("\n"))
                     report_step(line.strip())
-                    if not quiet:
-                        print(line, end="" if line.endswith("\n") else "\n", flush=True)
                 if "error" in chunk:
                     log.append(chunk["error"])
                     raise ContainerBackendError(
                         f"docker build of {full_tag} failed: {chunk['error'].strip()}\n"
-                        f"Last lines of the build log:\n{_tail(chr(10).join(log))}{hint}"
+                        f"Last lines of the build log:\n{machine.last_words(chr(10).join(log), 30)}{hint}"
                     )
         except ContainerBackendError:
             raise
         except Exception as exc:  # daemon gone or read timeout mid-build
             raise ContainerBackendError(
                 f"docker build of {full_tag} was interrupted: {exc}\n"
-                f"Last lines of the build log:\n{_tail(chr(10).join(log))}"
+                f"Last lines of the build log:\n{machine.last_words(chr(10).join(log), 30)}"
             ) from exc
     report_step("Step done : ")  # the last step's time
-    return full_tag
 
 
 class ContainerServer:
@@ -290,7 +285,7 @@ class ContainerServer:
         how = how or (" (killed)" if state.get("ExitCode") == 137 else "")
         return (
             f"the container {wrapped.status} with code {state.get('ExitCode')}{how}. "
-            f"Last log lines:\n{_tail(self.logs(), 10)}"
+            f"Last log lines:\n{machine.last_words(self.logs(), 10)}"
         )
 
     def _wait_ready(self, timeout: float) -> None:
@@ -305,14 +300,14 @@ class ContainerServer:
                 code = wrapped.attrs.get("State", {}).get("ExitCode")
                 raise ContainerBackendError(
                     f"Spark Connect container exited (code {code}) before '{READY_LINE}'. "
-                    f"Last log lines:\n{_tail(logs)}"
+                    f"Last log lines:\n{machine.last_words(logs, 30)}"
                 )
             if wrapped.status == "running" and self._grpc_ready():
                 return
             if time.monotonic() > deadline:
                 raise ContainerBackendError(
                     f"Spark Connect server not up within {timeout:.0f} s (no '{READY_LINE}'). "
-                    f"Last log lines:\n{_tail(logs)}"
+                    f"Last log lines:\n{machine.last_words(logs, 30)}"
                 )
             time.sleep(0.25)
 

@@ -43,10 +43,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from medallion_dq import settings
+from medallion_dq.local import machine
 
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
 STATE_FILE = "server.json"
+# A server folder's files: its console output, the metrics listener's file, its warehouse.
+LOG_FILE = "spark-server.log"
+METRICS_FILE = "dq-metrics.jsonl"
+WAREHOUSE = "warehouse"
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
 ARCHIVE_UNUSED_DAYS = 14
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -257,7 +262,7 @@ _supervisors: list[subprocess.Popen] = []
 def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
     """Start a supervisor (detached: it outlives this process) and wait until its server answers."""
     (folder / STATE_FILE).unlink(missing_ok=True)
-    log = folder / "spark-server.log"
+    log = folder / LOG_FILE
     request = folder / "request.json"
     write_private(
         request,
@@ -266,8 +271,8 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
         ),
     )
     # What the last server left: no server uses it now (we hold the start lock).
-    shutil.rmtree(folder / "warehouse", ignore_errors=True)
-    (folder / "dq-metrics.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(folder / WAREHOUSE, ignore_errors=True)
+    (folder / METRICS_FILE).unlink(missing_ok=True)
     log.write_bytes(b"")
     with log.open("ab") as out:
         supervisor = subprocess.Popen(
@@ -289,13 +294,8 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(supervisor.pid, signal.SIGKILL)
-    said = [
-        line
-        for line in log.read_text(errors="replace").splitlines()
-        if line.strip() and not line.startswith(("\tat ", "\t..."))
-    ]
     raise ServerNotStarted(
-        f"the shared Spark server did not start (its log: {log}):\n" + "\n".join(said[-12:])
+        f"the shared Spark server did not start (its log: {log}):\n{machine.log_tail(log)}"
     )
 
 
@@ -354,14 +354,14 @@ def class_archive() -> Path | None:
         return None
     import pyspark
 
-    from medallion_dq.local import spark
+    from medallion_dq.local import jars as jar_files  # pyspark: not for `spark status`
 
-    java = Path(spark._java_binary() or "java")
+    java = Path(machine.java_binary() or "java")
     made = java.stat() if java.is_file() else None
     home = _spark_home().resolve()
     jars = home / "jars"  # reinstalled jars (new mtimes) would make the JVM refuse the archive
     installed = jars.stat().st_mtime_ns if jars.is_dir() else None
-    plugins = spark.plugin_jar()  # on the class path too (the local file system)
+    plugins = jar_files.plugin_jar()  # on the class path too (the local file system)
     built = plugins.stat()
     key = [
         str(home),
@@ -373,7 +373,7 @@ def class_archive() -> Path | None:
         (built.st_size, built.st_mtime_ns),
     ]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-    return spark.cache_dir() / "class-archives" / f"{digest}.jsa"
+    return machine.cache_dir() / "class-archives" / f"{digest}.jsa"
 
 
 def java_option(option: str, path: Path | str) -> str:
