@@ -38,6 +38,7 @@ from typing import Any
 
 from medallion_dq import settings
 from medallion_dq.local import machine
+from medallion_dq.problems import MedallionDQError
 
 PORT = 15002
 MASTER_PORT = 7077
@@ -50,11 +51,11 @@ _STEP = re.compile(r"^Step (\S+) : (.*)$")  # the classic builder's step lines
 BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
 
 
-class ContainerBackendUnavailable(RuntimeError):
+class ContainerBackendUnavailable(MedallionDQError, RuntimeError):
     """Docker (or its Python client) is missing or unreachable; the message says the fix."""
 
 
-class ContainerBackendError(RuntimeError):
+class ContainerBackendError(MedallionDQError, RuntimeError):
     """The image did not build or the server did not come up; the message holds the log tail."""
 
 

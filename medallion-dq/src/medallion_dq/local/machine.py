@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 from medallion_dq import settings
+from medallion_dq.problems import MedallionDQError
 
 # A Java stack frame ("\tat org.apache...", "\t... 12 more"): it would push a log's own words
 # (the error, its "Caused by:") out of the few lines an error message shows.
 _FRAME = re.compile(r"^\s+(at |\.\.\.)")
 
 
-class BackendUnavailable(RuntimeError):
+class BackendUnavailable(MedallionDQError, RuntimeError):
     """A backend cannot start here; the message says what is missing and how to fix it."""
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from medallion_dq import settings
 from medallion_dq.local import machine
+from medallion_dq.problems import MedallionDQError
 
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
@@ -68,11 +69,11 @@ LOOPBACK = {
 LOOPBACK_ENVIRONMENT = {"SPARK_LOCAL_IP": "127.0.0.1"}  # Spark's own default address too
 
 
-class ServerNotStarted(RuntimeError):
+class ServerNotStarted(MedallionDQError, RuntimeError):
     """The supervisor ended, or its server did not answer in time; the message has its log."""
 
 
-class ServerInUse(RuntimeError):
+class ServerInUse(MedallionDQError, RuntimeError):
     """A client holds the server (a lease): it is not to be stopped under it."""
 
 

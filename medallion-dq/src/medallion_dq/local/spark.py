@@ -29,6 +29,7 @@ from medallion_dq.local import jars as jar_files
 from medallion_dq.local import machine
 from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
+from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
 
 TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
@@ -61,7 +62,7 @@ QUIET_LOGGERS = (
 LOCAL_RETRY_POLICY = {"max_retries": 6, "max_backoff": 5000}
 
 
-class ServerLost(RuntimeError):
+class ServerLost(MedallionDQError, RuntimeError):
     """The Spark Connect server stopped answering mid-run; the message says what became of it."""
 
 
