@@ -25,6 +25,8 @@ pytestmark = pytest.mark.spark
 
 CLIENT = """
 import json, sys
+import logging
+logging.basicConfig(level=logging.INFO)  # medallion-dq's progress lines on stderr
 from pathlib import Path
 from medallion_dq.local import spark
 local = spark.start("embedded", reuse=Path(sys.argv[1]))
@@ -471,6 +473,8 @@ def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
 
 COLD_START = """
 import sys
+import logging
+logging.basicConfig(level=logging.INFO)  # medallion-dq's progress lines on stderr
 from pathlib import Path
 from medallion_dq.local import spark
 local = spark.start("embedded", work_dir=Path(sys.argv[1]))

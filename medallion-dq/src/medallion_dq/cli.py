@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 import uuid
@@ -587,6 +588,30 @@ def _add_profile_parser(sub) -> None:
     profile.add_argument("--backend", choices=BACKENDS, default=None)
 
 
+class _Stderr(logging.StreamHandler):
+    """The library's lines (its loggers, under "medallion_dq") on stderr, as
+    `medallion-dq: <line>`; stderr as it is at each line (a test may have replaced it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("medallion-dq: %(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _show_library_lines() -> None:
+    library = logging.getLogger("medallion_dq")
+    if not any(isinstance(handler, _Stderr) for handler in library.handlers):
+        library.addHandler(_Stderr())
+    library.setLevel(logging.INFO)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -652,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    _show_library_lines()
     try:
         return commands[args.command](args)
     except Exception as error:

@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -39,6 +40,8 @@ from typing import Any
 from medallion_dq import settings
 from medallion_dq.local import machine
 from medallion_dq.problems import MedallionDQError
+
+logger = logging.getLogger(__name__)
 
 PORT = 15002
 MASTER_PORT = 7077
@@ -202,9 +205,7 @@ def build_image(
 def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> None:
     """Build image `full_tag` from `inputs` (name in the context, file), one progress line per
     Dockerfile step; a failure raises with the build log's last lines."""
-    machine.progress(
-        f"building the container image {full_tag} (once; a few minutes the first time)"
-    )
+    logger.info(f"building the container image {full_tag} (once; a few minutes the first time)")
     log: list[str] = []
     step = {"name": "", "started": time.monotonic()}
 
@@ -215,7 +216,7 @@ def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> 
             return
         now = time.monotonic()
         if step["name"]:
-            machine.progress(f"image {step['name']} took {now - step['started']:.0f} s")
+            logger.info(f"image {step['name']} took {now - step['started']:.0f} s")
         step.update(name=f"step {match[1]}: {match[2][:70]}", started=now)
 
     with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:

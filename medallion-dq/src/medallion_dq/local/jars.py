@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import shutil
 import subprocess
 import tempfile
@@ -16,6 +17,8 @@ import pyspark
 
 from medallion_dq import settings
 from medallion_dq.local import machine
+
+logger = logging.getLogger(__name__)
 
 DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
@@ -96,7 +99,7 @@ def _cache_locked(name: str, doing: str):
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            machine.progress(f"waiting for another process {doing} into {machine.cache_dir()}")
+            logger.info(f"waiting for another process {doing} into {machine.cache_dir()}")
             fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

@@ -1,5 +1,5 @@
-"""This machine as the backends need it: its Java, the cache folder, progress lines, what a
-JVM's log says, and the error when a backend cannot start here."""
+"""This machine as the backends need it: its Java, the cache folder, what a JVM's log says,
+and the error when a backend cannot start here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from medallion_dq import settings
@@ -20,11 +19,6 @@ _FRAME = re.compile(r"^\s+(at |\.\.\.)")
 
 class BackendUnavailable(MedallionDQError, RuntimeError):
     """A backend cannot start here; the message says what is missing and how to fix it."""
-
-
-def progress(line: str) -> None:
-    """One line on stderr about a step that takes a while, as it starts."""
-    print(f"medallion-dq: {line}", file=sys.stderr, flush=True)
 
 
 def cache_dir() -> Path:

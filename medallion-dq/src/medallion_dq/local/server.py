@@ -30,6 +30,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import secrets
 import shlex
@@ -45,6 +46,8 @@ from pathlib import Path
 from medallion_dq import settings
 from medallion_dq.local import machine
 from medallion_dq.problems import MedallionDQError
+
+logger = logging.getLogger(__name__)
 
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
@@ -212,7 +215,7 @@ def unused(folder: Path, wait: bool = False):
                     f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"
                     " --wait`"
                 ) from None
-            print(f"medallion-dq: waiting for {held} to finish", file=sys.stderr, flush=True)
+            logger.info(f"waiting for {held} to finish")
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -414,7 +417,7 @@ def _keep_archive(partial: Path | None, archive: Path | None) -> None:
         return
     if partial.is_file() and partial.stat().st_size > 0:
         partial.replace(archive)  # whole or not at all: another server may map it next
-        print(f"medallion-dq: kept the class archive for the next start: {archive}", flush=True)
+        logger.info(f"kept the class archive for the next start: {archive}")
     partial.unlink(missing_ok=True)
     # About 170 MB each, one per Spark install (venv): those unused for two weeks go.
     for other in archive.parent.glob("*.jsa"):
@@ -455,7 +458,7 @@ def supervise(folder: Path) -> int:
 
     def shutdown(reason: str) -> int:
         (folder / STATE_FILE).unlink(missing_ok=True)
-        print(f"medallion-dq: stopping the shared Spark server ({reason})", flush=True)
+        logger.info(f"stopping the shared Spark server ({reason})")
         if jvm.poll() is None:
             jvm.terminate()
             try:  # a JVM recording the class archive writes it as it exits (3-6 s)
@@ -463,13 +466,13 @@ def supervise(folder: Path) -> int:
             except subprocess.TimeoutExpired:
                 jvm.kill()
                 jvm.wait()
-        print(f"medallion-dq: the Spark server exited ({jvm.returncode})", flush=True)
+        logger.info(f"the Spark server exited ({jvm.returncode})")
         _keep_archive(recording, archive)
         return 0
 
     while not _answers(port, timeout=0.5):
         if jvm.poll() is not None:
-            print(f"medallion-dq: the Spark server exited ({jvm.returncode}) before it answered")
+            logger.info(f"the Spark server exited ({jvm.returncode}) before it answered")
             return 1
         if stopping:
             return shutdown(stopping[0])
@@ -485,7 +488,7 @@ def supervise(folder: Path) -> int:
         folder=str(folder.resolve()),
     )
     write_private(folder / STATE_FILE, json.dumps(asdict(info)))
-    print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
+    logger.info(f"shared Spark server on port {port}, pid {jvm.pid}")
 
     lease, last_busy = folder / "lease", info.started
     while True:
@@ -494,7 +497,7 @@ def supervise(folder: Path) -> int:
             return shutdown(stopping[0])
         if jvm.poll() is not None:
             (folder / STATE_FILE).unlink(missing_ok=True)
-            print(f"medallion-dq: the Spark server exited ({jvm.returncode})", flush=True)
+            logger.info(f"the Spark server exited ({jvm.returncode})")
             if recording:  # it died: what it wrote of the archive is not to be trusted
                 recording.unlink(missing_ok=True)
             return 1
@@ -514,5 +517,6 @@ def supervise(folder: Path) -> int:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the supervisor: its output is the server's log
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="medallion-dq: %(message)s")
     sys.exit(supervise(Path(sys.argv[1])))

@@ -14,6 +14,7 @@ metrics listener, a warehouse folder of its own, and a file where observed metri
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import secrets
@@ -31,6 +32,8 @@ from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
+
+logger = logging.getLogger(__name__)  # steps that take a while, as they start
 
 TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
@@ -355,7 +358,7 @@ def _connect_shared(
     except shared_server.ServerNotStarted as error:
         raise BackendUnavailable(str(error)) from None
     if fresh:
-        machine.progress(
+        logger.info(
             f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); later runs"
             " of this project reuse it until it is unused for "
             f"{settings.SERVER_IDLE_TIMEOUT.get():.0f} s, or `medallion-dq spark stop`"
@@ -411,7 +414,7 @@ def start(
     except settings.SettingError as error:
         raise BackendUnavailable(str(error)) from None
     shared = backend == "embedded" and reuse is not None and settings.REUSE.get()
-    machine.progress(
+    logger.info(
         f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}"
     )
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
@@ -461,7 +464,7 @@ def _own_server(work_dir: Path, jars: list[Path] | None):
     confs = server_confs(work_dir, [*(jars or []), jar_files.plugin_jar()])
     if jars is None:
         confs.update(jar_files.fetch_delta_confs())
-        machine.progress(
+        logger.info(
             f"fetching the Delta jars ({jar_files.delta_artifacts()[0]} and delta-storage, about 7 MB)"
             f" once, with Spark's resolver, into {machine.cache_dir()}"
         )
@@ -510,9 +513,7 @@ def _in_docker(backend: str, work_dir: Path, mounts: list[Path], started: float)
         )
         folders = [work_dir, *(Path(m).resolve() for m in mounts)]
         if backend == "cluster":
-            machine.progress(
-                f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers"
-            )
+            logger.info(f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers")
             server = container.start_cluster(
                 confs=confs,
                 mounts=folders,
