@@ -121,3 +121,22 @@ def test_the_cli_says_one_line_and_exits_2_without_starting_a_server(tmp_path):
     ]
     assert not list((project / ".local").rglob("server.json"))
     assert not list((project / ".local").rglob("spark-server.log"))
+
+
+def test_the_pytest_plugin_fails_a_bad_value_where_the_backend_would_skip(tmp_path):
+    """The container backend skips its tests when Docker is missing: a typo in a setting must
+    not look like that."""
+    (tmp_path / "databricks.yml").write_text("bundle:\n  name: settings\n")
+    (tmp_path / "test_spark.py").write_text("def test_uses_spark(local_spark):\n    pass\n")
+    env = {**os.environ, "DQ_BACKEND": "container", "DQ_DRIVER_MEMORY": "lots"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_spark.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "DQ_DRIVER_MEMORY='lots' is not a memory size" in done.stdout
+    assert "1 error" in done.stdout and "skipped" not in done.stdout

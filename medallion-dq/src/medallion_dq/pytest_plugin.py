@@ -60,7 +60,8 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     from medallion_dq import settings
     from medallion_dq.local import spark as spark_backend
 
-    try:
+    try:  # every setting: a bad one fails the session, even where the backend would skip
+        settings.check()
         backend = settings.BACKEND.get()
     except settings.SettingError as error:
         pytest.fail(str(error), pytrace=False)
