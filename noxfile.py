@@ -337,7 +337,7 @@ def plugins(session: nox.Session) -> None:
     commit the result (tests fail while it is out of date with the sources)."""
     pyspark_wheel(session)
     session.install("-e", f"{PACKAGE}[local]")
-    build = "from medallion_dq.local import spark; spark.build_plugin_jar(spark.PACKAGED_PLUGINS)"
+    build = "from medallion_dq.local import jars; jars.build_plugin_jar(jars.PACKAGED_PLUGINS)"
     session.run("python", "-c", build)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq.local import server, spark
+from medallion_dq.local import jars, machine, server, spark
 from medallion_dq.local.spark import BackendUnavailable
 
 
@@ -31,7 +31,7 @@ def fake_tool(folder, name: str, script: str):
 
 def test_no_java(bare_machine):
     with pytest.raises(BackendUnavailable) as caught:
-        spark.check_java()
+        machine.check_java()
     message = str(caught.value)
     assert "no Java found" in message
     assert "Java 17" in message
@@ -41,7 +41,7 @@ def test_no_java(bare_machine):
 def test_java_home_points_nowhere(bare_machine, tmp_path, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-such-jdk"))
     with pytest.raises(BackendUnavailable, match="JAVA_HOME"):
-        spark.check_java()
+        machine.check_java()
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_java_home_points_nowhere(bare_machine, tmp_path, monkeypatch):
 def test_java_too_old(bare_machine, banner):
     fake_tool(bare_machine, "java", f"echo '{banner}' >&2")
     with pytest.raises(BackendUnavailable) as caught:
-        spark.check_java()
+        machine.check_java()
     message = str(caught.value)
     assert banner in message
     assert "Java 17 or newer is needed" in message
@@ -66,12 +66,12 @@ def test_java_too_old_through_java_home(bare_machine, tmp_path, monkeypatch):
     fake_tool(bare_machine, "java", """echo 'openjdk version "17.0.9" 2023-10-17' >&2""")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))  # JAVA_HOME wins over PATH
     with pytest.raises(BackendUnavailable, match="11.0.2"):
-        spark.check_java()
+        machine.check_java()
 
 
 def test_java_17_is_accepted(bare_machine):
     fake_tool(bare_machine, "java", """echo 'openjdk version "17.0.9" 2023-10-17' >&2""")
-    assert spark.check_java() == "17"
+    assert machine.check_java() == "17"
 
 
 # -- Delta jars: delta-spark's coordinates, Spark's own resolver, a cache ------------------------
@@ -131,8 +131,8 @@ def test_delta_coordinates_are_delta_spark_s_own():
     from pyspark.sql import SparkSession
 
     builder = configure_spark_with_delta_pip(SparkSession.Builder())
-    assert spark.delta_artifacts()[0] == builder._options["spark.jars.packages"]
-    assert spark.delta_artifacts()[0] == "io.delta:delta-spark_4.2_2.13:4.4.0"
+    assert jars.delta_artifacts()[0] == builder._options["spark.jars.packages"]
+    assert jars.delta_artifacts()[0] == "io.delta:delta-spark_4.2_2.13:4.4.0"
 
 
 def test_client_only_installs_use_the_pinned_delta_version():
@@ -140,13 +140,13 @@ def test_client_only_installs_use_the_pinned_delta_version():
     import re
 
     pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text(encoding="utf-8")
-    assert re.search(r'"delta-spark==([^"]+)"', pyproject)[1] == spark.DELTA_VERSION
+    assert re.search(r'"delta-spark==([^"]+)"', pyproject)[1] == jars.DELTA_VERSION
 
 
 def test_missing_jars_are_fetched_with_spark_s_resolver_from_maven_central_only(bare_machine):
-    assert spark.delta_jars() is None
-    confs = spark.fetch_delta_confs()
-    assert confs["spark.jars.packages"] == spark.delta_artifacts()[0]
+    assert jars.delta_jars() is None
+    confs = jars.fetch_delta_confs()
+    assert confs["spark.jars.packages"] == jars.delta_artifacts()[0]
     settings = Path(confs["spark.jars.ivySettings"]).read_text()
     assert 'root="https://repo1.maven.org/maven2/"' in settings
     assert ".m2" not in settings.replace("~/.m2", "")  # a partial ~/.m2 cannot trip it
@@ -154,16 +154,16 @@ def test_missing_jars_are_fetched_with_spark_s_resolver_from_maven_central_only(
 
 def test_jars_from_local_maven_repository_need_no_network(bare_machine, tmp_path):
     """Offline but with ~/.m2 filled (e.g. a CI cache): no resolver at all."""
-    for coordinate in spark.delta_artifacts():
+    for coordinate in jars.delta_artifacts():
         group, artifact, version = coordinate.split(":")
         folder = (
             tmp_path / "home" / ".m2" / "repository" / group.replace(".", "/") / artifact / version
         )
         folder.mkdir(parents=True)
         (folder / f"{artifact}-{version}.jar").write_bytes(b"PK fake jar")
-    jars = spark.delta_jars()
-    assert [j.parent for j in jars] == [tmp_path / "cache" / "jars"] * 2
-    assert all(j.read_bytes() == b"PK fake jar" for j in jars)
+    cached = jars.delta_jars()
+    assert [j.parent for j in cached] == [tmp_path / "cache" / "jars"] * 2
+    assert all(j.read_bytes() == b"PK fake jar" for j in cached)
 
 
 @pytest.mark.spark
@@ -196,7 +196,7 @@ def test_unreachable_repository_is_one_clear_error(tmp_path):
     )
     assert time.monotonic() - started < 300
     assert done.returncode == 2, done.stdout + done.stderr
-    coordinate = spark.delta_artifacts()[0]
+    coordinate = jars.delta_artifacts()[0]
     assert f"could not fetch {coordinate} from http://127.0.0.1:9/maven2" in done.stderr
     assert "DQ_MAVEN_REPOSITORY" in done.stderr and "Traceback" not in done.stderr
     assert not list((tmp_path / "cache" / "jars").glob("*.jar"))
@@ -207,23 +207,23 @@ def test_unreachable_repository_is_one_clear_error(tmp_path):
 
 def test_packaged_plugins_jar_is_built_from_its_sources():
     """Fails when a plugin's .java changed without `nox -s plugins` rebuilding the jar."""
-    assert spark.jar_digest(spark.PACKAGED_PLUGINS) == spark.sources_digest(), (
+    assert jars.jar_digest(jars.PACKAGED_PLUGINS) == jars.sources_digest(), (
         "the plugins jar is out of date with its sources: run nox -s plugins and commit it"
     )
 
 
 def test_the_packaged_jar_needs_no_jdk(bare_machine):
-    assert spark.plugin_jar() == spark.PACKAGED_PLUGINS
+    assert jars.plugin_jar() == jars.PACKAGED_PLUGINS
 
 
 @pytest.fixture
 def edited_sources(monkeypatch):
-    monkeypatch.setattr(spark, "sources_digest", lambda: "edited0000000000")
+    monkeypatch.setattr(jars, "sources_digest", lambda: "edited0000000000")
 
 
 def test_edited_sources_without_javac(bare_machine, edited_sources):
     with pytest.raises(BackendUnavailable) as caught:
-        spark.plugin_jar()
+        jars.plugin_jar()
     message = str(caught.value)
     assert "javac not found" in message and "not built from its sources" in message
     assert "JDK 17" in message and "nox -s plugins" in message
@@ -233,7 +233,7 @@ def test_java_home_is_a_jre(bare_machine, tmp_path, monkeypatch, edited_sources)
     fake_tool(tmp_path / "jre" / "bin", "java", """echo 'openjdk version "17.0.9"' >&2""")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jre"))
     with pytest.raises(BackendUnavailable, match="javac not found"):
-        spark.plugin_jar()
+        jars.plugin_jar()
 
 
 def test_javac_that_fails(bare_machine, edited_sources):
@@ -242,7 +242,7 @@ def test_javac_that_fails(bare_machine, edited_sources):
     )
     fake_tool(bare_machine, "jar", "exit 0")
     with pytest.raises(BackendUnavailable) as caught:
-        spark.plugin_jar()
+        jars.plugin_jar()
     assert "could not compile CatalogAlias.java, NioLocalFileSystem.java, Observed" in str(
         caught.value
     )

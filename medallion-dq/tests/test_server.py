@@ -17,13 +17,16 @@ from stat import S_IMODE
 
 import pytest
 
-from medallion_dq.local import server, spark
+from medallion_dq import settings
+from medallion_dq.local import jars, machine, server, spark
 from processes import child_processes
 
 pytestmark = pytest.mark.spark
 
 CLIENT = """
 import json, sys
+import logging
+logging.basicConfig(level=logging.INFO)  # medallion-dq's progress lines on stderr
 from pathlib import Path
 from medallion_dq.local import spark
 local = spark.start("embedded", reuse=Path(sys.argv[1]))
@@ -133,7 +136,7 @@ def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
     root = project(tmp_path)
     cache = tmp_path / "cache"  # a cache of its own, with this machine's Delta jars
     cache.mkdir()
-    (cache / "jars").symlink_to(spark.cache_dir() / "jars")
+    (cache / "jars").symlink_to(machine.cache_dir() / "jars")
     archives = cache / "class-archives"
 
     first, _ = finish(client(root, DQ_CACHE_DIR=str(cache)))
@@ -228,12 +231,12 @@ def test_a_server_is_shared_only_with_the_same_settings_and_jars(tmp_path, monke
 
 def test_reuse_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("DQ_REUSE", "0")
-    assert not server.reuse_enabled()
+    assert not settings.REUSE.get()
     monkeypatch.setenv("DQ_REUSE", "1")
-    assert server.reuse_enabled()
+    assert settings.REUSE.get()
     monkeypatch.setenv("DQ_SERVER_IDLE_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="DQ_SERVER_IDLE_TIMEOUT='soon' is not a number"):
-        server.idle_timeout()
+        settings.SERVER_IDLE_TIMEOUT.get()
 
 
 HOLDER = """
@@ -470,6 +473,8 @@ def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
 
 COLD_START = """
 import sys
+import logging
+logging.basicConfig(level=logging.INFO)  # medallion-dq's progress lines on stderr
 from pathlib import Path
 from medallion_dq.local import spark
 local = spark.start("embedded", work_dir=Path(sys.argv[1]))
@@ -501,5 +506,5 @@ def test_two_cold_starts_at_once_on_an_empty_cache_both_fetch_the_delta_jars(tmp
     assert len([err for _, err in done if waited in err]) == 1, [err for _, err in done]
     assert sorted(p.name for p in (tmp_path / "cache" / "jars").glob("*.jar")) == [
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
-        for coordinate in sorted(spark.delta_artifacts())
+        for coordinate in sorted(jars.delta_artifacts())
     ]

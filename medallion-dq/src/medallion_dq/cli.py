@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 import uuid
@@ -24,9 +25,7 @@ from pathlib import Path
 
 from medallion_dq import __version__, config
 from medallion_dq.config import STATE_DIR
-
-# local.spark.BACKENDS, written again: importing it would import pyspark for every command.
-BACKENDS = ("embedded", "container", "cluster", "remote")
+from medallion_dq.settings import BACKENDS
 
 PROG = "medallion-dq"
 
@@ -169,14 +168,9 @@ def cmd_run(args) -> int:
     import signal
 
     from medallion_dq import preflight
-    from medallion_dq.bundle import BundleError
     from medallion_dq.local import lake
-    from medallion_dq.local import server as shared_server
-    from medallion_dq.local import spark as local_spark
-    from medallion_dq.local.loading import PipelineCodeError
     from medallion_dq.local.project import LocalProject
     from medallion_dq.local.runner import Interrupted
-    from medallion_dq.problems import DataQualityError
 
     problems, target = _preflight(root, args)
     for problem in problems:
@@ -198,27 +192,7 @@ def cmd_run(args) -> int:
     local = result = None
     try:
         with lake.locked(work_dir):
-            if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
-                removed = list(_damaged_rebuilt(root, target, variables, args, work_dir))
-                for table, why in removed:
-                    print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
-                if removed:  # the lake's warm server still holds them in its catalog
-                    shared_server.stop_lake_servers(work_dir)
-            if any((work_dir / lake.UPDATES).glob("*/journal.json")):
-                # A run of this lake ended mid-update: its update may still be running on the
-                # lake's warm server. A new server, then the put-back (LocalProject.open_lake).
-                shared_server.stop_lake_servers(work_dir)
-            # The lake's own warm server: its catalog already knows the lake's tables, and
-            # runs after the first skip the JVM's start and its cold first update.
-            warm = None if args.own_server or args.fresh else work_dir
-            local = local_spark.start(
-                args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True
-            )
-            print(
-                f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
-                f"lake {work_dir.relative_to(root)}",
-                flush=True,
-            )
+            local = _lake_server(root, target, variables, args, work_dir, landing)
             project = LocalProject(
                 root,
                 local,
@@ -254,52 +228,85 @@ def cmd_run(args) -> int:
         summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
         print(f"{what}: CANCELED by SIGINT before an update started", file=sys.stderr)
         return 130
-    except TimeoutError as error:
-        summary["error"] = str(error)
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except PipelineCodeError as error:
-        summary["error"] = str(error)
-        print(f"error: {error}", file=sys.stderr)
-        if args.traceback:
-            print(error.traceback, file=sys.stderr)
-        return 2
-    except lake.PutBackFailed as error:
-        summary["error"] = str(error)
-        print(f"{what}: FAILED: {error}", file=sys.stderr)
-        return 1
-    except (
-        lake.LakeBusy,
-        local_spark.BackendUnavailable,
-        DataQualityError,
-        BundleError,
-        KeyError,
-        ValueError,
-    ) as error:
-        summary["error"] = str(error)
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     except Exception as error:
-        lost = None
-        if local is not None:
-            lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
-        if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
-            summary["error"] = (
-                f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
-            )
-            print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
-            return 1
-        if lost is None:
-            raise
-        summary["error"] = str(lost)
-        print(f"error: {lost}", file=sys.stderr)
-        return 3
+        return _run_failed(error, what, summary, args, local, work_dir.relative_to(root))
     finally:
         if local is not None:
             local.stop()
         _write_summary(args.json, summary)
         error = summary.get("error")  # a pipeline's summary holds its update's error as a dict
         _write_junit(args.junit_xml, root, result, what, error if isinstance(error, str) else None)
+
+
+def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_dir: Path) -> int:
+    """The exit code of a run that `error` ended (its line said, `summary` given it), or the
+    error raised again when it is not one a user is told about in a line."""
+    from medallion_dq.bundle import BundleError
+    from medallion_dq.local import lake
+    from medallion_dq.local import spark as local_spark
+    from medallion_dq.local.loading import PipelineCodeError
+    from medallion_dq.problems import DataQualityError
+
+    summary["error"] = str(error)
+    if isinstance(error, TimeoutError):
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if isinstance(error, PipelineCodeError):
+        print(f"error: {error}", file=sys.stderr)
+        if args.traceback:
+            print(error.traceback, file=sys.stderr)
+        return 2
+    if isinstance(error, lake.PutBackFailed):
+        print(f"{what}: FAILED: {error}", file=sys.stderr)
+        return 1
+    user_errors = (lake.LakeBusy, local_spark.BackendUnavailable, DataQualityError, BundleError)
+    if isinstance(error, (*user_errors, KeyError, ValueError)):
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    lost = None
+    if local is not None:
+        lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
+    if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
+        summary["error"] = f"the lake {lake_dir} could not be written: {fault}"
+        print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
+        return 1
+    if lost is None:
+        summary["error"] = None
+        raise error
+    summary["error"] = str(lost)
+    print(f"error: {lost}", file=sys.stderr)
+    return 3
+
+
+def _lake_server(root: Path, target: str, variables: dict, args, work_dir: Path, landing: Path):
+    """The Spark session of a run in lake `work_dir` (locked): on the lake's warm server unless
+    --own-server or --fresh, started after removing what a full refresh rebuilds."""
+    from medallion_dq.local import lake
+    from medallion_dq.local import server as shared_server
+    from medallion_dq.local import spark as local_spark
+
+    if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
+        removed = list(_damaged_rebuilt(root, target, variables, args, work_dir))
+        for table, why in removed:
+            print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
+        if removed:  # the lake's warm server still holds them in its catalog
+            shared_server.stop_lake_servers(work_dir)
+    if any((work_dir / lake.UPDATES).glob("*/journal.json")):
+        # A run of this lake ended mid-update: its update may still be running on the
+        # lake's warm server. A new server, then the put-back (LocalProject.open_lake).
+        shared_server.stop_lake_servers(work_dir)
+    # The lake's own warm server: its catalog already knows the lake's tables, and
+    # runs after the first skip the JVM's start and its cold first update.
+    warm = None if args.own_server or args.fresh else work_dir
+    local = local_spark.start(
+        args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True
+    )
+    print(
+        f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
+        f"lake {work_dir.relative_to(root)}",
+        flush=True,
+    )
+    return local
 
 
 def _damaged_rebuilt(root: Path, target: str, variables: dict, args, work_dir: Path):
@@ -422,7 +429,7 @@ def cmd_spark(args) -> int:
             age = time.time() - info.started
             print(
                 f"spark: server on port {info.port}, pid {info.pid}, up {age / 60:.0f} min "
-                f"({where}; log {where / 'spark-server.log'})"
+                f"({where}; log {where / server.LOG_FILE})"
             )
     return 0
 
@@ -489,22 +496,8 @@ def cmd_contract(args) -> int:
     return contract.command(args.action, root, **options)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "--root", help="project folder (default: the one holding databricks.yml, here or above)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser(
-        "check", help="validate rules, layer conventions and bundle YAML (no Spark)"
-    )
-    check.add_argument(
-        "--examples",
-        action="store_true",
-        help="also judge every rule's example rows on Spark (one query; the warm server)",
-    )
-    check.add_argument("--backend", choices=BACKENDS, default=None)
+def _add_run_parser(sub) -> None:
+    """`run`'s options."""
     run = sub.add_parser("run", help="run a pipeline or the whole job on this machine")
     what = run.add_mutually_exclusive_group(required=True)
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
@@ -568,28 +561,10 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="show the full traceback of an error in pipeline code (for a bug report)",
     )
-    report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
-    report.add_argument("--out", help="folder for dq-report.html (default: .local)")
-    report.add_argument("--backend", choices=BACKENDS, default=None)
-    spark = sub.add_parser(
-        "spark", help="the warm Spark server test runs share: status, or stop it"
-    )
-    spark.add_argument("action", choices=["status", "stop"])
-    spark.add_argument(
-        "--wait", action="store_true", help="stop: wait for the runs using the server to finish"
-    )
-    diff = sub.add_parser(
-        "diff", help="what the rule changes since a git ref do to the rows (never writes tables)"
-    )
-    diff.add_argument("--base", required=True, help="git ref of the rules to compare with")
-    rows = diff.add_mutually_exclusive_group()
-    rows.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
-    rows.add_argument("--table", help="judge the rows of this table of the local lake instead")
-    diff.add_argument("--dataset", help="only this dataset's rules (default: every rule file's)")
-    diff.add_argument("--examples", type=int, default=5, help="example rows per kind (default 5)")
-    diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
-    diff.add_argument("--json", help="write the diff as JSON")
-    diff.add_argument("--backend", choices=BACKENDS, default=None)
+
+
+def _add_profile_parser(sub) -> None:
+    """`profile`'s options."""
     profile = sub.add_parser(
         "profile", help="suggest a rule file from a landing folder or a table (you review it)"
     )
@@ -615,6 +590,72 @@ def main(argv: list[str] | None = None) -> int:
     )
     profile.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
     profile.add_argument("--backend", choices=BACKENDS, default=None)
+
+
+class _Stderr(logging.StreamHandler):
+    """The library's lines (its loggers, under "medallion_dq") on stderr, as
+    `medallion-dq: <line>`; stderr as it is at each line (a test may have replaced it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("medallion-dq: %(message)s"))
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
+def _show_library_lines() -> None:
+    library = logging.getLogger("medallion_dq")
+    if not any(isinstance(handler, _Stderr) for handler in library.handlers):
+        library.addHandler(_Stderr())
+    library.setLevel(logging.INFO)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--root", help="project folder (default: the one holding databricks.yml, here or above)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser(
+        "check", help="validate rules, layer conventions and bundle YAML (no Spark)"
+    )
+    check.add_argument(
+        "--examples",
+        action="store_true",
+        help="also judge every rule's example rows on Spark (one query; the warm server)",
+    )
+    check.add_argument("--backend", choices=BACKENDS, default=None)
+    _add_run_parser(sub)
+    report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
+    report.add_argument("--out", help="folder for dq-report.html (default: .local)")
+    report.add_argument("--backend", choices=BACKENDS, default=None)
+    spark = sub.add_parser(
+        "spark", help="the warm Spark server test runs share: status, or stop it"
+    )
+    spark.add_argument("action", choices=["status", "stop"])
+    spark.add_argument(
+        "--wait", action="store_true", help="stop: wait for the runs using the server to finish"
+    )
+    diff = sub.add_parser(
+        "diff", help="what the rule changes since a git ref do to the rows (never writes tables)"
+    )
+    diff.add_argument("--base", required=True, help="git ref of the rules to compare with")
+    rows = diff.add_mutually_exclusive_group()
+    rows.add_argument("--landing", help="folder of landing files (default: fixtures/landing)")
+    rows.add_argument("--table", help="judge the rows of this table of the local lake instead")
+    diff.add_argument("--dataset", help="only this dataset's rules (default: every rule file's)")
+    diff.add_argument("--examples", type=int, default=5, help="example rows per kind (default 5)")
+    diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
+    diff.add_argument("--json", help="write the diff as JSON")
+    diff.add_argument("--backend", choices=BACKENDS, default=None)
+    _add_profile_parser(sub)
     contract = sub.add_parser(
         "contract",
         help="a data contract (ODCS v3.1) into rule files (import), back (export), or the drift",
@@ -640,6 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+    _show_library_lines()
     try:
         return commands[args.command](args)
     except Exception as error:

@@ -56,9 +56,14 @@ def medallion_project(pytestconfig) -> Path:
 
 @pytest.fixture(scope="session")
 def local_spark(tmp_path_factory, medallion_project, pytestconfig):
+    from medallion_dq import settings
     from medallion_dq.local import spark as spark_backend
 
-    backend = os.environ.get("DQ_BACKEND", "embedded")
+    try:  # every setting: a bad one fails the session, even where the backend would skip
+        settings.check()
+        backend = settings.BACKEND.get()
+    except settings.SettingError as error:
+        pytest.fail(str(error), pytrace=False)
     try:
         # A remote server's test folders go in the folder it shares with us (DQ_REMOTE_DIR).
         work_dir = None if backend == "remote" else tmp_path_factory.mktemp("spark")

@@ -27,6 +27,7 @@ import atexit
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -36,31 +37,29 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from medallion_dq import settings
+from medallion_dq.local import machine
+from medallion_dq.problems import MedallionDQError
+
+logger = logging.getLogger(__name__)
+
 PORT = 15002
 MASTER_PORT = 7077
 UI_PORT = 4040  # the driver's UI: its REST API says which executor ran how many tasks
 READY_LINE = "Spark Connect server started"
-DEFAULT_CA_DIR = Path("/usr/local/share/ca-certificates")
 DEFAULT_IMAGE = "medallion-dq-spark-connect"
 DOCKER_DIR = Path(__file__).parent / "docker"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _STEP = re.compile(r"^Step (\S+) : (.*)$")  # the classic builder's step lines
-_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 BUILD_TIMEOUT_S = 1800  # one docker API read may wait through a long silent pip/apt step
 
 
-class ContainerBackendUnavailable(RuntimeError):
+class ContainerBackendUnavailable(MedallionDQError, RuntimeError):
     """Docker (or its Python client) is missing or unreachable; the message says the fix."""
 
 
-class ContainerBackendError(RuntimeError):
+class ContainerBackendError(MedallionDQError, RuntimeError):
     """The image did not build or the server did not come up; the message holds the log tail."""
-
-
-def _tail(text: str, n: int = 30) -> str:
-    # Java stack frames would push the "Caused by:" lines out of view: drop them.
-    lines = [ln for ln in text.rstrip().splitlines() if not _FRAME.match(ln)]
-    return "\n".join(lines[-n:])
 
 
 def _docker_host() -> str:
@@ -129,7 +128,7 @@ def docker_available() -> tuple[bool, str]:
 
 def docker_dir() -> Path:
     """The image's build folder: this package's, or $DQ_DOCKER_DIR."""
-    return Path(os.environ.get("DQ_DOCKER_DIR") or DOCKER_DIR)
+    return settings.DOCKER_DIR.get() or DOCKER_DIR
 
 
 def _image_tag(tag: str, digest: str) -> str:
@@ -148,7 +147,6 @@ def build_image(
     build_args: dict[str, str] | None = None,
     base_image: str | None = None,
     ca_dir: Path | None = None,
-    quiet: bool = True,
 ) -> str:
     """Build the Dockerfile (``docker_dir()``) with ``jars``, Java ``plugins`` sources to compile in the image
     (and extra CA certs) and return the full tag.
@@ -168,8 +166,8 @@ def build_image(
             raise FileNotFoundError(f"jar not found: {jar}")
     if len({j.name for j in jars}) != len(jars):
         raise ValueError(f"jar file names must be unique: {[j.name for j in jars]}")
-    base_image = base_image or os.environ.get("DQ_BASE_IMAGE") or None  # None: Dockerfile default
-    ca_dir = Path(ca_dir or os.environ.get("DQ_CA_DIR") or DEFAULT_CA_DIR)
+    base_image = base_image or settings.BASE_IMAGE.get()  # None: the Dockerfile's default
+    ca_dir = Path(ca_dir or settings.CA_DIR.get())
     certs = sorted(ca_dir.glob("*.crt")) if ca_dir.is_dir() else []
 
     client = _client(timeout=BUILD_TIMEOUT_S)
@@ -199,12 +197,15 @@ def build_image(
     )
     full_tag = _image_tag(tag or DEFAULT_IMAGE, digest.hexdigest()[:12])
 
-    if _has_image(client, full_tag):
-        return full_tag
+    if not _has_image(client, full_tag):
+        _build(client, full_tag, inputs, build_args, hint)
+    return full_tag
 
-    from medallion_dq.local.spark import progress
 
-    progress(f"building the container image {full_tag} (once; a few minutes the first time)")
+def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> None:
+    """Build image `full_tag` from `inputs` (name in the context, file), one progress line per
+    Dockerfile step; a failure raises with the build log's last lines."""
+    logger.info(f"building the container image {full_tag} (once; a few minutes the first time)")
     log: list[str] = []
     step = {"name": "", "started": time.monotonic()}
 
@@ -215,7 +216,7 @@ def build_image(
             return
         now = time.monotonic()
         if step["name"]:
-            progress(f"image {step['name']} took {now - step['started']:.0f} s")
+            logger.info(f"image {step['name']} took {now - step['started']:.0f} s")
         step.update(name=f"step {match[1]}: {match[2][:70]}", started=now)
 
     with tempfile.TemporaryDirectory(prefix="dq-image-") as ctx:
@@ -241,23 +242,20 @@ def build_image(
                 if line.strip():
                     log.append(line.rstrip("\n"))
                     report_step(line.strip())
-                    if not quiet:
-                        print(line, end="" if line.endswith("\n") else "\n", flush=True)
                 if "error" in chunk:
                     log.append(chunk["error"])
                     raise ContainerBackendError(
                         f"docker build of {full_tag} failed: {chunk['error'].strip()}\n"
-                        f"Last lines of the build log:\n{_tail(chr(10).join(log))}{hint}"
+                        f"Last lines of the build log:\n{machine.last_words(chr(10).join(log), 30)}{hint}"
                     )
         except ContainerBackendError:
             raise
         except Exception as exc:  # daemon gone or read timeout mid-build
             raise ContainerBackendError(
                 f"docker build of {full_tag} was interrupted: {exc}\n"
-                f"Last lines of the build log:\n{_tail(chr(10).join(log))}"
+                f"Last lines of the build log:\n{machine.last_words(chr(10).join(log), 30)}"
             ) from exc
     report_step("Step done : ")  # the last step's time
-    return full_tag
 
 
 class ContainerServer:
@@ -289,7 +287,7 @@ class ContainerServer:
         how = how or (" (killed)" if state.get("ExitCode") == 137 else "")
         return (
             f"the container {wrapped.status} with code {state.get('ExitCode')}{how}. "
-            f"Last log lines:\n{_tail(self.logs(), 10)}"
+            f"Last log lines:\n{machine.last_words(self.logs(), 10)}"
         )
 
     def _wait_ready(self, timeout: float) -> None:
@@ -304,14 +302,14 @@ class ContainerServer:
                 code = wrapped.attrs.get("State", {}).get("ExitCode")
                 raise ContainerBackendError(
                     f"Spark Connect container exited (code {code}) before '{READY_LINE}'. "
-                    f"Last log lines:\n{_tail(logs)}"
+                    f"Last log lines:\n{machine.last_words(logs, 30)}"
                 )
             if wrapped.status == "running" and self._grpc_ready():
                 return
             if time.monotonic() > deadline:
                 raise ContainerBackendError(
                     f"Spark Connect server not up within {timeout:.0f} s (no '{READY_LINE}'). "
-                    f"Last log lines:\n{_tail(logs)}"
+                    f"Last log lines:\n{machine.last_words(logs, 30)}"
                 )
             time.sleep(0.25)
 

@@ -42,11 +42,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from medallion_dq.problems import MedallionDQError
+
 UPDATES = "updates"
 LANDING = "landing.json"
 
 
-class LakeBusy(RuntimeError):
+class LakeBusy(MedallionDQError, RuntimeError):
     """Another process is running an update on this lake."""
 
 
@@ -295,7 +297,7 @@ def _location(spark, table: str) -> Path | None:
     return None
 
 
-class PutBackFailed(RuntimeError):
+class PutBackFailed(MedallionDQError, RuntimeError):
     """Some tables of a failed update could not be put back (e.g. the disk is full): the journal
     stays, and the next run on the lake tries again."""
 

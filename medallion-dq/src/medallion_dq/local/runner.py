@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
-import os
 import re
 import signal
 import sys
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
 from medallion_dq.local.lake import Journal, put_back
@@ -237,6 +237,28 @@ class _Phases:
         return {**self.seconds, "total": time.perf_counter() - self.started}
 
 
+@dataclass
+class _Update:
+    """One update's state, from phase to phase (Runner._prepare, _execute, _finish)."""
+
+    spec: PipelineSpec
+    id: str
+    phases: _Phases
+    since: str  # when it started, as bronze rows record their ingestion
+    timed_out: threading.Event = field(default_factory=threading.Event)
+    graph_id: str = ""
+    declared: dict = field(default_factory=dict)  # its datasets' expectations, as declared
+    tables: dict[str, str] = field(default_factory=dict)  # dataset: qualified table
+    before: dict = field(default_factory=dict)  # their Delta versions before it
+    metrics_offset: int = 0  # where its metrics start in the listener's file
+    journal: Journal | None = None
+    flows: dict[str, str] = field(default_factory=dict)  # flow: its last state
+    failures: list[str] = field(default_factory=list)  # the engine's messages about failures
+    error_text: str | None = None
+    interrupted: int | None = None  # the signal that stopped it
+    failed: bool = False
+
+
 def _event_time(event) -> float | None:
     with contextlib.suppress(Exception):
         return event.timestamp.seconds + event.timestamp.nanos / 1e9
@@ -255,7 +277,7 @@ class Runner:
         self.spark = local.spark
         self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
-        self.timeout = float(os.environ.get("DQ_RUN_TIMEOUT", "900"))
+        self.timeout = settings.RUN_TIMEOUT.get()
         self._watchdog: threading.Timer | None = None
         expectations.install()
 
@@ -368,19 +390,28 @@ class Runner:
     def _run(
         self, spec: PipelineSpec, *, full_refresh: bool, refresh: list[str] | None
     ) -> UpdateResult:
-        from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph, start_run
+        update = self._prepare(spec, full_refresh)
+        self._execute(update, full_refresh, refresh)
+        return self._finish(update)
 
-        phases = _Phases()
-        started = phases.started
-        # Bronze rows carry when they were ingested (the server's clock: this machine's).
-        since = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
-        update_id = uuid.uuid4().hex[:12]
+    def _prepare(self, spec: PipelineSpec, full_refresh: bool) -> _Update:
+        """The update's graph with the pipeline files registered in it, and the journal that
+        puts its tables back if it fails."""
+        from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph
+
+        update = _Update(
+            spec,
+            uuid.uuid4().hex[:12],
+            _Phases(),
+            # Bronze rows carry when they were ingested (the server's clock: this machine's).
+            since=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
+        )
         self.log(
-            f"[{spec.name}] update {update_id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
+            f"[{spec.name}] update {update.id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
         )
         # Never hang: past the timeout (loading the files included) every operation of the
         # session is interrupted.
-        timed_out = threading.Event()
+        timed_out = update.timed_out
         watchdog = threading.Timer(
             self.timeout, lambda: (timed_out.set(), self.spark.interruptAll())
         )
@@ -391,16 +422,16 @@ class Runner:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{spec.database}`")
         # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
         self._set_confs(spec.configuration)
-        graph_id = create_dataflow_graph(
+        update.graph_id = create_dataflow_graph(
             self.spark,
             default_catalog=spec.catalog,
             default_database=spec.database,
             sql_conf=spec.configuration,
         )
-        registry = _RecordingRegistry(self.spark, graph_id)
+        registry = _RecordingRegistry(self.spark, update.graph_id)
         try:
-            with expectations.registering(update_id) as declared:
-                self._register(spec, registry, graph_id)
+            with expectations.registering(update.id) as declared:
+                self._register(spec, registry, update.graph_id)
         except BaseException:
             watchdog.cancel()
             if timed_out.is_set():
@@ -409,37 +440,41 @@ class Runner:
                     f"{self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)"
                 ) from None
             raise
-        phases.lap("registration")
+        update.declared = declared
+        update.phases.lap("registration")
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
-        tables = {
+        update.tables = {
             name: self._qualified(spec, name)
             for name, kind in outputs.items()
             if kind != "TemporaryView"
         }
-        before = lake.versions(self.spark, tables, self._warehouse())
-        metrics_offset = (
+        update.before = lake.versions(self.spark, update.tables, self._warehouse())
+        update.metrics_offset = (
             self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
         )
-        journal = Journal.begin(
+        update.journal = Journal.begin(
             self.local.work_dir,
             spec.name,
-            update_id,
-            tables,
-            {name: outputs[name] for name in tables},
-            before,
+            update.id,
+            update.tables,
+            {name: outputs[name] for name in update.tables},
+            update.before,
             self.storage(spec),
         )
+        update.phases.lap("bookkeeping")
+        return update
 
-        flows: dict[str, str] = {}
-        failures: list[str] = []  # the engine's messages about failed flows carry the cause
-        error_text = None
-        interrupted: int | None = None
-        phases.lap("bookkeeping")
+    def _execute(self, update: _Update, full_refresh: bool, refresh: list[str] | None) -> None:
+        """The engine runs the update; each flow's state and the failures are noted as its
+        events come, and a signal stops it."""
+        from pyspark.pipelines.spark_connect_pipeline import start_run
+
+        spec, flows, failures = update.spec, update.flows, update.failures
         engine_started = time.time()
         try:
             events = start_run(
                 self.spark,
-                graph_id,
+                update.graph_id,
                 full_refresh=None,
                 full_refresh_all=full_refresh,
                 refresh=refresh,
@@ -457,36 +492,47 @@ class Runner:
                 if match:
                     flow, state = _short(match["flow"]), match["state"]
                     flows[flow] = state
-                    phases.event(state, _event_time(event))
+                    update.phases.event(state, _event_time(event))
                     if state in ("COMPLETED", "FAILED", "SKIPPED"):
                         self.log(f"[{spec.name}] {flow}: {state}")
                     if state == "FAILED":
                         failures.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:
-            interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+            update.interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             with contextlib.suppress(Exception):  # stop the engine before putting tables back
                 self.spark.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
             if lost := self.local.lost(error):  # nothing to restore or record through it
                 raise lost from None  # the journal stays: the next run puts the update back
-            error_text = "\n".join([*failures, str(error)])
-            if timed_out.is_set():
-                error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{error_text}"
+            update.error_text = "\n".join([*failures, str(error)])
+            if update.timed_out.is_set():
+                update.error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{update.error_text}"
         finally:
-            watchdog.cancel()
-            phases.engine(engine_started)
-        failed = (
-            interrupted is not None
-            or error_text is not None
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            update.phases.engine(engine_started)
+        update.failed = (
+            update.interrupted is not None
+            or update.error_text is not None
             or any(s in ("FAILED", "SKIPPED") for s in flows.values())
         )
-        if not failed:  # the engine completes an update only once every flow has: a flow's own
-            # COMPLETED event can come after the update's and miss the stream
+        if not update.failed:  # the engine completes an update only once every flow has: a
+            # flow's own COMPLETED event can come after the update's and miss the stream
             for name, state in list(flows.items()):
                 if state in ACTIVE_FLOW_STATES:
                     flows[name] = "COMPLETED"
                     self.log(f"[{spec.name}] {name}: COMPLETED")
 
+    def _finish(self, update: _Update) -> UpdateResult:
+        """Put a failed update back, read its metrics and rows, record it in the event log and
+        end its journal, shielded from signals; then raise Interrupted if one came."""
+        spec, flows, tables, interrupted = (
+            update.spec,
+            update.flows,
+            update.tables,
+            update.interrupted,
+        )
+        phases, failed, journal = update.phases, update.failed, update.journal
         with shielded(self.log) as arrived:
             unput = None  # tables that could not be put back: the journal stays for the next run
             try:
@@ -509,36 +555,36 @@ class Runner:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
                         flows[name] = "CANCELED"
-            observed = self._drain_listener(metrics_offset)
-            metrics = self._metrics(update_id, declared, flows, observed)
+            observed = self._drain_listener(update.metrics_offset)
+            metrics = self._metrics(update.id, update.declared, flows, observed)
             output_rows = {
-                name: lake.rows_written(self.spark, table, before[name], self._warehouse())
+                name: lake.rows_written(self.spark, table, update.before[name], self._warehouse())
                 for name, table in tables.items()
                 if flows.get(name) == "COMPLETED" and name not in restored + removed
             }
             drift = (
                 {}
                 if failed or interrupted is not None
-                else self._drift(spec, tables, output_rows, since)
+                else self._drift(spec, tables, output_rows, update.since)
             )
             if interrupted is not None:
                 status = "CANCELED"
                 error = RunError("CANCELED", f"{signal.Signals(interrupted).name}: update canceled")
             else:
                 status = "FAILED" if failed else "COMPLETED"
-                error = self._error(error_text, declared, flows) if failed else None
+                error = self._error(update.error_text, update.declared, flows) if failed else None
             if unput is not None:
                 error.message = f"{error.message}; {unput}"
             result = UpdateResult(
                 spec.name,
-                update_id,
+                update.id,
                 status,
                 flows,
                 metrics,
                 output_rows,
                 restored,
                 error,
-                time.perf_counter() - started,
+                time.perf_counter() - phases.started,
                 removed,
                 landing_drift=drift,
             )
@@ -551,7 +597,7 @@ class Runner:
             result.timings = phases.result()
             result.seconds = result.timings["total"]
         self.log(
-            f"[{spec.name}] update {update_id} {status} in {result.seconds:.1f} s"
+            f"[{spec.name}] update {update.id} {status} in {result.seconds:.1f} s"
             + (f": {error.message}" if error else "")
         )
         if interrupted is not None or arrived:

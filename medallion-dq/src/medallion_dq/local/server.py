@@ -30,6 +30,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import secrets
 import shlex
@@ -42,10 +43,19 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from medallion_dq import settings
+from medallion_dq.local import machine
+from medallion_dq.problems import MedallionDQError
+
+logger = logging.getLogger(__name__)
+
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
 STATE_FILE = "server.json"
-DEFAULT_IDLE_TIMEOUT = 900.0
+# A server folder's files: its console output, the metrics listener's file, its warehouse.
+LOG_FILE = "spark-server.log"
+METRICS_FILE = "dq-metrics.jsonl"
+WAREHOUSE = "warehouse"
 START_TIMEOUT = 300.0  # the first start may fetch the Delta jars
 ARCHIVE_UNUSED_DAYS = 14
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -62,45 +72,12 @@ LOOPBACK = {
 LOOPBACK_ENVIRONMENT = {"SPARK_LOCAL_IP": "127.0.0.1"}  # Spark's own default address too
 
 
-class ServerNotStarted(RuntimeError):
+class ServerNotStarted(MedallionDQError, RuntimeError):
     """The supervisor ended, or its server did not answer in time; the message has its log."""
 
 
-class ServerInUse(RuntimeError):
+class ServerInUse(MedallionDQError, RuntimeError):
     """A client holds the server (a lease): it is not to be stopped under it."""
-
-
-ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-SWITCH = {**dict.fromkeys(ON, True), **dict.fromkeys(OFF, False)}
-
-
-def switch(name: str, default: bool) -> bool:
-    """An on/off setting from the environment; another value is refused, by name."""
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value not in SWITCH:
-        raise ValueError(f"{name}={value!r} is neither on nor off: {name}=1 or {name}=0")
-    return SWITCH[value]
-
-
-def reuse_enabled() -> bool:
-    return switch("DQ_REUSE", True)
-
-
-def archive_enabled() -> bool:
-    return switch("DQ_CLASS_ARCHIVE", True)
-
-
-def idle_timeout() -> float:
-    value = os.environ.get("DQ_SERVER_IDLE_TIMEOUT", "")
-    try:
-        return float(value) if value else DEFAULT_IDLE_TIMEOUT
-    except ValueError:
-        raise ValueError(
-            f"DQ_SERVER_IDLE_TIMEOUT={value!r} is not a number of seconds: e.g. "
-            "DQ_SERVER_IDLE_TIMEOUT=600"
-        ) from None
 
 
 def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
@@ -110,15 +87,15 @@ def fingerprint(confs: dict[str, str], folder: str, java: str) -> str:
 
     from medallion_dq import __version__
 
-    settings = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
+    static = {k: v.replace(folder, "<dir>") for k, v in sorted(confs.items())}
     contents = [  # --jars, and the plugins jar on the JVM's class path
         [hashlib.sha256(Path(jar).read_bytes()).hexdigest() for jar in paths.split(sep) if jar]
         for paths, sep in (
-            (settings.pop("spark.jars", ""), ","),
-            (settings.pop("spark.driver.extraClassPath", ""), os.pathsep),
+            (static.pop("spark.jars", ""), ","),
+            (static.pop("spark.driver.extraClassPath", ""), os.pathsep),
         )
     ]
-    text = json.dumps([__version__, pyspark.__version__, java, settings, contents])
+    text = json.dumps([__version__, pyspark.__version__, java, static, contents])
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -238,7 +215,7 @@ def unused(folder: Path, wait: bool = False):
                     f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"
                     " --wait`"
                 ) from None
-            print(f"medallion-dq: waiting for {held} to finish", file=sys.stderr, flush=True)
+            logger.info(f"waiting for {held} to finish")
             fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -289,14 +266,17 @@ _supervisors: list[subprocess.Popen] = []
 def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
     """Start a supervisor (detached: it outlives this process) and wait until its server answers."""
     (folder / STATE_FILE).unlink(missing_ok=True)
-    log = folder / "spark-server.log"
+    log = folder / LOG_FILE
     request = folder / "request.json"
     write_private(
-        request, json.dumps({"confs": confs, "fingerprint": fingerprint, "idle": idle_timeout()})
+        request,
+        json.dumps(
+            {"confs": confs, "fingerprint": fingerprint, "idle": settings.SERVER_IDLE_TIMEOUT.get()}
+        ),
     )
     # What the last server left: no server uses it now (we hold the start lock).
-    shutil.rmtree(folder / "warehouse", ignore_errors=True)
-    (folder / "dq-metrics.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(folder / WAREHOUSE, ignore_errors=True)
+    (folder / METRICS_FILE).unlink(missing_ok=True)
     log.write_bytes(b"")
     with log.open("ab") as out:
         supervisor = subprocess.Popen(
@@ -318,13 +298,8 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(supervisor.pid, signal.SIGKILL)
-    said = [
-        line
-        for line in log.read_text(errors="replace").splitlines()
-        if line.strip() and not line.startswith(("\tat ", "\t..."))
-    ]
     raise ServerNotStarted(
-        f"the shared Spark server did not start (its log: {log}):\n" + "\n".join(said[-12:])
+        f"the shared Spark server did not start (its log: {log}):\n{machine.log_tail(log)}"
     )
 
 
@@ -379,18 +354,18 @@ def class_archive() -> Path | None:
     Java binary and the plugins jar (pyspark's version, when the jars were made), because the JVM
     ignores an archive made with another class path, other jar files or another Java build.
     None when turned off (DQ_CLASS_ARCHIVE=0)."""
-    if not archive_enabled():
+    if not settings.CLASS_ARCHIVE.get():
         return None
     import pyspark
 
-    from medallion_dq.local import spark
+    from medallion_dq.local import jars as jar_files  # pyspark: not for `spark status`
 
-    java = Path(spark._java_binary() or "java")
+    java = Path(machine.java_binary() or "java")
     made = java.stat() if java.is_file() else None
     home = _spark_home().resolve()
     jars = home / "jars"  # reinstalled jars (new mtimes) would make the JVM refuse the archive
     installed = jars.stat().st_mtime_ns if jars.is_dir() else None
-    plugins = spark.plugin_jar()  # on the class path too (the local file system)
+    plugins = jar_files.plugin_jar()  # on the class path too (the local file system)
     built = plugins.stat()
     key = [
         str(home),
@@ -402,7 +377,7 @@ def class_archive() -> Path | None:
         (built.st_size, built.st_mtime_ns),
     ]
     digest = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-    return spark.cache_dir() / "class-archives" / f"{digest}.jsa"
+    return machine.cache_dir() / "class-archives" / f"{digest}.jsa"
 
 
 def java_option(option: str, path: Path | str) -> str:
@@ -442,7 +417,7 @@ def _keep_archive(partial: Path | None, archive: Path | None) -> None:
         return
     if partial.is_file() and partial.stat().st_size > 0:
         partial.replace(archive)  # whole or not at all: another server may map it next
-        print(f"medallion-dq: kept the class archive for the next start: {archive}", flush=True)
+        logger.info(f"kept the class archive for the next start: {archive}")
     partial.unlink(missing_ok=True)
     # About 170 MB each, one per Spark install (venv): those unused for two weeks go.
     for other in archive.parent.glob("*.jsa"):
@@ -483,7 +458,7 @@ def supervise(folder: Path) -> int:
 
     def shutdown(reason: str) -> int:
         (folder / STATE_FILE).unlink(missing_ok=True)
-        print(f"medallion-dq: stopping the shared Spark server ({reason})", flush=True)
+        logger.info(f"stopping the shared Spark server ({reason})")
         if jvm.poll() is None:
             jvm.terminate()
             try:  # a JVM recording the class archive writes it as it exits (3-6 s)
@@ -491,13 +466,13 @@ def supervise(folder: Path) -> int:
             except subprocess.TimeoutExpired:
                 jvm.kill()
                 jvm.wait()
-        print(f"medallion-dq: the Spark server exited ({jvm.returncode})", flush=True)
+        logger.info(f"the Spark server exited ({jvm.returncode})")
         _keep_archive(recording, archive)
         return 0
 
     while not _answers(port, timeout=0.5):
         if jvm.poll() is not None:
-            print(f"medallion-dq: the Spark server exited ({jvm.returncode}) before it answered")
+            logger.info(f"the Spark server exited ({jvm.returncode}) before it answered")
             return 1
         if stopping:
             return shutdown(stopping[0])
@@ -513,7 +488,7 @@ def supervise(folder: Path) -> int:
         folder=str(folder.resolve()),
     )
     write_private(folder / STATE_FILE, json.dumps(asdict(info)))
-    print(f"medallion-dq: shared Spark server on port {port}, pid {jvm.pid}", flush=True)
+    logger.info(f"shared Spark server on port {port}, pid {jvm.pid}")
 
     lease, last_busy = folder / "lease", info.started
     while True:
@@ -522,7 +497,7 @@ def supervise(folder: Path) -> int:
             return shutdown(stopping[0])
         if jvm.poll() is not None:
             (folder / STATE_FILE).unlink(missing_ok=True)
-            print(f"medallion-dq: the Spark server exited ({jvm.returncode})", flush=True)
+            logger.info(f"the Spark server exited ({jvm.returncode})")
             if recording:  # it died: what it wrote of the archive is not to be trusted
                 recording.unlink(missing_ok=True)
             return 1
@@ -542,5 +517,6 @@ def supervise(folder: Path) -> int:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the supervisor: its output is the server's log
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="medallion-dq: %(message)s")
     sys.exit(supervise(Path(sys.argv[1])))

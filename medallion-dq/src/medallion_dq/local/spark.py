@@ -14,13 +14,10 @@ metrics listener, a warehouse folder of its own, and a file where observed metri
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
+import logging
 import os
 import re
 import secrets
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,37 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-import pyspark
-
+from medallion_dq import settings
+from medallion_dq.local import jars as jar_files
+from medallion_dq.local import machine
 from medallion_dq.local import server as shared_server
+from medallion_dq.local.machine import BackendUnavailable
+from medallion_dq.problems import MedallionDQError
+from medallion_dq.settings import BACKENDS
 
-BACKENDS = ("embedded", "container", "cluster", "remote")
+logger = logging.getLogger(__name__)  # steps that take a while, as they start
+
 TOKEN_VARIABLE = shared_server.TOKEN_VARIABLE
 CLUSTER_WORKERS = 2  # one core each: the cluster backend shows work spread over machines
-DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
-# Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
-# The jar ships in the wheel (built by `nox -s plugins` against the pinned pyspark); it records
-# the digest of the sources it was built from, and is compiled again only when they changed (a
-# development copy).
-PLUGINS = Path(__file__).parent / "plugins"
-PLUGINS_JAR_PREFIX = "dq-plugins"  # the packaged jar and the cache's compiled copies
-PLUGIN_SOURCES = sorted(PLUGINS.glob("*.java"))
-PACKAGED_PLUGINS = PLUGINS / f"{PLUGINS_JAR_PREFIX}.jar"
-DIGEST_ATTRIBUTE = "DQ-Sources-Digest"
 LISTENER_CLASS = "dq.ObservedMetricsListener"
 CATALOG_ALIAS_CLASS = "dq.CatalogAlias"
 FILE_SYSTEM_CLASS = "dq.NioLocalFileSystem"
-PYSPARK_JARS = Path(pyspark.__file__).parent / "jars"
-MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
-IVY_SETTINGS = """\
-<ivysettings>
-  <!-- Maven Central only: a partial ~/.m2 (a POM without its jar) must not be used -->
-  <settings defaultResolver="central"/>
-  <resolvers>
-    <ibiblio name="central" m2compatible="true" root="{repository}"/>
-  </resolvers>
-</ivysettings>
-"""
 LOG4J = """\
 rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
@@ -84,238 +65,16 @@ QUIET_LOGGERS = (
 LOCAL_RETRY_POLICY = {"max_retries": 6, "max_backoff": 5000}
 
 
-def progress(line: str) -> None:
-    """One line on stderr about a step that takes a while, as it starts."""
-    print(f"medallion-dq: {line}", file=sys.stderr, flush=True)
-
-
-class BackendUnavailable(RuntimeError):
-    """A backend cannot start here; the message says what is missing and how to fix it."""
-
-
-class ServerLost(RuntimeError):
+class ServerLost(MedallionDQError, RuntimeError):
     """The Spark Connect server stopped answering mid-run; the message says what became of it."""
 
 
-def cache_dir() -> Path:
-    path = Path(os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def check_java() -> str:
-    """Return the Java version, or raise with the fix when no usable Java 17+ is found."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    fix = "install Java 17 or 21 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; or use --backend container, which needs only Docker"
-    if not java or not Path(java).exists():
-        raise BackendUnavailable(f"no Java found for the embedded Spark backend: {fix}")
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise BackendUnavailable(f"{java} -version failed ({error}): {fix}") from None
-    match = re.search(r'version "(\d+)', out)
-    if not match or int(match.group(1)) < 17:
-        raise BackendUnavailable(
-            f"Java 17 or newer is needed, found: {out.splitlines()[0] if out else java}: {fix}"
-        )
-    return match.group(1)
-
-
-def delta_artifacts() -> tuple[str, ...]:
-    """Maven coordinates of the Delta jars for the installed delta-spark and pyspark, named as
-    delta-spark's own `configure_spark_with_delta_pip` names them (Scala 2.13). A client-only
-    install ([client]: no delta-spark) gets the version medallion-dq[local] pins."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        delta = version("delta-spark")
-    except PackageNotFoundError:
-        delta = DELTA_VERSION
-    spark = ".".join(pyspark.__version__.split(".")[:2])
-    return (f"io.delta:delta-spark_{spark}_2.13:{delta}", f"io.delta:delta-storage:{delta}")
-
-
-def _cached_delta_jar(coordinate: str) -> Path:
-    """Where `coordinate`'s jar is cached; copied there from ~/.m2 when Maven has it already."""
-    group, artifact, version = coordinate.split(":")
-    jar = cache_dir() / "jars" / f"{artifact}-{version}.jar"
-    jar.parent.mkdir(exist_ok=True)
-    local_m2 = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version
-    if not jar.exists() and (local_m2 / jar.name).exists():
-        shutil.copy(local_m2 / jar.name, jar)
-    return jar
-
-
-def cached_delta_jars() -> list[Path]:
-    """The Delta jars this machine has already; the container image fetches the others itself."""
-    return [jar for jar in map(_cached_delta_jar, delta_artifacts()) if jar.exists()]
-
-
-def delta_jars() -> list[Path] | None:
-    """The Delta jars from the cache, or None when they must be fetched (`fetch_delta_confs`)."""
-    jars = [_cached_delta_jar(coordinate) for coordinate in delta_artifacts()]
-    return jars if all(jar.exists() for jar in jars) else None
-
-
-@contextlib.contextmanager
-def first_fetch():
-    """The Delta jars from the cache; or, when it has none yet, None with the cache locked
-    until this process has fetched and kept them (Ivy's cache is not shared safely: of two
-    processes resolving at once, one failed). A second process waits, then finds them."""
-    jars = delta_jars()
-    if jars is not None:
-        yield jars
-        return
-    with _cache_locked("fetch", "fetching the Delta jars"):
-        yield delta_jars()
-
-
-@contextlib.contextmanager
-def _cache_locked(name: str, doing: str):
-    """The cache's `name` lock held while this process is ``doing`` something into it; another
-    process waits for it, and says so."""
-    with (cache_dir() / f"{name}.lock").open("a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            progress(f"waiting for another process {doing} into {cache_dir()}")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def fetch_delta_confs() -> dict[str, str]:
-    """Server settings that make Spark's own resolver (Ivy) fetch the Delta jars from Maven
-    Central (or $DQ_MAVEN_REPOSITORY) into the cache as the server starts."""
-    ivy = cache_dir() / "ivy"
-    ivy.mkdir(exist_ok=True)
-    settings = ivy / "ivysettings.xml"
-    repository = os.environ.get("DQ_MAVEN_REPOSITORY") or MAVEN_CENTRAL
-    settings.write_text(IVY_SETTINGS.format(repository=repository.rstrip("/") + "/"))
-    return {
-        "spark.jars.packages": delta_artifacts()[0],  # delta-storage comes with it
-        "spark.jars.ivy": str(ivy),
-        "spark.jars.ivySettings": str(settings),
-    }
-
-
-def keep_fetched_delta_jars() -> list[Path]:
-    """Copy what Ivy fetched into the jar cache: later starts need no resolver, nor a network."""
-    kept = []
-    for coordinate in delta_artifacts():
-        group, artifact, version = coordinate.split(":")
-        fetched = cache_dir() / "ivy" / "jars" / f"{group}_{artifact}-{version}.jar"
-        if fetched.exists():
-            partial = _cached_delta_jar(coordinate).with_suffix(".tmp")
-            shutil.copyfile(fetched, partial)
-            partial.replace(_cached_delta_jar(coordinate))
-            kept.append(_cached_delta_jar(coordinate))
-    return kept
-
-
-def sources_digest() -> str:
-    """What the plugins jar is built from: its Java sources and the pyspark they compile
-    against."""
-    return hashlib.sha256(
-        b"".join(source.read_bytes() for source in PLUGIN_SOURCES) + pyspark.__version__.encode()
-    ).hexdigest()[:16]
-
-
-def jar_digest(jar: Path) -> str | None:
-    """The sources digest a plugins jar records in its manifest (None: none recorded)."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(jar) as archive:
-            manifest = archive.read("META-INF/MANIFEST.MF").decode("utf-8")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
-    for line in manifest.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() == DIGEST_ATTRIBUTE:
-            return value.strip()
-    return None
-
-
-def plugin_jar() -> Path:
-    """The server plugins: the jar in the package when it was built from these sources (a Java
-    runtime is all it needs), else compiled once with the JDK's javac into the cache."""
-    digest = sources_digest()
-    if jar_digest(PACKAGED_PLUGINS) == digest:
-        return PACKAGED_PLUGINS
-    jar = cache_dir() / f"{PLUGINS_JAR_PREFIX}-{digest}.jar"
-    if jar.exists():
-        return jar
-    with _cache_locked("plugins", "compiling the server plugins"):  # not the fetch's: nested
-        return jar if jar.exists() else build_plugin_jar(jar)
-
-
-def build_plugin_jar(jar: Path) -> Path:
-    """Compile the plugin sources against pyspark's jars (Java 17 bytecode) into ``jar``, its
-    manifest recording the sources digest."""
-    javac = shutil.which("javac") or (
-        os.environ.get("JAVA_HOME") and str(Path(os.environ["JAVA_HOME"], "bin", "javac"))
-    )
-    jar_tool = shutil.which("jar") or (javac and str(Path(javac).with_name("jar")))
-    if not javac or not Path(javac).exists():
-        raise BackendUnavailable(
-            "javac not found: the plugins jar in this package was not built from its sources "
-            "(a development copy?), so they are compiled with the JDK: install a JDK 17 (e.g. "
-            "openjdk-17-jdk-headless), not only a JRE, or rebuild the jar (nox -s plugins)"
-        )
-    with tempfile.TemporaryDirectory() as tmp:
-        compiled = subprocess.run(
-            [
-                javac,
-                "--release",
-                "17",
-                "-d",
-                tmp,
-                "-cp",
-                f"{PYSPARK_JARS}/*",
-                *map(str, PLUGIN_SOURCES),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if compiled.returncode != 0:
-            raise BackendUnavailable(
-                f"could not compile {', '.join(s.name for s in PLUGIN_SOURCES)}:\n{compiled.stderr[-2000:]}"
-            )
-        manifest = Path(tmp) / "MANIFEST.MF"
-        manifest.write_text(f"{DIGEST_ATTRIBUTE}: {sources_digest()}\n")
-        partial = jar.with_suffix(".tmp")
-        subprocess.run(
-            [jar_tool, "cfm", str(partial), str(manifest), "-C", tmp, "dq"],
-            check=True,
-            capture_output=True,
-        )
-        partial.replace(jar)
-    return jar
-
-
-def _whole_seconds(name: str, default: str) -> str:
-    value = os.environ.get(name, default).strip()
-    if not value.isdigit():
-        raise BackendUnavailable(
-            f"{name}={value!r} is not a whole number of seconds: e.g. {name}={default}"
-        )
-    return value
-
-
-def _checked(setting):
+def _setting(setting: settings.Setting):
     """A setting's value; a bad one ends the start with its message (exit 2 from the CLI)."""
     try:
-        return setting()
-    except ValueError as error:
+        return setting.get()
+    except settings.SettingError as error:
         raise BackendUnavailable(str(error)) from None
-
-
-def driver_memory() -> str:
-    return os.environ.get("DQ_DRIVER_MEMORY", "2g")
 
 
 def _codegen_confs(on: bool) -> dict[str, str]:
@@ -333,19 +92,19 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         f"logger.q{i}.name = {name}\nlogger.q{i}.level = off\n"
         for i, name in enumerate(QUIET_LOGGERS)
     )
-    log4j.write_text(LOG4J.format(level=os.environ.get("DQ_SPARK_LOG_LEVEL", "warn"), quiet=quiet))
+    log4j.write_text(LOG4J.format(level=_setting(settings.SPARK_LOG_LEVEL), quiet=quiet))
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.warehouse.dir": str(work_dir / "warehouse"),
+        "spark.sql.warehouse.dir": str(work_dir / shared_server.WAREHOUSE),
         "spark.sql.sources.default": "delta",
         "spark.extraListeners": LISTENER_CLASS,
-        "spark.dq.metricsFile": str(work_dir / "dq-metrics.jsonl"),
+        "spark.dq.metricsFile": str(work_dir / shared_server.METRICS_FILE),
         # Fail fast: the engine otherwise retries a failed flow after ~10 s.
         "spark.sql.pipelines.maxFlowRetryAttempts": "0",
         # Small data on 2 cores: fewer partitions, no UI.
-        "spark.sql.shuffle.partitions": os.environ.get("DQ_SHUFFLE_PARTITIONS", "4"),
+        "spark.sql.shuffle.partitions": str(_setting(settings.SHUFFLE_PARTITIONS)),
         # One partition for a Delta log's state (a few small JSON files here, few commits in the
         # large benchmarks too): a streaming table's first read of its upstream (the source's
         # initial snapshot, sorted by range and read one job per partition) took 9 Spark jobs,
@@ -354,7 +113,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.memory": driver_memory(),
+        "spark.driver.memory": _setting(settings.DRIVER_MEMORY),
         # A JVM out of heap exits at once and says so in its log (`LocalSpark.lost` names it),
         # rather than going on with some of its threads dead. The log4j file as a URI: a path
         # with a space, a quote or a non-ASCII letter is then one word of plain ASCII.
@@ -368,14 +127,14 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # its last flow ("idle"). At 0 the loop only yields: idle fell from 1.5 s to 0.01 s with
         # the same server CPU (benchmarks/FINDINGS.md, 2026-11-30). DQ_ENGINE_POLL_SECONDS=1 is
         # the engine's default, for a machine where that loop would compete for a core.
-        "spark.sql.pipelines.execution.streamstate.pollingInterval": _whole_seconds(
-            "DQ_ENGINE_POLL_SECONDS", "0"
+        "spark.sql.pipelines.execution.streamstate.pollingInterval": str(
+            _setting(settings.ENGINE_POLL_SECONDS)
         ),
         # Tests and local runs move a few hundred rows: compiling generated code for every new
         # expression (Janino) cost more CPU than it saves. Interpreted, a warm sample validation
         # update took 9.2 s instead of 13.8 (server CPU 14 s, not 23). DQ_CODEGEN=1 gives Spark's
         # generated code back, for large data (the benchmark's table sizes use it).
-        **_codegen_confs(_checked(lambda: shared_server.switch("DQ_CODEGEN", False))),
+        **_codegen_confs(_setting(settings.CODEGEN)),
         # Streaming checkpoints through Hadoop's FileSystem API, not FileContext: its rename
         # forks a `readlink` process twice per file on a machine without Hadoop's native
         # library (about 800 forks per 10 sample updates); commits stay write-then-rename.
@@ -397,7 +156,7 @@ def _local_file_system(jars: list[Path]) -> dict[str, str]:
     with pyspark): about 300 processes per warm sample update. The plugins jar goes on the JVM's
     class path, as Hadoop loads the class before Spark adds its --jars. A container's server
     (no jars here: its image has them) keeps Hadoop's own."""
-    plugins = [jar for jar in jars if jar.name.startswith(PLUGINS_JAR_PREFIX)]
+    plugins = [jar for jar in jars if jar.name.startswith(jar_files.PLUGINS_JAR_PREFIX)]
     if not plugins:
         return {}
     return {
@@ -443,16 +202,16 @@ class LocalSpark:
 
     @property
     def metrics_file(self) -> Path:
-        return (self.server_dir or self.work_dir) / "dq-metrics.jsonl"
+        return (self.server_dir or self.work_dir) / shared_server.METRICS_FILE
 
     @property
     def warehouse(self) -> Path:
-        return (self.server_dir or self.work_dir) / "warehouse"
+        return (self.server_dir or self.work_dir) / shared_server.WAREHOUSE
 
     @property
     def log(self) -> Path:
         """The server's console output (an embedded server's: a container's is Docker's)."""
-        return self.server_log or (self.server_dir or self.work_dir) / "spark-server.log"
+        return self.server_log or (self.server_dir or self.work_dir) / shared_server.LOG_FILE
 
     def lost(self, error: BaseException) -> ServerLost | None:
         """A ServerLost saying what happened when `error` means the server is unreachable."""
@@ -469,10 +228,11 @@ class LocalSpark:
         else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
-        if self.server is None and "java.lang.OutOfMemoryError" in _tail_of(self.log):
+        if self.server is None and "java.lang.OutOfMemoryError" in machine.log_tail(self.log):
+            memory = settings.DRIVER_MEMORY.get()
             return ServerLost(
-                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={driver_memory()}): raise"
-                f" DQ_DRIVER_MEMORY, e.g. {_doubled(driver_memory())}; its log: {self.log}"
+                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={memory}): raise"
+                f" DQ_DRIVER_MEMORY, e.g. {_doubled(memory)}; its log: {self.log}"
             )
         docker = self.backend in ("container", "cluster")
         check = " or check the Docker daemon" if docker else ""
@@ -520,16 +280,6 @@ def _unreachable(error: BaseException) -> bool:
     if isinstance(error, grpc.RpcError) and hasattr(error, "code"):
         return error.code() == grpc.StatusCode.UNAVAILABLE
     return isinstance(error, ValueError) and "closed channel" in str(error)
-
-
-def _tail_of(log: Path, lines: int = 12) -> str:
-    """The last lines of a server log that say something (not the JVM's stack frames)."""
-    try:
-        text = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return "(no server log)"
-    said = [line for line in text if line.strip() and not line.startswith(("\tat ", "\t..."))]
-    return "\n".join(said[-lines:])
 
 
 @contextlib.contextmanager
@@ -585,13 +335,6 @@ def _start_embedded(confs: dict[str, str], log: Path):
     return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
 
 
-def _java_binary() -> str:
-    """Which Java a new server would run (no JVM started to find out)."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    return os.path.realpath(java) if java else ""
-
-
 def _connect_shared(
     root: Path, work_dir: Path, jars: list[Path] | None, started: float, lake: bool = False
 ) -> LocalSpark:
@@ -600,36 +343,33 @@ def _connect_shared(
     lake's server (`lake`) lives in the lake, and its warehouse and metrics file are the lake's."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    all_jars = [*(jars or []), plugin_jar()]
+    all_jars = [*(jars or []), jar_files.plugin_jar()]
     with tempfile.TemporaryDirectory() as probe:
         confs = server_confs(Path(probe), all_jars)
-        fingerprint = shared_server.fingerprint(confs, probe, _java_binary())
+        fingerprint = shared_server.fingerprint(confs, probe, machine.java_binary())
     state = work_dir / shared_server.LAKE_SERVER if lake else root / shared_server.STATE
     folder = shared_server.private_folder((state / fingerprint).resolve())
     data = work_dir if lake else folder
     confs = server_confs(data, all_jars)
     if jars is None:
-        confs.update(fetch_delta_confs())
+        confs.update(jar_files.fetch_delta_confs())
     try:
-        info, lease, fresh = shared_server.acquire(folder, confs, fingerprint, check_java)
+        info, lease, fresh = shared_server.acquire(folder, confs, fingerprint, machine.check_java)
     except shared_server.ServerNotStarted as error:
         raise BackendUnavailable(str(error)) from None
     if fresh:
-        progress(
+        logger.info(
             f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); later runs"
             " of this project reuse it until it is unused for "
-            f"{shared_server.idle_timeout():.0f} s, or `medallion-dq spark stop`"
+            f"{settings.SERVER_IDLE_TIMEOUT.get():.0f} s, or `medallion-dq spark stop`"
         )
         if jars is None:
-            keep_fetched_delta_jars()
+            jar_files.keep_fetched_delta_jars()
     try:
-        spark = ConnectSession.builder.remote(info.url).create()
+        spark = _give_up_soon(ConnectSession.builder.remote(info.url).create())
     except BaseException:
         lease.release()
         raise
-    from pyspark.sql.connect.client.retries import DefaultPolicy
-
-    spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
     return LocalSpark(
         spark,
         "embedded",
@@ -637,7 +377,7 @@ def _connect_shared(
         time.perf_counter() - started,
         [lease.release, spark.stop],
         server_dir=data,
-        server_log=folder / "spark-server.log",
+        server_log=folder / shared_server.LOG_FILE,
     )
 
 
@@ -655,7 +395,7 @@ def start(
     (`medallion_dq.local.server`; off with DQ_REUSE=0). `lake`: that server is `work_dir`'s own
     (a lake's: its warehouse and metrics file are the lake's, and only runs of the lake, one at a
     time, use it), not the one the project's test processes share."""
-    backend = backend or os.environ.get("DQ_BACKEND", "embedded")
+    backend = backend or _setting(settings.BACKEND)
     if backend not in BACKENDS:
         raise BackendUnavailable(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     url = remote or os.environ.get("SPARK_REMOTE")
@@ -669,111 +409,142 @@ def start(
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
     started = time.perf_counter()
-    reuse_on = _checked(shared_server.reuse_enabled)  # named even where it does not apply
-    shared = backend == "embedded" and reuse is not None and reuse_on
-    progress(f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}")
+    try:  # every setting, also those this backend does not read: a typo is named at once
+        settings.check()
+    except settings.SettingError as error:
+        raise BackendUnavailable(str(error)) from None
+    shared = backend == "embedded" and reuse is not None and settings.REUSE.get()
+    logger.info(
+        f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}"
+    )
     # create(), not getOrCreate(): a second start() in this process (another backend, a test of
     # its own) must get a session on its own server, not the first one's. The flag makes
     # pyspark.sql.functions build Connect columns, as SparkSession.builder.remote() would.
     # pyspark.sql.connect is imported after the cheap checks: it takes seconds on a cold disk.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
 
-    server = None
     if backend == "embedded":
-        if not PYSPARK_JARS.is_dir():
-            raise BackendUnavailable(
-                "this environment has Spark's client only (medallion-dq[client], pyspark-client):"
-                " no server to embed. Use --backend container (Docker) or remote, or install "
-                "medallion-dq[local] (a Java 17+ runtime runs it)"
-            )
-        _checked(shared_server.archive_enabled)  # here: a shared server's supervisor reads it too
-        with first_fetch() as jars:  # None: this process fetches them, the others wait
-            if shared:
-                return _connect_shared(Path(reuse), work_dir, jars, started, lake=lake)
-            check_java()
-            confs = server_confs(work_dir, [*(jars or []), plugin_jar()])
-            if jars is None:
-                confs.update(fetch_delta_confs())
-                progress(
-                    f"fetching the Delta jars ({delta_artifacts()[0]} and delta-storage, about 7 MB)"
-                    f" once, with Spark's resolver, into {cache_dir()}"
-                )
-            log = work_dir / "spark-server.log"
-            try:
-                spark = _start_embedded(confs, log)
-            except Exception as error:
-                if "exited before sending its port" not in str(error):
-                    raise
-                tail = _tail_of(log)
-                if jars is None:
-                    raise BackendUnavailable(
-                        f"could not fetch {delta_artifacts()[0]} from "
-                        f"{os.environ.get('DQ_MAVEN_REPOSITORY') or MAVEN_CENTRAL}: is it reachable "
-                        "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
-                        f"{cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
-                    ) from None
-                raise BackendUnavailable(
-                    f"the embedded Spark server did not start:\n{tail}"
-                ) from None
-            if jars is None:
-                keep_fetched_delta_jars()
-        stops = [spark.stop]
-    elif backend in ("container", "cluster"):
-        try:
-            from medallion_dq.local import container
-        except ImportError as error:
-            raise BackendUnavailable(
-                f"this project was generated without the container backend ({error})"
-            ) from None
-        available, reason = container.docker_available()  # before any Java or Maven step
-        if not available:
-            raise BackendUnavailable(reason)
-        confs = server_confs(work_dir, [])
-        del confs["spark.jars"]  # the image has them
-        try:
-            # Docker is the only prerequisite: the image compiles the plugins and fetches the
-            # Delta jars this machine has not cached.
-            packaged = jar_digest(PACKAGED_PLUGINS) == sources_digest()
-            image = container.build_image(
-                jars=[*cached_delta_jars(), *([PACKAGED_PLUGINS] if packaged else [])],
-                plugins=[] if packaged else PLUGIN_SOURCES,
-                build_args={"DELTA_JARS": " ".join(delta_artifacts())},
-            )
-            folders = [work_dir, *(Path(m).resolve() for m in mounts)]
-            if backend == "cluster":
-                progress(f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers")
-                server = container.start_cluster(
-                    confs=confs,
-                    mounts=folders,
-                    image=image,
-                    workers=CLUSTER_WORKERS,
-                    executor_memory=os.environ.get("DQ_EXECUTOR_MEMORY", "1g"),
-                )
-            else:
-                server = container.start_server(confs=confs, mounts=folders, image=image)
-        except container.ContainerBackendUnavailable as error:
-            raise BackendUnavailable(str(error)) from error
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
+        return _embedded(work_dir, started, Path(reuse) if shared else None, lake)
+    if backend == "remote":
+        return _remote(url, work_dir, shared_dir, started)
+    return _in_docker(backend, work_dir, mounts, started)
 
-        spark = ConnectSession.builder.remote(server.url).create()
-        stops = [server.stop, spark.stop]
-    else:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        spark = ConnectSession.builder.remote(url).create()
-        stops = [spark.stop]
-        try:
-            _check_remote(spark, url, shared_dir)
-        except BaseException:
-            spark.stop()
+def _give_up_soon(spark):
+    """`spark` with LOCAL_RETRY_POLICY: a local server that stops answering has died."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
+    return spark
+
+
+def _embedded(work_dir: Path, started: float, reuse: Path | None, lake: bool) -> LocalSpark:
+    """The embedded backend: the warm server of project `reuse` (or of the lake, `lake`), or
+    a server of this process's own."""
+    if not jar_files.PYSPARK_JARS.is_dir():
+        raise BackendUnavailable(
+            "this environment has Spark's client only (medallion-dq[client], pyspark-client):"
+            " no server to embed. Use --backend container (Docker) or remote, or install "
+            "medallion-dq[local] (a Java 17+ runtime runs it)"
+        )
+    with jar_files.first_fetch() as jars:  # None: this process fetches them, the others wait
+        if reuse is not None:
+            return _connect_shared(reuse, work_dir, jars, started, lake=lake)
+        machine.check_java()
+        spark = _own_server(work_dir, jars)
+        if jars is None:
+            jar_files.keep_fetched_delta_jars()
+    spark = _give_up_soon(spark)
+    return LocalSpark(spark, "embedded", work_dir, time.perf_counter() - started, [spark.stop])
+
+
+def _own_server(work_dir: Path, jars: list[Path] | None):
+    """A session on a new embedded server that stops with it; `jars` None: Spark's resolver
+    fetches the Delta jars as it starts."""
+    confs = server_confs(work_dir, [*(jars or []), jar_files.plugin_jar()])
+    if jars is None:
+        confs.update(jar_files.fetch_delta_confs())
+        logger.info(
+            f"fetching the Delta jars ({jar_files.delta_artifacts()[0]} and delta-storage, about 7 MB)"
+            f" once, with Spark's resolver, into {machine.cache_dir()}"
+        )
+    log = work_dir / shared_server.LOG_FILE
+    try:
+        return _start_embedded(confs, log)
+    except Exception as error:
+        if "exited before sending its port" not in str(error):
             raise
-    if backend != "remote":
-        from pyspark.sql.connect.client.retries import DefaultPolicy
+        tail = machine.log_tail(log)
+        if jars is None:
+            raise BackendUnavailable(
+                f"could not fetch {jar_files.delta_artifacts()[0]} from "
+                f"{settings.MAVEN_REPOSITORY.get()}: is it reachable "
+                "from here? Set DQ_MAVEN_REPOSITORY to a mirror, or copy the jars into "
+                f"{machine.cache_dir() / 'jars'}. Spark's resolver said:\n{tail}"
+            ) from None
+        raise BackendUnavailable(f"the embedded Spark server did not start:\n{tail}") from None
 
-        spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
-    return LocalSpark(
-        spark, backend, work_dir, time.perf_counter() - started, stops, server, shared_dir
-    )
+
+def _in_docker(backend: str, work_dir: Path, mounts: list[Path], started: float) -> LocalSpark:
+    """The container backend (the server in Docker) or the cluster one (a standalone cluster in
+    Docker: a master, workers, the server as the driver)."""
+    try:
+        from medallion_dq.local import container
+    except ImportError as error:
+        raise BackendUnavailable(
+            f"this project was generated without the container backend ({error})"
+        ) from None
+    available, reason = container.docker_available()  # before any Java or Maven step
+    if not available:
+        raise BackendUnavailable(reason)
+    confs = server_confs(work_dir, [])
+    del confs["spark.jars"]  # the image has them
+    try:
+        # Docker is the only prerequisite: the image compiles the plugins and fetches the
+        # Delta jars this machine has not cached.
+        packaged = jar_files.packaged_is_current()
+        image = container.build_image(
+            jars=[
+                *jar_files.cached_delta_jars(),
+                *([jar_files.PACKAGED_PLUGINS] if packaged else []),
+            ],
+            plugins=[] if packaged else jar_files.PLUGIN_SOURCES,
+            build_args={"DELTA_JARS": " ".join(jar_files.delta_artifacts())},
+        )
+        folders = [work_dir, *(Path(m).resolve() for m in mounts)]
+        if backend == "cluster":
+            logger.info(f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers")
+            server = container.start_cluster(
+                confs=confs,
+                mounts=folders,
+                image=image,
+                workers=CLUSTER_WORKERS,
+                executor_memory=settings.EXECUTOR_MEMORY.get(),
+            )
+        else:
+            server = container.start_server(confs=confs, mounts=folders, image=image)
+    except container.ContainerBackendUnavailable as error:
+        raise BackendUnavailable(str(error)) from error
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    spark = _give_up_soon(ConnectSession.builder.remote(server.url).create())
+    stops = [server.stop, spark.stop]
+    return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops, server)
+
+
+def _remote(url: str, work_dir: Path, shared_dir: Path, started: float) -> LocalSpark:
+    """The remote backend: any Spark Connect endpoint set up for medallion-dq (its own retry
+    policy: a remote server may be restarting)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    spark = ConnectSession.builder.remote(url).create()
+    try:
+        _check_remote(spark, url, shared_dir)
+    except BaseException:
+        spark.stop()
+        raise
+    elapsed = time.perf_counter() - started
+    return LocalSpark(spark, "remote", work_dir, elapsed, [spark.stop], server_dir=shared_dir)
 
 
 REMOTE_DIR_HELP = (
@@ -786,13 +557,13 @@ REMOTE_DIR_HELP = (
 
 def _remote_dir(work_dir: Path | None) -> Path:
     """The folder a remote server shares with this machine; test folders are made in it."""
-    value = os.environ.get("DQ_REMOTE_DIR")
+    value = settings.REMOTE_DIR.get()
     if not value:
         raise BackendUnavailable(
             f"the remote backend needs {REMOTE_DIR_HELP}. Without it the pipelines' landing"
             " files are not where the server looks, and no expectation metric reaches the gate"
         )
-    shared = Path(value).resolve()
+    shared = value.resolve()
     if not shared.is_dir():
         raise BackendUnavailable(f"DQ_REMOTE_DIR={value} is not a folder on this machine")
     if work_dir is not None and not Path(work_dir).resolve().is_relative_to(shared):
@@ -809,8 +580,8 @@ def _check_remote(spark, url: str, shared: Path) -> None:
     wanted = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.extraListeners": LISTENER_CLASS,
-        "spark.dq.metricsFile": str(shared / "dq-metrics.jsonl"),
-        "spark.sql.warehouse.dir": str(shared / "warehouse"),
+        "spark.dq.metricsFile": str(shared / shared_server.METRICS_FILE),
+        "spark.sql.warehouse.dir": str(shared / shared_server.WAREHOUSE),
     }
     wrong = []
     for key, value in wanted.items():

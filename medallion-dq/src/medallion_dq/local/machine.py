@@ -1,0 +1,71 @@
+"""This machine as the backends need it: its Java, the cache folder, what a JVM's log says,
+and the error when a backend cannot start here."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from medallion_dq import settings
+from medallion_dq.problems import MedallionDQError
+
+# A Java stack frame ("\tat org.apache...", "\t... 12 more"): it would push a log's own words
+# (the error, its "Caused by:") out of the few lines an error message shows.
+_FRAME = re.compile(r"^\s+(at |\.\.\.)")
+
+
+class BackendUnavailable(MedallionDQError, RuntimeError):
+    """A backend cannot start here; the message says what is missing and how to fix it."""
+
+
+def cache_dir() -> Path:
+    path = settings.CACHE_DIR.get()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def java_tool(name: str) -> str | None:
+    """A JDK tool (java, javac, jar): $JAVA_HOME's when set, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / name) if home else shutil.which(name)
+
+
+def java_binary() -> str:
+    """Which Java a new server would run (no JVM started to find out)."""
+    java = java_tool("java")
+    return os.path.realpath(java) if java else ""
+
+
+def check_java() -> str:
+    """Return the Java version, or raise with the fix when no usable Java 17+ is found."""
+    java = java_tool("java")
+    fix = "install Java 17 or 21 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME; or use --backend container, which needs only Docker"
+    if not java or not Path(java).exists():
+        raise BackendUnavailable(f"no Java found for the embedded Spark backend: {fix}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BackendUnavailable(f"{java} -version failed ({error}): {fix}") from None
+    match = re.search(r'version "(\d+)', out)
+    if not match or int(match.group(1)) < 17:
+        raise BackendUnavailable(
+            f"Java 17 or newer is needed, found: {out.splitlines()[0] if out else java}: {fix}"
+        )
+    return match.group(1)
+
+
+def last_words(text: str, lines: int = 12) -> str:
+    """The last lines of a JVM's output that say something: no blank lines, no stack frames."""
+    said = [line for line in text.splitlines() if line.strip() and not _FRAME.match(line)]
+    return "\n".join(said[-lines:])
+
+
+def log_tail(log: Path, lines: int = 12) -> str:
+    """`last_words` of a server's log file."""
+    try:
+        return last_words(log.read_text(errors="replace"), lines)
+    except OSError:
+        return "(no server log)"
