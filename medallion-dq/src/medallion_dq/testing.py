@@ -16,7 +16,6 @@ import importlib.util
 import io
 import json
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from importlib.metadata import requires
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from medallion_dq import settings
 
 if TYPE_CHECKING:
     from medallion_dq.local.runner import UpdateResult
@@ -184,15 +185,13 @@ def pyspark_wheel() -> Path:
 
     PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv;
     installers find the wheel with ``--find-links <folder>``. The folder is in medallion-dq's
-    cache ($DQ_CACHE_DIR, for a CI that caches its workspace only; read here as local.spark
-    reads it, which needs pyspark installed)."""
+    cache ($DQ_CACHE_DIR, for a CI that caches its workspace only)."""
     (pin,) = (
         match[1]
         for requirement in requires("medallion-dq") or []
         if (match := re.match(r"pyspark(?:\[[^\]]*\])?==([\w.]+)", requirement))
     )
-    cache = os.environ.get("DQ_CACHE_DIR") or Path.home() / ".cache" / "medallion-dq"
-    wheels = Path(cache) / "wheels"
+    wheels = settings.CACHE_DIR.get() / "wheels"
     if not list(wheels.glob(f"pyspark-{pin}-*.whl")):
         log.warning("building the pyspark %s wheel once into %s (about a minute)", pin, wheels)
         has_pip = importlib.util.find_spec("pip") is not None  # not in a venv uv made
