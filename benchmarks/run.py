@@ -90,7 +90,6 @@ ABLATION = {
     "r-rules": "(r) observing only the input and dropped counts (no count_if per rule)",
     "r-coalesce": "(r) with flags of plain rules, no coalesce (NULL is not counted)",
     "r-fail": "(r) with the fail rule a plain flag (no raise_error and its to_json record)",
-    "r-regex": "(r) dropping the flags by name (drop) instead of colRegex",
 }
 LABELS = {
     "a": "no rules",
@@ -119,7 +118,6 @@ GIVES = {
     "r-rules": "input and dropped counts",
     "r-coalesce": "per-rule counts without the NULLs",
     "r-fail": "as (b'), the fail rule only counted",
-    "r-regex": "as (b')",
 }
 
 HEADER = f"""\
@@ -183,7 +181,7 @@ def silver_orders_quarantine():
 
 BY_HAND = """
 
-def by_hand(df, observe=True, per_rule=True, coalesce=True, fail=True, regex=True):
+def by_hand(df, observe=True, per_rule=True, coalesce=True, fail=True):
     # medallion_dq.local.expectations.apply for these rules, a piece switched off at a time
     rules = [(n, c, "drop") for n, c in DROP.items()] + [(n, c, "warn") for n, c in WARN.items()]
     rules += [(n, c, "fail") for n, c in FAIL.items()]
@@ -207,9 +205,7 @@ def by_hand(df, observe=True, per_rule=True, coalesce=True, fail=True, regex=Tru
         metrics.append(F.count_if(~drop_ok).alias("dropped"))
         df = df.observe("bench_by_hand", *metrics)
     df = df.filter(drop_ok)
-    if regex:
-        return df.select(df.colRegex("`(?!_dq_ok_[0-9]+$).+`"))
-    return df.drop(*[f"_dq_ok_{i}" for i in range(len(rules))])
+    return df.select(df.colRegex("`(?!_dq_ok_[0-9]+$).+`"))
 """
 
 PIPELINES["e"] = """
@@ -223,7 +219,6 @@ for _variant, _off in (
     ("r-rules", "per_rule=False"),
     ("r-coalesce", "coalesce=False"),
     ("r-fail", "fail=False"),
-    ("r-regex", "regex=False"),
 ):
     PIPELINES[_variant] = (
         BY_HAND
@@ -1285,6 +1280,7 @@ def markdown(results: dict) -> str:
     md += _cluster_md(results)
     md += _cli_loop_md(results)
     md += _large_file_md(results)
+    md += _pieces_md(results)
     md += peers.markdown(results.get("peers"))
     return "\n".join(md) + "\n"
 
@@ -1335,6 +1331,20 @@ def _cost(results: dict) -> list[str]:
         "",
     ]
     return md
+
+
+def _pieces_md(results: dict) -> list[str]:
+    """(e) and the pieces of (b') (--pieces): the cost table of those variants."""
+    pieces = results.get("pieces")
+    if not pieces:
+        return []
+    table = _cost({**pieces, "rules": results["rules"]})
+    return [
+        "## Where (b')'s cost goes: the plain filter (e) and (b')'s pieces one at a time",
+        "",
+        f"Measured by `{pieces['command']}`: {env_line(pieces['environment'])}.",
+        *table[1:],
+    ]
 
 
 def _memory(results: dict) -> list[str]:
@@ -1526,6 +1536,12 @@ def main(argv: list[str] | None = None) -> int:
         help="only ours against Great Expectations, Soda and PyDeequ at the --rows sizes (the "
         "peers group installed); the other results in results.json/.md are kept",
     )
+    parser.add_argument(
+        "--pieces",
+        action="store_true",
+        help="only (a), (b'), (e) and (b')'s pieces one at a time (the r* variants) at the "
+        "--rows sizes; the other results in results.json/.md are kept",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
         "--project",
@@ -1562,10 +1578,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
     alone = (args.profile, args.checks, args.cluster, args.cli_loop, args.large_file, args.peers)
+    alone += (args.pieces,)
     if any(alone):
         rows = sorted(args.rows or DEFAULT_ROWS)[0]  # each of these is merged into the last
         try:
-            if args.peers:
+            if args.pieces:
+                args.variants = ["a", "b'", "e", *ABLATION]  # (v): in --peers
+                sizes = bench_sizes(project, args, work, package)
+                key, measured = "pieces", {"sizes": sizes, "repeats": args.repeats}
+            elif args.peers:
                 key, measured = "peers", peers.bench(sys.modules[__name__], project, args, work)
                 measured["repeats"], measured["environment_line"] = args.repeats, env_line(env)
             elif args.cli_loop:
@@ -1596,6 +1617,7 @@ def main(argv: list[str] | None = None) -> int:
             "cli_loop": _cli_loop_md,
             "large_file": _large_file_md,
             "peers": lambda r: peers.markdown(r["peers"]),
+            "pieces": _pieces_md,
         }
         print("\n" + "\n".join(shown[key](results)))
         return 0
