@@ -1339,10 +1339,24 @@ def _pieces_md(results: dict) -> list[str]:
     if not pieces:
         return []
     table = _cost({**pieces, "rules": results["rules"]})
+    order = ", ".join(pieces["sizes"][0]["variants"])
+    table = [line.replace("(a, b, v, b', c, d, a, ...)", f"({order}, a, ...)") for line in table]
+    goals_at = table.index("Goals (wall-time medians):")
+    table = (
+        table[:goals_at] + table[table.index("What each variant gives besides the target table:") :]
+    )
     return [
         "## Where (b')'s cost goes: the plain filter (e) and (b')'s pieces one at a time",
         "",
         f"Measured by `{pieces['command']}`: {env_line(pieces['environment'])}.",
+        "",
+        "Load average (1 min) at each size, before and after: "
+        + ", ".join(
+            f"{s['rows']:,} rows {s['load_average']['before'][0]:.1f} → "
+            f"{s['load_average']['after'][0]:.1f}"
+            for s in pieces["sizes"]
+        )
+        + ".",
         *table[1:],
     ]
 
