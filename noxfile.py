@@ -470,6 +470,8 @@ def bench(session: nox.Session) -> None:
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench", medallion_dq_source="index")
     session.install("-e", str(project), f"{wheel}[local,container]", env=find_links(wheel.parent))
+    if "--peers" in session.posargs:  # the peer tools, in this session's venv only
+        session.install(*group("peers"))
     env = find_links(wheel.parent)  # --nox runs the baked project's own nox
     session.run("python", str(script), "--project", str(project), *session.posargs, env=env)
 

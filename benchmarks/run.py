@@ -16,7 +16,9 @@ pipeline engine):
        violations before the run (`invalid.count()`, raise if > 0), in the same aggregate
        also the warn rules' violations (the split has no other way to count them);
    d   flag then split: a temporary view adds is_quarantined, two materialized views filter on
-       it; the fail and warn rules as in c.
+       it; the fail and warn rules as in c;
+   e   the six drop rules as one plain filter, no metrics: the floor of what dropping costs.
+   With --variants, the pieces of (b') one at a time (ABLATION): where (b') over (e) goes.
    Variants run interleaved (a, b, v, b', c, d, a, ...); the median of the repeats is reported as
    a ratio to a, at each size;
 2. test loop: time to the first Spark session, then each pipeline run of the sample fixtures
@@ -52,7 +54,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-import session_ready  # beside this script
+import peers  # beside this script
+import session_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "bench"
@@ -78,7 +81,16 @@ WARN = {
 }
 FAIL = {"sane_quantity": "quantity < 1000"}  # never violated: the update must succeed
 
-VARIANTS = ("a", "b", "v", "b'", "c", "d")
+VARIANTS = ("a", "b", "v", "b'", "c", "d", "e")
+# (b') by hand (the steps of medallion_dq.local.expectations.apply), then without one piece each:
+# where (b')'s cost over the plain filter (e) goes. Run only when named in --variants.
+ABLATION = {
+    "r": "(b') by hand: flags, observed counts, filter, flags dropped",
+    "r-obs": "(r) without the observation (no counts at all)",
+    "r-rules": "(r) observing only the input and dropped counts (no count_if per rule)",
+    "r-coalesce": "(r) with flags of plain rules, no coalesce (NULL is not counted)",
+    "r-fail": "(r) with the fail rule a plain flag (no raise_error and its to_json record)",
+}
 LABELS = {
     "a": "no rules",
     "b": "ours: 10 expectations + quarantine table",
@@ -86,9 +98,12 @@ LABELS = {
     "b'": "ours: 10 expectations, no quarantine",
     "c": "hand-written valid/invalid split + count action",
     "d": "flag view, then two filtered views + count action",
+    "e": "the six drop rules as one plain filter, no metrics",
+    **ABLATION,
 }
-SLUG = {"a": "a", "b": "b", "v": "v", "b'": "b_rules", "c": "c", "d": "d"}
-TABLES = {"a": 1, "b": 2, "v": 1, "b'": 1, "c": 2, "d": 2}
+SLUG = {"a": "a", "b": "b", "v": "v", "b'": "b_rules", "c": "c", "d": "d", "e": "e"}
+SLUG |= {v: v.replace("-", "_") for v in ABLATION}
+TABLES = {"a": 1, "b": 2, "v": 1, "b'": 1, "c": 2, "d": 2, "e": 1} | dict.fromkeys(ABLATION, 1)
 QUARANTINE = {"b", "v", "c", "d"}  # variants with silver_orders_quarantine (a table or a view)
 GIVES = {
     "a": "-",
@@ -97,6 +112,12 @@ GIVES = {
     "b'": "per-rule counts of all 10 rules, dropped count (no quarantine)",
     "c": "fail check + warn counts from the extra action; no drop-rule counts, no rule names",
     "d": "fail check + warn counts from the extra action; no drop-rule counts, no rule names",
+    "e": "- (the floor: what dropping the rows costs)",
+    "r": "as (b')",
+    "r-obs": "-",
+    "r-rules": "input and dropped counts",
+    "r-coalesce": "per-rule counts without the NULLs",
+    "r-fail": "as (b'), the fail rule only counted",
 }
 
 HEADER = f"""\
@@ -109,6 +130,8 @@ DROP = {DROP!r}
 WARN = {WARN!r}
 FAIL = {FAIL!r}
 PASS = "coalesce(" + " AND ".join(f"({{rule}})" for rule in DROP.values()) + ", false)"
+KEEP = " AND ".join(f"({{rule}})" for rule in DROP.values())  # a filter drops NULL too
+
 """
 
 PIPELINES = {
@@ -155,6 +178,56 @@ def silver_orders_quarantine():
     )
 """,
 }
+
+BY_HAND = """
+
+def by_hand(df, observe=True, per_rule=True, coalesce=True, fail=True):
+    # medallion_dq.local.expectations.apply for these rules, a piece switched off at a time
+    rules = [(n, c, "drop") for n, c in DROP.items()] + [(n, c, "warn") for n, c in WARN.items()]
+    rules += [(n, c, "fail") for n, c in FAIL.items()]
+    flags = []
+    for i, (name, rule, action) in enumerate(rules):
+        ok = F.coalesce(F.expr(rule), F.lit(False)) if coalesce else F.expr(rule)
+        if action == "fail" and fail:
+            record = F.concat(F.lit(f"EXPECTATION_VIOLATION {name}: "), F.to_json(F.struct("*")))
+            ok = F.when(ok, F.lit(True)).otherwise(F.raise_error(record).cast("boolean"))
+        flags.append(ok.alias(f"_dq_ok_{i}"))
+    df = df.select("*", *flags)
+    drop_ok = F.lit(True)
+    for i, (_, _, action) in enumerate(rules):
+        if action == "drop":
+            drop_ok = drop_ok & F.col(f"_dq_ok_{i}")
+    if observe:
+        metrics = [F.count(F.lit(1)).alias("input")]
+        if per_rule:
+            for i in range(len(rules)):
+                metrics.append(F.count_if(~F.col(f"_dq_ok_{i}")).alias(f"failed_{i}"))
+        metrics.append(F.count_if(~drop_ok).alias("dropped"))
+        df = df.observe("bench_by_hand", *metrics)
+    df = df.filter(drop_ok)
+    return df.select(df.colRegex("`(?!_dq_ok_[0-9]+$).+`"))
+"""
+
+PIPELINES["e"] = """
+@dp.materialized_view(name="silver_orders")
+def silver_orders():
+    return spark.read.table(RAW).filter(KEEP)
+"""
+for _variant, _off in (
+    ("r", ""),
+    ("r-obs", "observe=False"),
+    ("r-rules", "per_rule=False"),
+    ("r-coalesce", "coalesce=False"),
+    ("r-fail", "fail=False"),
+):
+    PIPELINES[_variant] = (
+        BY_HAND
+        + f"""
+@dp.materialized_view(name="silver_orders")
+def silver_orders():
+    return by_hand(spark.read.table(RAW), {_off})
+"""
+    )
 
 # (v): (b') plus the quarantine view, a SQL file written by write_pipelines (view_sql).
 PIPELINES["v"] = PIPELINES["b'"]
@@ -1207,6 +1280,8 @@ def markdown(results: dict) -> str:
     md += _cluster_md(results)
     md += _cli_loop_md(results)
     md += _large_file_md(results)
+    md += _pieces_md(results)
+    md += peers.markdown(results.get("peers"))
     return "\n".join(md) + "\n"
 
 
@@ -1256,6 +1331,34 @@ def _cost(results: dict) -> list[str]:
         "",
     ]
     return md
+
+
+def _pieces_md(results: dict) -> list[str]:
+    """(e) and the pieces of (b') (--pieces): the cost table of those variants."""
+    pieces = results.get("pieces")
+    if not pieces:
+        return []
+    table = _cost({**pieces, "rules": results["rules"]})
+    order = ", ".join(pieces["sizes"][0]["variants"])
+    table = [line.replace("(a, b, v, b', c, d, a, ...)", f"({order}, a, ...)") for line in table]
+    goals_at = table.index("Goals (wall-time medians):")
+    table = (
+        table[:goals_at] + table[table.index("What each variant gives besides the target table:") :]
+    )
+    return [
+        "## Where (b')'s cost goes: the plain filter (e) and (b')'s pieces one at a time",
+        "",
+        f"Measured by `{pieces['command']}`: {env_line(pieces['environment'])}.",
+        "",
+        "Load average (1 min) at each size, before and after: "
+        + ", ".join(
+            f"{s['rows']:,} rows {s['load_average']['before'][0]:.1f} → "
+            f"{s['load_average']['after'][0]:.1f}"
+            for s in pieces["sizes"]
+        )
+        + ".",
+        *table[1:],
+    ]
 
 
 def _memory(results: dict) -> list[str]:
@@ -1387,8 +1490,8 @@ def main(argv: list[str] | None = None) -> int:
         "--variants",
         nargs="+",
         default=list(VARIANTS),
-        choices=VARIANTS,
-        help="variants to run ('a' always runs)",
+        choices=[*VARIANTS, *ABLATION],
+        help="variants to run ('a' always runs; the r* ones: the pieces of (b'))",
     )
     parser.add_argument(
         "--loop-repeats",
@@ -1441,6 +1544,18 @@ def main(argv: list[str] | None = None) -> int:
         "sample's bronze and silver at the default driver memory; the other results in "
         "results.json/.md are kept",
     )
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="only ours against Great Expectations, Soda and PyDeequ at the --rows sizes (the "
+        "peers group installed); the other results in results.json/.md are kept",
+    )
+    parser.add_argument(
+        "--pieces",
+        action="store_true",
+        help="only (a), (b'), (e) and (b')'s pieces one at a time (the r* variants) at the "
+        "--rows sizes; the other results in results.json/.md are kept",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder for results.json and .md")
     parser.add_argument(
         "--project",
@@ -1449,7 +1564,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the baked default project (nox -s bench bakes it into build/bench/)",
     )
     args = parser.parse_args(argv)
-    args.variants = [v for v in VARIANTS if v == "a" or v in args.variants]
+    args.variants = [v for v in (*VARIANTS, *ABLATION) if v == "a" or v in args.variants]
     if args.loop:
         args.rows, args.no_loop, args.nox = [], False, False
     if args.loop_repeats is None:
@@ -1476,10 +1591,19 @@ def main(argv: list[str] | None = None) -> int:
         "rules": {"drop": DROP, "warn": WARN, "fail": FAIL},
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
-    if args.profile or args.checks or args.cluster or args.cli_loop or args.large_file:
+    alone = (args.profile, args.checks, args.cluster, args.cli_loop, args.large_file, args.peers)
+    alone += (args.pieces,)
+    if any(alone):
         rows = sorted(args.rows or DEFAULT_ROWS)[0]  # each of these is merged into the last
         try:
-            if args.cli_loop:
+            if args.pieces:
+                args.variants = ["a", "b'", "e", *ABLATION]  # (v): in --peers
+                sizes = bench_sizes(project, args, work, package)
+                key, measured = "pieces", {"sizes": sizes, "repeats": args.repeats}
+            elif args.peers:
+                key, measured = "peers", peers.bench(sys.modules[__name__], project, args, work)
+                measured["repeats"], measured["environment_line"] = args.repeats, env_line(env)
+            elif args.cli_loop:
                 key, measured = "cli_loop", cli_loop(project_dir, args.repeats)
             elif args.large_file:
                 key, measured = "large_file", bench_large_file(project, args.large_file, work)
@@ -1506,6 +1630,8 @@ def main(argv: list[str] | None = None) -> int:
             "cluster": _cluster_md,
             "cli_loop": _cli_loop_md,
             "large_file": _large_file_md,
+            "peers": lambda r: peers.markdown(r["peers"]),
+            "pieces": _pieces_md,
         }
         print("\n" + "\n".join(shown[key](results)))
         return 0
