@@ -1652,6 +1652,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.loop:
         results = _merge_loop(args.out / "results.json", results, args.baseline)
+    else:  # the sections only their own option measures stay as they were
+        try:
+            before = json.loads((args.out / "results.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            before = {}
+        kept = ("pieces", "peers", "cli_loop", "large_file", "profile", "cluster", "dataset_checks")
+        results = {**{k: before[k] for k in kept if k in before}, **results}
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
     text = markdown(results)
     (args.out / "results.md").write_text(text, "utf-8")
