@@ -397,7 +397,6 @@ def add_source(
     owner: str | None = None,
     dry_run: bool = False,
     backend: str | None = None,
-    out=sys.stdout,
 ) -> list[Path]:
     """Write the source's files (or, dry, only say which); returns their paths."""
     plan = Plan(root, name, _package(root), kind)
@@ -412,9 +411,9 @@ def add_source(
         )
     paths = [*plan.files.values(), plan.fixture(landed.file_format)]
     if dry_run:
-        print(f"add source {name}: would write", file=out)
+        print(f"add source {name}: would write")
         for path in paths:
-            print(f"  {path.as_posix()}", file=out)
+            print(f"  {path.as_posix()}")
         return paths
     texts = render(plan, landed, keys=list(keys), sample=sample, owner=owner, backend=backend)
     record = {}
@@ -424,7 +423,7 @@ def add_source(
         data = texts[path.as_posix()]
         (target.write_bytes if isinstance(data, bytes) else target.write_text)(data)
         record[path.as_posix()] = _digest(target)
-        print(f"  wrote {path.as_posix()}", file=out)
+        print(f"  wrote {path.as_posix()}")
     (root / RECORD).mkdir(parents=True, exist_ok=True)
     (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
     return paths
@@ -434,7 +433,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def remove_source(root: Path, name: str, out=sys.stdout) -> list[Path]:
+def remove_source(root: Path, name: str) -> list[Path]:
     """Delete what `add source NAME` wrote, when none of it was edited since."""
     if not NAME.fullmatch(name):
         raise SourceError(f"source name {name!r} is not an identifier")
@@ -458,7 +457,7 @@ def remove_source(root: Path, name: str, out=sys.stdout) -> list[Path]:
         if path.exists():
             path.unlink()
             removed.append(Path(relative))
-            print(f"  removed {relative}", file=out)
+            print(f"  removed {relative}")
         folder = path.parent
         while folder != root and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()  # the fixture folder add made
@@ -626,6 +625,8 @@ def _findings(spark, folder: Path, landed: Landed, typings: list[Typing], sample
         elif item.column in nested and not item.constraint.endswith("IS NOT NULL"):
             comments.append([*item.seen, "  a struct: no value rule on its JSON text"])
         else:
+            if item.column in nested:  # an example of a struct is a mapping, as silver sees it
+                item.passing = [v if v is None else json.loads(v) for v in item.passing]
             rules.append(item)
     header = profile.render(figures, "x").split("\ndataset:")[0].splitlines()[3:]
 
@@ -930,10 +931,10 @@ def _rule_file(
     n, flow = plan.name, profile._flow
     form = "table" if plan.kind == "stream" else "view"
     lines = [
-        f"# Rules for silver_{n}, written by `medallion-dq add source {n}` from",
-        f"# {found.label}: the profiler's suggestions, with examples of",
-        "# real values. Keep, edit or delete each rule, and say why each one exists",
-        "# (CONVENTIONS.md). drop: every profiled row passed it; warn: some failed.",
+        f"# Rules for silver_{n}, written by `medallion-dq add source {n}` from the",
+        f"# {found.label}: the profiler's suggestions, with",
+        "# examples of real values. Keep, edit or delete each rule, and say why each one exists",
+        "# (CONVENTIONS.md). drop: every record passed it; warn: some failed.",
         *found.header,
         f"dataset: silver_{n}",
         "layer: silver",
