@@ -139,7 +139,7 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     # Each silver file types what it saw: numbers with their scale, timestamps, structs.
     pipelines = project / "src" / "pipelines" / "validation"
     weather = (pipelines / "silver" / "weather.py").read_text()
-    assert '"try_cast(temp AS DECIMAL(5,2)) AS temp",' in weather
+    assert '"try_cast(temp AS DECIMAL(12,2)) AS temp",' in weather
     assert '"try_cast(time_hour AS TIMESTAMP) AS time_hour",' in weather
     assert (
         "STRUCT<lat: DOUBLE, lon: DOUBLE, alt: BIGINT>"

@@ -303,7 +303,10 @@ def column_typing(column: str, values: list[Any], arrow_type: str | None = None)
         kind = "INT" if all(abs(int(m.group(0))) < 2**31 for m in numbers) else "BIGINT"
     elif len(numbers) >= need:
         scale = max(len(m.group(2)) for m in numbers)
-        precision = max(len(m.group(1).lstrip("0")) for m in numbers) + scale
+        digits = max(len(m.group(1).lstrip("0")) for m in numbers) + scale
+        # The scale seen, and room for numbers larger than the files': a type too narrow
+        # would turn a larger value into NULL.
+        precision = max(12, digits + 4)
         kind = "DOUBLE" if scale > MAX_SCALE or precision > 38 else f"DECIMAL({precision},{scale})"
     elif len(share(_DATE)) >= need:
         kind = "DATE"
