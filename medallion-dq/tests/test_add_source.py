@@ -5,14 +5,17 @@ The refusals need no Spark. One test adds the three sources to one copy, checks 
 the silver tests `add` wrote and the rules' examples once, as the project's `nox -s silver`
 does; then `remove source` undoes one source exactly and refuses an edited one."""
 
+import csv
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 
-from medallion_dq import cli
+from medallion_dq import cli, config
 from sample import sample_project
 
 DATA = Path(__file__).with_name("add_source")
@@ -146,6 +149,16 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
         in (pipelines / "silver" / "airports.py").read_text()
     )
     assert (pipelines / "silver" / "planes_quarantine.sql").read_text().count("CREATE VIEW") == 1
+
+    # Its freshness check passes on its fixture as of the project's as_of, as the job's gate
+    # judges it (the newest record of all the files is newer than the fixture's).
+    weather_rules = project / "src" / "acme_orders" / "rules" / "silver" / "weather.yml"
+    fresh = next(c for c in yaml.safe_load(weather_rules.read_text())["checks"] if "freshness" in c)
+    with (project / "fixtures" / "landing" / "weather" / "weather-sample.csv").open() as sample:
+        newest = max(datetime.fromisoformat(r["time_hour"][:19]) for r in csv.DictReader(sample))
+    age = datetime.fromisoformat(config.load_config(project, "local")["as_of"]) - newest
+    assert fresh["freshness"]["column"] == "time_hour"
+    assert age <= timedelta(days=int(fresh["freshness"]["max_age"].removesuffix("d")))
 
     # The conventions and the rules hold: no error (warnings: the rules have no owner yet).
     assert cli.main(["--root", str(project), "check"]) == 0

@@ -988,12 +988,12 @@ def _rule_file(
     ]
     timestamps = [t.column for t in typings if t.type == "TIMESTAMP"]
     stamp = next((k for k in keys if k in timestamps), timestamps[0] if timestamps else None)
-    if stamp:
-        latest = _latest(r.get(stamp) for r in landed.records)
+    latest = stamp and _latest(landed.records[i].get(stamp) for i in found.sample)
+    if latest:  # the fixture's newest record passes
         at = as_of(plan.root)
-        days = max_age_days(latest, at) if latest else 2
+        days = max_age_days(latest, at)
         lines += [
-            f"  # max_age: the newest record ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",
+            f"  # max_age: the fixture's newest ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",
             f"  # {at:%Y-%m-%d} (as_of in pyproject.toml, else now): set it to the source's rhythm.",
             f"  - name: fresh_{n}",
             f"    freshness: {{column: {stamp}, max_age: {days}d}}",
