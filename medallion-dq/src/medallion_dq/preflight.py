@@ -79,6 +79,7 @@ __all__ = [
     "datasets_defined",
     "has_errors",
     "landing_folders",
+    "landing_formats",
     "parse_variables",
     "pipeline_keys",
 ]
@@ -445,6 +446,21 @@ def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
                 folder = constants.get(arg.id)
             if folder:
                 found.setdefault(folder.strip("/"), []).append((file, node.lineno))
+    return found
+
+
+def landing_formats(files: Iterable[Path]) -> dict[str, str]:
+    """The landing folders whose reader names its own format,
+    ``read_landing(spark, "weather", SCHEMA, file_format="csv")`` -> that format; the others
+    read the pipeline's ``medallion.source.file_format``."""
+    found = {}
+    for folder, places in landing_folders(files).items():
+        for file, line in places:
+            for node in ast.walk(_parse(Path(file))):
+                if isinstance(node, ast.Call) and node.lineno == line:
+                    value = next((k.value for k in node.keywords if k.arg == "file_format"), None)
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        found[folder] = value.value.lower()
     return found
 
 
@@ -929,8 +945,9 @@ def check_run_options(
             for key in keys:
                 resource = bundle.pipelines[key]
                 fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
+                own = landing_formats(resource.library_files)  # a source's file_format=
                 for folder in landing_folders(resource.library_files):
-                    found.setdefault(folder, set()).add(fmt)
+                    found.setdefault(folder, set()).add(own.get(folder, fmt))
             sources: list[str] = list(found)
             formats = found
         else:

@@ -333,7 +333,7 @@ class Plan:
     name: str
     package: str
     kind: str
-    files: dict[str, Path] = field(default_factory=dict)
+    files: dict[str, Path] = field(init=False)
 
     def __post_init__(self):
         n, p = self.name, f"src/{self.package}"
@@ -362,7 +362,7 @@ def _package(root: Path) -> str:
     )
 
 
-def _refuse_taken(plan: Plan, landed_format: str | None = None) -> None:
+def _refuse_taken(plan: Plan) -> None:
     from medallion_dq.bundle import BundleError, load_bundle
     from medallion_dq.preflight import datasets_defined
 
