@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import cli, config
+from medallion_dq import cli, config, preflight
 from sample import sample_project
 
 DATA = Path(__file__).with_name("add_source")
@@ -149,6 +149,9 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
         in (pipelines / "silver" / "airports.py").read_text()
     )
     assert (pipelines / "silver" / "planes_quarantine.sql").read_text().count("CREATE VIEW") == 1
+    # Each bronze file reads its own format (a run reads, and says it reads, their files).
+    formats = preflight.landing_formats((pipelines / "bronze").glob("*.py"))
+    assert formats == {"weather": "csv", "planes": "parquet", "airports": "json"}
 
     # Its freshness check passes on its fixture as of the project's as_of, as the job's gate
     # judges it (the newest record of all the files is newer than the fixture's).
