@@ -23,7 +23,7 @@ import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 
-from medallion_dq import __version__, config
+from medallion_dq import __version__, config, scaffold
 from medallion_dq.config import STATE_DIR
 from medallion_dq.settings import BACKENDS
 
@@ -668,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     lake = sub.add_parser("lake", help="the target's local lake: check every table")
     lake.add_argument("action", choices=["check"])
     lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
+    scaffold.add_parsers(sub)  # add source / remove source
     args = parser.parse_args(argv)
     commands = {
         "check": cmd_check,
@@ -678,6 +679,8 @@ def main(argv: list[str] | None = None) -> int:
         "profile": cmd_profile,
         "contract": cmd_contract,
         "lake": cmd_lake,
+        "add": scaffold.cmd_add,
+        "remove": scaffold.cmd_remove,
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")

@@ -65,6 +65,7 @@ from medallion_dq.local.pipeline_files import (
     compile_pipeline_files,
     datasets_defined,
     landing_folders,
+    landing_formats,
     relative,
 )
 from medallion_dq.problems import Problem
@@ -80,6 +81,7 @@ __all__ = [
     "datasets_defined",
     "has_errors",
     "landing_folders",
+    "landing_formats",
     "parse_variables",
     "pipeline_keys",
 ]
@@ -659,6 +661,7 @@ def _source_formats(bundle: Bundle, keys: list[str]) -> dict[str, set[str]]:
     for key in keys:
         resource = bundle.pipelines[key]
         fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
+        own = landing_formats(resource.library_files)  # a source's file_format=
         for folder in landing_folders(resource.library_files):
-            found.setdefault(folder, set()).add(fmt)
+            found.setdefault(folder, set()).add(own.get(folder, fmt))
     return found

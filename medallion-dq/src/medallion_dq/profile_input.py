@@ -119,6 +119,10 @@ class _BatchSession:
     def readStream(self):  # noqa: N802 - the name read_landing uses
         return self._spark.read
 
+    @property
+    def read(self):  # a CSV file's header is read by a batch read
+        return self._spark.read
+
 
 class _Settings:
     def __init__(self, values: dict[str, str]):

@@ -210,10 +210,15 @@ def with_corrupt_record(schema: str | StructType) -> str | StructType:
 # --------------------------------------------------------------------------- reading
 
 
-def read_landing(spark: SparkSession, folder: str, schema: str | StructType) -> DataFrame:
+def read_landing(
+    spark: SparkSession, folder: str, schema: str | StructType, file_format: str | None = None
+) -> DataFrame:
     """Stream the files of one landing folder: the schema's columns, `_corrupt_record`,
-    `_rescued_data`, `_source_file` and `_ingested_at` (see the module docstring)."""
-    file_format = spark.conf.get("medallion.source.file_format", FILE_FORMAT).lower()
+    `_rescued_data`, `_source_file` and `_ingested_at` (see the module docstring).
+    `file_format`: this source's (json, csv, parquet, ...), else the pipeline's."""
+    file_format = (
+        file_format or spark.conf.get("medallion.source.file_format", FILE_FORMAT)
+    ).lower()
     reader_format = spark.conf.get("medallion.source.format", file_format)
     path = f"{spark.conf.get('medallion.source.path').rstrip('/')}/{folder}"
     if reader_format == "cloudFiles":
@@ -226,7 +231,7 @@ def read_landing(spark: SparkSession, folder: str, schema: str | StructType) -> 
                 " medallion.source.format: cloudFiles"
             )
         return local_text_reader(spark, path, file_format, schema)
-    return _plain_file_source(spark, path, reader_format, file_format, schema)
+    return _plain_file_source(spark, path, file_format, file_format, schema)
 
 
 def _lineage(df: DataFrame) -> DataFrame:

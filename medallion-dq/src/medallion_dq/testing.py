@@ -17,6 +17,7 @@ import io
 import json
 import logging
 import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -81,12 +82,15 @@ class Lake:
         return path
 
     def land_fixtures(self, folder: str = "orders", source: Path | None = None) -> list[Path]:
-        """Copy the project's sample landing files (fixtures/landing/<folder>)."""
+        """Copy the project's sample landing files (fixtures/landing/<folder>), as they are: a
+        source may land another format than the project's."""
         source = source or self.root / "fixtures" / "landing" / folder
-        out = []
-        for file in sorted(source.glob(f"*.{self.file_format}")):
-            out.append(self.land(folder, file.stem, file.read_text()))
-        return out
+        (self.landing / folder).mkdir(parents=True, exist_ok=True)
+        return [
+            Path(shutil.copyfile(file, self.landing / folder / file.name))
+            for file in sorted(source.iterdir())
+            if file.is_file()
+        ]
 
     def seed(
         self, table: str, rows: list[Mapping[str, object]] | list[tuple], schema: str | None = None
@@ -99,12 +103,22 @@ class Lake:
 
     # -- runs -----------------------------------------------------------------------------------
     def run(
-        self, pipeline: str, layers: list[str] | None = None, *, full_refresh: bool = False
+        self,
+        pipeline: str,
+        layers: list[str] | None = None,
+        *,
+        datasets: list[str] | None = None,
+        full_refresh: bool = False,
     ) -> UpdateResult:
-        """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema."""
+        """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema.
+        `datasets`: only the files defining these (or their `_quarantine`), so a test seeds the
+        tables they read and no other source's."""
         spec = self.project.spec(
             pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
         )
+        if datasets is not None:
+            wanted = {*datasets, *(f"{d}_quarantine" for d in datasets)}
+            spec.libraries = [f for f in spec.libraries if _defines(f) & wanted]
         return self.project.runner.run(spec, full_refresh=full_refresh)
 
     def table(self, name: str):
@@ -118,6 +132,17 @@ class Lake:
         return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
             "version"
         ]
+
+
+_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?VIEW\s+(\w+)", re.IGNORECASE)
+
+
+def _defines(file: Path) -> set[str]:
+    """The datasets a pipeline file defines, views included."""
+    from medallion_dq.local.pipeline_files import datasets_defined
+
+    text = Path(file).read_text(encoding="utf-8", errors="replace")
+    return datasets_defined([file]) | set(_VIEW.findall(text))
 
 
 # -- assertions ---------------------------------------------------------------------------------

@@ -82,6 +82,22 @@ def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
     return found
 
 
+def landing_formats(files: Iterable[Path]) -> dict[str, str]:
+    """The landing folders whose reader names its own format,
+    ``read_landing(spark, "weather", SCHEMA, file_format="csv")`` -> that format; the others
+    read the pipeline's ``medallion.source.file_format``."""
+    found = {}
+    for folder, places in landing_folders(files).items():
+        for file, line in places:
+            tree = parse_python(Path(file))
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.Call) and node.lineno == line:
+                    value = next((k.value for k in node.keywords if k.arg == "file_format"), None)
+                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                        found[folder] = value.value.lower()
+    return found
+
+
 def datasets_defined(files: Iterable[Path]) -> set[str]:
     """Dataset names pipeline files define, read from the text (no code is run): ``name="..."``
     in Python files, the streaming tables and materialized views of SQL files."""

@@ -21,7 +21,7 @@ from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import register_tables, remember_landing
-from medallion_dq.local.pipeline_files import datasets_defined, landing_folders
+from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
 from medallion_dq.text import short_name
@@ -168,10 +168,11 @@ class LocalProject:
         from medallion_dq.sources import unread_files
 
         file_format = spec.configuration.get("medallion.source.file_format", "json")
+        own = landing_formats(spec.libraries)  # a source's file_format=
         skipped = [
             {"path": f.path, "reason": f.reason}
             for folder in sorted(landing_folders(spec.libraries))
-            for f in unread_files(self.landing, folder, file_format)
+            for f in unread_files(self.landing, folder, own.get(folder, file_format))
         ]
         for f in skipped:
             self.log(f"[{spec.name}] landing file not read: {f['path']} ({f['reason']})")
