@@ -392,7 +392,7 @@ def _value_rule(profile: Profile, c: Column, sql: str, guard: str):
             "",
             f"{col} is a number from {low} to {high}, the range seen when profiled.",
             seen,
-            _unique(passing),
+            unique(passing),
             failing,
             col,
         )
@@ -469,7 +469,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _unique(values: list[Any]) -> list[Any]:
+def unique(values: list[Any]) -> list[Any]:
     out: list[Any] = []
     for value in values:
         if value not in out:
@@ -480,14 +480,14 @@ def _unique(values: list[Any]) -> list[Any]:
 # --------------------------------------------------------------------------- the rule file
 
 
-def _flow(value: Any) -> str:
+def flow(value: Any) -> str:
     """A value in YAML's flow style (strings that look like numbers or dates stay quoted)."""
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_flow(k)}: {_flow(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{flow(k)}: {flow(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(map(_flow, value)) + "]"
+        return "[" + ", ".join(map(flow, value)) + "]"
     if hasattr(value, "isoformat"):
-        return _flow(str(value))  # a date or timestamp: as text, the form text columns hold
+        return flow(str(value))  # a date or timestamp: as text, the form text columns hold
     text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
     return text.strip().removesuffix("...").strip()
 
@@ -532,12 +532,12 @@ def render(
         lines.append(
             f"# {profile.rescued:,} had fields outside the profiled columns ({RESCUED_DATA})."
         )
-    lines += [f"dataset: {_flow(dataset)}", f"layer: {layer}"]
+    lines += [f"dataset: {flow(dataset)}", f"layer: {layer}"]
     lines.append(
-        f"description: {_flow(f'Suggested by medallion-dq profile from {profile.label}.')}"
+        f"description: {flow(f'Suggested by medallion-dq profile from {profile.label}.')}"
     )
     if owner:
-        lines.append(f"owner: {_flow(owner)}")
+        lines.append(f"owner: {flow(owner)}")
     else:
         lines.append(
             "# owner: <team>   # who fixes the data when a rule fails (check warns until set)"
@@ -551,17 +551,17 @@ def render(
             continue
         lines += [f"  # {text}" for text in s.seen]
         lines += [
-            f"  - name: {_flow(s.name)}",
-            f"    constraint: {_flow(s.constraint)}",
+            f"  - name: {flow(s.name)}",
+            f"    constraint: {flow(s.constraint)}",
             f"    action: {s.action}",
-            f"    description: {_flow(s.description)}",
+            f"    description: {flow(s.description)}",
         ]
         if examples:
             lines.append("    examples:")
             for key, values in (("pass", s.passing), ("fail", s.failing)):
-                rows_ = [{s.column: v} for v in _unique(values)]
+                rows_ = [{s.column: v} for v in unique(values)]
                 if rows_:
-                    lines.append(f"      {key}: {_flow(rows_)}")
+                    lines.append(f"      {key}: {flow(rows_)}")
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -108,10 +109,10 @@ def source_files(path: Path, wanted: str | None) -> tuple[list[Path], str]:
         raise SourceError(
             f"--from {path}: mixed formats ({mixed}): give a folder of one format, or one file"
         )
-    ((file_format, files),) = by_format.items()
+    ((file_format, of_format),) = by_format.items()
     if wanted and wanted != file_format:
         raise SourceError(f"--from {path}: holds {file_format} files, not --format {wanted}")
-    return files, file_format
+    return of_format, file_format
 
 
 def _read_text(file: Path) -> str:
@@ -276,15 +277,15 @@ def column_typing(column: str, values: list[Any], arrow_type: str | None = None)
     case."""
     name = _quote(column)
     if arrow_type:  # Parquet says it; bronze holds its text
-        kind = arrow_type
-        return Typing(column, kind, name if kind == "STRING" else f"try_cast({name} AS {kind})")
+        cast = name if arrow_type == "STRING" else f"try_cast({name} AS {arrow_type})"
+        return Typing(column, arrow_type, cast)
     nested = [v for v in values if isinstance(v, dict | list)]
     if nested:
         tree = None
         for value in nested:
             tree = _merge(tree, _json_type(value))
-        kind = _ddl(tree)
-        return Typing(column, kind, f"from_json({name}, '{kind}')")
+        struct = _ddl(tree)
+        return Typing(column, struct, f"from_json({name}, '{struct}')")
     texts = [t for t in map(text, values) if t is not None and t.strip() not in MISSING]
     if not texts:
         return Typing(column, "STRING", name)
@@ -296,7 +297,7 @@ def column_typing(column: str, values: list[Any], arrow_type: str | None = None)
         return [t for t in texts if pattern.fullmatch(t.strip())]
 
     numbers = [m for t in texts if (m := _DECIMAL.fullmatch(t)) and any(m.groups())]
-    kind = None
+    kind: str | None = None
     if all(t.strip().lower() in ("true", "false") for t in texts):
         kind = "BOOLEAN"
     elif len(numbers) >= need and not any(m.group(2) for m in numbers):  # whole numbers only
@@ -395,7 +396,7 @@ def add_source(
     *,
     file_format: str | None = None,
     kind: str = "stream",
-    keys: list[str] = (),
+    keys: Sequence[str] = (),
     sample: int = SAMPLE,
     owner: str | None = None,
     dry_run: bool = False,
@@ -424,7 +425,10 @@ def add_source(
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         data = texts[path.as_posix()]
-        (target.write_bytes if isinstance(data, bytes) else target.write_text)(data)
+        if isinstance(data, bytes):
+            target.write_bytes(data)
+        else:
+            target.write_text(data)
         record[path.as_posix()] = _digest(target)
         print(f"  wrote {path.as_posix()}")
     (root / RECORD).mkdir(parents=True, exist_ok=True)
@@ -580,6 +584,7 @@ class Findings:
 
 def _spark_findings(plan: Plan, landed: Landed, typings: list[Typing], sample: int, backend):
     from medallion_dq.local import spark as local_spark
+    from medallion_dq.local.machine import BackendUnavailable
 
     folder, staged = landed.path, None
     if landed.path.is_file():  # the profiler reads a folder: give it one holding the file alone
@@ -591,7 +596,7 @@ def _spark_findings(plan: Plan, landed: Landed, typings: list[Typing], sample: i
     work_dir = plan.root / config.STATE_DIR / "profile"
     try:
         local = local_spark.start(backend, work_dir=work_dir, reuse=plan.root, mounts=[folder])
-    except local_spark.BackendUnavailable as error:
+    except BackendUnavailable as error:
         raise SourceError(str(error)) from None
     try:
         with local.reporting_loss():
@@ -605,17 +610,17 @@ def _spark_findings(plan: Plan, landed: Landed, typings: list[Typing], sample: i
 def _findings(spark, folder: Path, landed: Landed, typings: list[Typing], sample: int) -> Findings:
     from pyspark.sql import functions as F
 
-    from medallion_dq import profile
+    from medallion_dq import profile, profile_input
 
     fmt = landed.file_format
     if fmt == "parquet":
         ddl = ", ".join(f"{_quote(t.column)} {t.type}" for t in typings)
-        frame = profile.read_landing_batch(spark, folder, fmt, ddl)
+        frame = profile_input.read_landing_batch(spark, folder, fmt, ddl)
         frame = frame.select(*[F.col(t.column).cast("string") for t in typings], "_source_file")
-        found = profile.Input(frame, f"landing folder {landed.path} (parquet)", None, True)
+        found = profile_input.Input(frame, f"landing folder {landed.path} (parquet)", None, True)
     else:
         ddl = ", ".join(f"{_quote(c)} STRING" for c in landed.columns)
-        found = profile.landing_input(spark, folder, fmt, ddl)
+        found = profile_input.landing_input(spark, folder, fmt, ddl)
         found.label = found.label.replace(str(folder), str(landed.path))
     started = time.perf_counter()
     figures = profile.run(found)
@@ -671,7 +676,7 @@ def _findings(spark, folder: Path, landed: Landed, typings: list[Typing], sample
     expected: dict[str, tuple[str, bool]] = {}
     for rule in rules:
         for expect, values in (("pass", rule.passing), ("fail", rule.failing)):
-            for n, value in enumerate(profile._unique(values), 1):
+            for n, value in enumerate(profile.unique(values), 1):
                 label = f"{rule.name} {expect} {n}"
                 cases[label] = {rule.column: text(plain(value))}
                 expected[label] = (rule.name, expect == "pass")
@@ -713,7 +718,7 @@ def _verdicts(spark, columns, typings, rules, rows) -> list[list[bool]]:
             for k, r in enumerate(rules)
         ),
     )
-    out = [[]] * len(rows)
+    out: list[list[Any]] = [[]] * len(rows)
     for row in judged.collect():
         out[row["_row"]] = [row[f"_r{k}"] for k in range(len(rules))]
     return out
@@ -931,7 +936,7 @@ def _rule_file(
 ) -> str:
     from medallion_dq import profile
 
-    n, flow = plan.name, profile._flow
+    n, flow = plan.name, profile.flow
     form = "table" if plan.kind == "stream" else "view"
     lines = [
         f"# Rules for silver_{n}, written by `medallion-dq add source {n}` from the",
@@ -967,7 +972,7 @@ def _rule_file(
             )
         lines.append("    examples:")
         for key, values in (("pass", rule.passing), ("fail", rule.failing)):
-            rows = [{rule.column: plain(v)} for v in profile._unique(values)]
+            rows = [{rule.column: plain(v)} for v in profile.unique(values)]
             if rows:
                 lines.append(f"      {key}: {flow(rows)}")
     for comment in found.comments:
