@@ -1,4 +1,5 @@
-"""Command line: `medallion-dq check | run | report | diff | profile | contract | spark | lake`.
+"""Command line: `medallion-dq check | run | report | diff | profile | contract | add | remove |
+spark | lake`.
 
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
