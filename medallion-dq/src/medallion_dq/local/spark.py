@@ -201,9 +201,7 @@ class LocalSpark:
     work_dir: Path
     started_in: float
     _stop: list = field(default_factory=list)
-    server: ContainerServer | None = (
-        None  # the container's ContainerServer, the cluster's ClusterServer
-    )
+    server: ContainerServer | None = None  # the container's, or the cluster's ClusterServer
     # A shared server's own folder (warehouse, metrics file); None: the server's is work_dir.
     server_dir: Path | None = None
     # A lake's warm server writes its console output beside its state, not in the lake.
