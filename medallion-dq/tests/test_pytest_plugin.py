@@ -16,8 +16,7 @@ def test_a_rule_example_that_errors_is_reported_not_an_internal_error(tmp_path):
         "    examples: {pass: [{amount: 1}]}\n"
     )
     (tmp_path / "conftest.py").write_text(
-        "import pytest\n\n\n@pytest.fixture(scope='session')\ndef rule_examples():\n"
-        "    return {}\n"
+        "import pytest\n\n\n@pytest.fixture(scope='session')\ndef rule_examples():\n    return {}\n"
     )
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "src"],

@@ -279,7 +279,7 @@ def _ident(name: str) -> str:
 
 def _rule_name(column: str, what: str) -> str:
     base = re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_") or "column"
-    return f"{base}_{what}"[: MAX_NAME]
+    return f"{base}_{what}"[:MAX_NAME]
 
 
 def _share(count: int, total: int, what: str = "rows") -> str:
