@@ -29,16 +29,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
-
-if TYPE_CHECKING:  # pragma: no cover
-    from medallion_dq.local.project import JobResult
 
 ACTIVE_FLOW_STATES = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
@@ -142,7 +139,9 @@ class Interrupted(BaseException):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.result = result
-        self.job: JobResult | None = None  # the job's result so far, when a job was running
+        # The job's result so far, when a job was running: a project.JobResult (that module
+        # imports this one).
+        self.job: Any = None
 
     @property
     def exit_code(self) -> int:
