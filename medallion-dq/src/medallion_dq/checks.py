@@ -34,9 +34,10 @@ import statistics
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from medallion_dq import rules
+from medallion_dq.rule_fields import DURATION, Check
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,8 +82,15 @@ def table(rows: Iterable[tuple[str, str, str, str, str, str]]) -> str:
 
 def seconds(duration: str) -> float:
     """'90m', '36h', '2d' -> seconds (the format rules.py validates)."""
-    number, unit = rules.DURATION.match(duration).groups()
+    match = DURATION.match(duration)
+    assert match is not None, f"an unvalidated duration: {duration!r}"
+    number, unit = match.groups()
     return float(number) * _SECONDS[unit]
+
+
+def _number(check: Check, option: str) -> float | None:
+    """A numeric option as written (rule_fields validated it: an int or a float), or None."""
+    return cast("float | None", check.get(option))
 
 
 def _quote(name: str) -> str:
@@ -115,7 +123,7 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
 
 
 def volume(
-    check: rules.Check,
+    check: Check,
     dataset: str,
     written: list[dict],
     update_id: str,
@@ -131,15 +139,16 @@ def volume(
         note = "an empty delivery, allowed (--allow-empty)"
         return CheckResult(dataset, check.name, "volume", "0 rows", "-", True, note)
     value, bounds, failed, note = f"{rows:,} rows", [], False, ""
-    low, high = check.get("min_rows"), check.get("max_rows")
+    low, high = _number(check, "min_rows"), _number(check, "max_rows")
     if low is not None or high is not None:
         bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
-    low_ratio, high_ratio = check.get("min_ratio"), check.get("max_ratio")
+    low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
     earlier = sorted(
         (w for w in ours if w["time"] < now["time"] and int(w["rows"])), key=lambda w: w["time"]
     )
-    earlier = earlier[-int(check.get("history", DEFAULT_HISTORY)) :]
+    history = _number(check, "history")
+    earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
     if (low_ratio is not None or high_ratio is not None) and not earlier:
         note = "first update: no history to compare with yet"
     elif low_ratio is not None or high_ratio is not None:
@@ -160,7 +169,7 @@ def volume(
 
 
 def freshness(
-    spark: SparkSession, check: rules.Check, dataset: str, table: str, as_of: str
+    spark: SparkSession, check: Check, dataset: str, table: str, as_of: str
 ) -> CheckResult:
     """`as_of`: a Spark SQL timestamp expression (the update's time, or a fixed day)."""
     column = str(check.get("column"))
@@ -181,7 +190,7 @@ def freshness(
 
 
 def references(
-    spark: SparkSession, check: rules.Check, dataset: str, table: Callable[[str], str]
+    spark: SparkSession, check: Check, dataset: str, table: Callable[[str], str]
 ) -> CheckResult:
     column, other = str(check.get("column")), str(check.get("dataset"))
     key = str(check.get("key") or column)
@@ -194,12 +203,12 @@ def references(
               ON d.v = r.k"""
     ).collect()[0]
     total, orphans = int(row["total"]), int(row["orphans"])
-    fraction = check.get("max_fraction")
+    fraction = _number(check, "max_fraction")
     if fraction is not None:
         bound = f"at most {float(fraction):.2%} of rows without a {other}.{key}"
         passed = orphans <= float(fraction) * total
     else:
-        allowed = int(check.get("max_orphans", 0))
+        allowed = int(_number(check, "max_orphans") or 0)
         bound = f"at most {allowed:,} row(s) without a {other}.{key}"
         passed = orphans <= allowed
     value = f"{orphans:,} of {total:,} rows with a {column} not in {other}"

@@ -23,10 +23,15 @@ import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from medallion_dq import __version__, config, scaffold
 from medallion_dq.config import STATE_DIR
 from medallion_dq.settings import BACKENDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from medallion_dq.local.project import JobResult
+    from medallion_dq.local.runner import UpdateResult
 
 PROG = "medallion-dq"
 
@@ -60,7 +65,7 @@ def cmd_check(args) -> int:
     problems = [*validate_bundle(root), *conventions.check(root), *_code_problems(root)]
     examples = ""
     if args.examples and not any(p.code.startswith("DQ0") for p in problems):
-        from medallion_dq.local.spark import BackendUnavailable
+        from medallion_dq.local.machine import BackendUnavailable
 
         try:
             judged, failed = _check_examples(root, args.backend)
@@ -181,6 +186,7 @@ def cmd_run(args) -> int:
     if preflight.has_errors(problems):
         print(f"{what}: not started (fix the errors above)", file=sys.stderr)
         return 2
+    assert target is not None  # the bundle loaded: preflight and validate_bundle said why not
     variables, _ = preflight.parse_variables(args.var)
     work_dir = _lake(root, target, args.fresh)
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
@@ -190,7 +196,8 @@ def cmd_run(args) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, _terminated)
     summary: dict = {"status": "ERROR", "error": None}
-    local = result = None
+    local = None
+    result: JobResult | UpdateResult | None = None
     try:
         with lake.locked(work_dir):
             local = _lake_server(root, target, variables, args, work_dir, landing)
@@ -235,8 +242,8 @@ def cmd_run(args) -> int:
         if local is not None:
             local.stop()
         _write_summary(args.json, summary)
-        error = summary.get("error")  # a pipeline's summary holds its update's error as a dict
-        _write_junit(args.junit_xml, root, result, what, error if isinstance(error, str) else None)
+        said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
+        _write_junit(args.junit_xml, root, result, what, said if isinstance(said, str) else None)
 
 
 def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_dir: Path) -> int:
@@ -246,6 +253,7 @@ def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_di
     from medallion_dq.local import lake
     from medallion_dq.local import spark as local_spark
     from medallion_dq.local.loading import PipelineCodeError
+    from medallion_dq.local.machine import BackendUnavailable
     from medallion_dq.problems import DataQualityError
 
     summary["error"] = str(error)
@@ -260,7 +268,7 @@ def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_di
     if isinstance(error, lake.PutBackFailed):
         print(f"{what}: FAILED: {error}", file=sys.stderr)
         return 1
-    user_errors = (lake.LakeBusy, local_spark.BackendUnavailable, DataQualityError, BundleError)
+    user_errors = (lake.LakeBusy, BackendUnavailable, DataQualityError, BundleError)
     if isinstance(error, (*user_errors, KeyError, ValueError)):
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ tables of its ``pyproject.toml``:
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def load_config(root: Path, table: str | None = None) -> dict[str, Any]:
     return section
 
 
-def rules_dirs(root: Path, settings: dict[str, Any] | None = None) -> list[Path]:
+def rules_dirs(root: Path, settings: Mapping[str, Any] | None = None) -> list[Path]:
     """The project's rule-file folders: ``[tool.medallion] rules`` (a folder or a list), by
     default every ``src/<package>/rules`` (rule files as package data). ``settings``: the
     ``[tool.medallion]`` table when the caller has read it already."""

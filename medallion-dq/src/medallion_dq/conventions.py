@@ -52,6 +52,7 @@ from medallion_dq.pipeline_ast import (
     kwarg_str,
 )
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.rule_fields import Check, Column
 from medallion_dq.text import relative_path, short_name
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
@@ -224,9 +225,9 @@ class _Collector:
         # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
         self.forms: dict[str, tuple[str, str, str]] = {}
         # (dataset, layer, check, rule file) of every dataset-level check
-        self.checks: list[tuple[str, str | None, rules.Check, str]] = []
+        self.checks: list[tuple[str, str | None, Check, str]] = []
         # dataset -> (schema contract, rule file); dataset -> (literal schema= DDL, file:line)
-        self.contracts: dict[str, tuple[tuple[rules.Column, ...], str]] = {}
+        self.contracts: dict[str, tuple[tuple[Column, ...], str]] = {}
         self.declared: dict[str, tuple[str, str]] = {}
 
     def add(

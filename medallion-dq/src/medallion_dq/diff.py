@@ -40,6 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal, overload
 
 import yaml
 
@@ -69,6 +70,10 @@ class UpdateFailed(MedallionDQError, RuntimeError):
 # --------------------------------------------------------------------------- the two revisions
 
 
+@overload
+def _git(root: Path, *args: str, check: Literal[True] = ...) -> str: ...
+@overload
+def _git(root: Path, *args: str, check: bool) -> str | None: ...
 def _git(root: Path, *args: str, check: bool = True) -> str | None:
     """Git's output; None when it fails and `check` is off (else BadInput with its message)."""
     try:
@@ -224,8 +229,7 @@ class DatasetDiff:
         counts = [
             r.failed_before if side == "base" else r.failed_after
             for r in self.rules
-            if (r.base if side == "base" else r.head)
-            and (r.base if side == "base" else r.head).action == "fail"
+            if (rule := r.base if side == "base" else r.head) and rule.action == "fail"
         ]
         return None if self.rows is None else any(counts)
 
@@ -465,7 +469,9 @@ def _action(rule: RuleDiff) -> str:
     old, new = rule.base, rule.head
     if old and new and old.action != new.action:
         return f"{old.action} → {new.action}"
-    return (new or old).action
+    either = new or old
+    assert either is not None  # a rule of one side at least
+    return either.action
 
 
 def _clause(diff: DatasetDiff, rule: RuleDiff) -> str | None:
@@ -511,7 +517,7 @@ def _summary(diff: DatasetDiff, base: str) -> str:
         f"{head}: {diff.rows} input rows; dropped {_arrow(diff.dropped_before, diff.dropped_after)}"
         f", {diff.newly_dropped} newly dropped, {diff.newly_kept} newly kept"
     )
-    fails = (diff.fails_update("base"), diff.fails_update("head"))
+    fails = (bool(diff.fails_update("base")), bool(diff.fails_update("head")))  # judged: bools
     if any(fails):
         said = {(True, True): "in both", (True, False): f"at {base} only", (False, True): "now"}
         text += f"; a fail rule stops the update {said[fails]}"
@@ -602,11 +608,11 @@ def markdown_report(report: dict, diffs: list[DatasetDiff]) -> str:
         for kind in KINDS:
             examples = diff.examples[kind]
             if examples:
-                header, cells = _example_table(examples, kind)
+                header, table = _example_table(examples, kind)
                 title = f"{kind.replace('_', ' ').capitalize()} ({len(examples)} of {getattr(diff, kind)})"
                 lines += ["", f"**{title}**", ""]
                 lines += _md_table(
-                    [md_text(h) for h in header], [[md_text(c) for c in r] for r in cells]
+                    [md_text(h) for h in header], [[md_text(c) for c in r] for r in table]
                 )
     return "\n".join(lines) + "\n"
 

@@ -60,6 +60,7 @@ from medallion_dq.profile_input import (
     landing_input,
     table_input,
 )
+from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_name, sql_string
 
@@ -237,7 +238,7 @@ def run(source: Input, *, sample_above: int = SAMPLE_ABOVE, max_values: int = MA
         elif column.type == "timestamp":
             column.timestamps = column.nonnull
             column.first, column.last = column.smallest, column.largest
-        items = column.values
+        items: list[Any] | None = column.values  # Spark's (item, count) rows until sorted here
         if items is not None:
             items = [(e["item"], e["count"]) for e in items if e["item"] is not None]
             # Complete only when the sketch held them all: few values, every row counted.
@@ -278,7 +279,7 @@ def _ident(name: str) -> str:
 
 def _rule_name(column: str, what: str) -> str:
     base = re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_") or "column"
-    return f"{base}_{what}"[: rules.MAX_NAME]
+    return f"{base}_{what}"[:MAX_NAME]
 
 
 def _share(count: int, total: int, what: str = "rows") -> str:
@@ -379,6 +380,7 @@ def _value_rule(profile: Profile, c: Column, sql: str, guard: str):
         above = (c.high + 1) if integer or c.high + 1 > c.high else c.high * 2
         outside = _number(above, integer)
         # Examples of the column's own kind: text as landed ('-12.50'), typed values as numbers.
+        failing: list[Any]  # as Suggestion's
         if c.type == "text":
             passing, failing = [c.low_text, c.high_text], [outside]
         else:
@@ -641,7 +643,7 @@ def command(
 def _profile(source: str, dataset: str, *, root, out, force, backend, **options) -> str:
     from medallion_dq.config import STATE_DIR
 
-    if not dataset or not dataset.isprintable() or len(dataset) > rules.MAX_NAME:
+    if not dataset or not dataset.isprintable() or len(dataset) > MAX_NAME:
         raise ProfileError(f"--dataset {dataset!r} is not a dataset name")
     if out is not None and Path(out).exists() and not force:
         raise ProfileError(f"{out} exists: pass --force to overwrite it")
@@ -666,17 +668,19 @@ def _profile(source: str, dataset: str, *, root, out, force, backend, **options)
         delta = True  # a table name: Spark says whether it exists
 
     from medallion_dq.local import spark as local_spark
+    from medallion_dq.local.machine import BackendUnavailable
 
     work_dir = root / STATE_DIR / "profile" if root else None
     try:
         local = local_spark.start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
-    except local_spark.BackendUnavailable as error:
+    except BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:
         with local.reporting_loss():
             if delta:
                 source_input = table_input(local.spark, source)
             else:
+                assert file_format is not None  # a landing folder's, found above
                 source_input = landing_input(local.spark, path, file_format, options["schema"])
             found = run(
                 source_input,

@@ -25,8 +25,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from medallion_dq.local.container import ClusterServer
 
 pytest.register_assert_rewrite("medallion_dq.testing")
 
@@ -58,6 +62,7 @@ def medallion_project(pytestconfig) -> Path:
 def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     from medallion_dq import settings
     from medallion_dq.local import spark as spark_backend
+    from medallion_dq.local.machine import BackendUnavailable
 
     try:  # every setting: a bad one fails the session, even where the backend would skip
         settings.check()
@@ -68,7 +73,7 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
         # A remote server's test folders go in the folder it shares with us (DQ_REMOTE_DIR).
         work_dir = None if backend == "remote" else tmp_path_factory.mktemp("spark")
         local = spark_backend.start(backend, work_dir=work_dir, reuse=medallion_project)
-    except spark_backend.BackendUnavailable as error:
+    except BackendUnavailable as error:
         if backend in ("container", "cluster"):
             pytest.skip(f"{backend} backend unavailable: {error}")
         pytest.fail(f"Spark backend {backend!r} cannot start: {error}", pytrace=False)
@@ -76,7 +81,8 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     yield local
     if backend == "cluster":  # where the work ran, for the session's summary
         try:
-            tasks = local.server.tasks_by_worker()
+            server = cast("ClusterServer", local.server)  # the cluster backend's
+            tasks: dict[str, int] | dict[str, str] = server.tasks_by_worker()
         except Exception as error:  # the cluster is gone: the tests have said why
             tasks = {"(unknown)": f"{error}"[:200]}
         pytestconfig.stash[_CLUSTER_TASKS] = tasks
@@ -156,7 +162,7 @@ class RuleExample(pytest.Function):
     def repr_failure(self, excinfo, style=None):
         if excinfo.errisinstance(ExampleFailed):
             return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
+        return super().repr_failure(excinfo)  # pytest.Function's takes no style
 
 
 def _example_test(case_id: str):

@@ -485,9 +485,9 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
         dash = DASHES[(s // len(PALETTE)) % len(DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         points = sorted(
-            (index[(r["pipeline"], r["update_id"])], _rate(r), r)
+            (index[(r["pipeline"], r["update_id"])], rate, r)
             for r in rows
-            if (r["dataset"], r["rule"]) == (dataset, rule) and _rate(r) is not None
+            if (r["dataset"], r["rule"]) == (dataset, rule) and (rate := _rate(r)) is not None
         )
         name = f"{dataset}.{rule}"
         coords = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v, _ in points)

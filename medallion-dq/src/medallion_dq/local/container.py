@@ -34,6 +34,7 @@ import shutil
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ def build_image(
     tag: str | None = None,
     *,
     jars: list[Path],
-    plugins: list[Path] = (),
+    plugins: Sequence[Path] = (),
     build_args: dict[str, str] | None = None,
     base_image: str | None = None,
     ca_dir: Path | None = None,
@@ -207,7 +208,7 @@ def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> 
     Dockerfile step; a failure raises with the build log's last lines."""
     logger.info(f"building the container image {full_tag} (once; a few minutes the first time)")
     log: list[str] = []
-    step = {"name": "", "started": time.monotonic()}
+    step: dict[str, Any] = {"name": "", "started": time.monotonic()}
 
     def report_step(line: str) -> None:
         """One progress line per Dockerfile step, with the time the previous one took."""

@@ -245,7 +245,7 @@ def rows_written(spark, table: str, since: int | None, warehouse: Path | None) -
     out TRUNCATE and RESTORE, as DESCRIBE HISTORY's operationMetrics.numOutputRows say them."""
     folder = table_folder(warehouse, table)
     found = _commit_versions(folder) if folder else None
-    if found:
+    if folder and found:
         wanted = [v for v in found if since is None or v > since]
         expected = found[-1] - (since if since is not None else -1)
         if len(wanted) == expected and (since is not None or found[0] == 0):
@@ -420,9 +420,12 @@ def _files(folder: Path, *, every: bool = False) -> dict[str, int] | None:
     base, commits, parts = _log(folder)
     log = folder / "_delta_log"
     start = 0 if base is None else base + 1
-    if not commits and base is None:
+    if commits:
+        latest = commits[-1]
+    elif base is not None:
+        latest = base
+    else:
         raise ValueError("its Delta log holds no commit")
-    latest = commits[-1] if commits else base
     if missing := sorted(set(range(start, latest + 1)) - set(commits)):
         raise ValueError(
             f"version {missing[0]} of its Delta log is missing ({missing[0]:020d}.json)"

@@ -229,7 +229,7 @@ class LocalProject:
                             TaskResult(task.key, task.kind, "CANCELED", stop.result)
                         )
                     result.seconds = time.perf_counter() - started
-                    stop.job = result  # type: ignore[assignment]  # runner types it None
+                    stop.job = result
                     raise
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update

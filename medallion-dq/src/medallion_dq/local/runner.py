@@ -29,6 +29,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
@@ -79,7 +80,7 @@ class UpdateResult:
     status: str  # COMPLETED | FAILED | CANCELED
     flows: dict[str, str]
     metrics: dict[str, DatasetMetrics]
-    output_rows: dict[str, int]
+    output_rows: dict[str, int | None]  # None: the table's Delta history cannot say
     restored: list[str]  # materialized views put back to their version before the update
     error: RunError | None
     seconds: float
@@ -138,7 +139,9 @@ class Interrupted(BaseException):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.result = result
-        self.job = None  # the job's result so far, when a job was running
+        # The job's result so far, when a job was running: a project.JobResult (that module
+        # imports this one).
+        self.job: Any = None
 
     @property
     def exit_code(self) -> int:
@@ -285,10 +288,11 @@ class Runner:
     def _register(self, spec: PipelineSpec, registry, graph_id: str) -> None:
         from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 
+        lost = self.local.lost  # a lost server is not the team's error: it stays one (exit 3)
         with graph_element_registration_context(registry):
             for file in spec.libraries:
                 # An error in the team's code: one block naming their file and line (exit 2).
-                with loading.reporting([file], spec.root, keep=self.local.lost):
+                with loading.reporting([file], spec.root, keep=lambda e: lost(e) is not None):
                     self._register_file(spec, file, registry, graph_id)
 
     def _register_file(self, spec: PipelineSpec, file: Path, registry, graph_id: str) -> None:
@@ -298,6 +302,7 @@ class Runner:
         rel = file.relative_to(spec.root) if file.is_relative_to(spec.root) else file
         if file.suffix == ".py":
             module_spec = importlib.util.spec_from_file_location(f"_pipeline_{file.stem}", file)
+            assert module_spec is not None and module_spec.loader is not None  # a .py file's
             module = importlib.util.module_from_spec(module_spec)
             module.__dict__["spark"] = self.spark
             with ExitStack() as stack:
@@ -412,9 +417,12 @@ class Runner:
         # Never hang: past the timeout (loading the files included) every operation of the
         # session is interrupted.
         timed_out = update.timed_out
-        watchdog = threading.Timer(
-            self.timeout, lambda: (timed_out.set(), self.spark.interruptAll())
-        )
+
+        def time_out() -> None:
+            timed_out.set()
+            self.spark.interruptAll()
+
+        watchdog = threading.Timer(self.timeout, time_out)
         watchdog.daemon = True
         watchdog.start()
         self._watchdog = watchdog  # run() cancels it however this ends
@@ -533,15 +541,16 @@ class Runner:
             update.interrupted,
         )
         phases, failed, journal = update.phases, update.failed, update.journal
+        assert journal is not None  # _prepare began it
         with shielded(self.log) as arrived:
             unput = None  # tables that could not be put back: the journal stays for the next run
             try:
                 restored, removed = (
                     put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
                 )
-            except lake.PutBackFailed as error:
-                restored, removed, unput = error.restored, error.removed, error
-                self.log(f"[{spec.name}] {error}")
+            except lake.PutBackFailed as failure:
+                restored, removed, unput = failure.restored, failure.removed, failure
+                self.log(f"[{spec.name}] {failure}")
             if not failed:
                 self._replace_views(spec)
             if restored or removed:
@@ -567,6 +576,7 @@ class Runner:
                 if failed or interrupted is not None
                 else self._drift(spec, tables, output_rows, update.since)
             )
+            error: RunError | None
             if interrupted is not None:
                 status = "CANCELED"
                 error = RunError("CANCELED", f"{signal.Signals(interrupted).name}: update canceled")
@@ -574,6 +584,7 @@ class Runner:
                 status = "FAILED" if failed else "COMPLETED"
                 error = self._error(update.error_text, update.declared, flows) if failed else None
             if unput is not None:
+                assert error is not None  # put back: the update failed
                 error.message = f"{error.message}; {unput}"
             result = UpdateResult(
                 spec.name,

@@ -21,8 +21,10 @@ import secrets
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from medallion_dq import settings
@@ -32,6 +34,11 @@ from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+    from medallion_dq.local.container import ContainerServer
 
 logger = logging.getLogger(__name__)  # steps that take a while, as they start
 
@@ -189,12 +196,12 @@ def alias_catalogs(session, names) -> None:
 class LocalSpark:
     """A running Spark Connect session and the folder its server writes to."""
 
-    spark: object
+    spark: SparkSession
     backend: str
     work_dir: Path
     started_in: float
     _stop: list = field(default_factory=list)
-    server: object = None  # the container's ContainerServer, the cluster's ClusterServer
+    server: ContainerServer | None = None  # the container's, or the cluster's ClusterServer
     # A shared server's own folder (warehouse, metrics file); None: the server's is work_dir.
     server_dir: Path | None = None
     # A lake's warm server writes its console output beside its state, not in the lake.
@@ -385,7 +392,7 @@ def start(
     backend: str | None = None,
     work_dir: Path | None = None,
     remote: str | None = None,
-    mounts: list[Path] = (),
+    mounts: Sequence[Path] = (),
     reuse: Path | None = None,
     lake: bool = False,
 ) -> LocalSpark:
@@ -413,7 +420,8 @@ def start(
         settings.check()
     except settings.SettingError as error:
         raise BackendUnavailable(str(error)) from None
-    shared = backend == "embedded" and reuse is not None and settings.REUSE.get()
+    # the project root whose warm server to use or start, if any
+    shared = reuse if backend == "embedded" and reuse is not None and settings.REUSE.get() else None
     logger.info(
         f"{'connecting to' if shared else 'starting'} Spark ({backend}); state in {work_dir}"
     )
@@ -424,8 +432,9 @@ def start(
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
 
     if backend == "embedded":
-        return _embedded(work_dir, started, Path(reuse) if shared else None, lake)
+        return _embedded(work_dir, started, Path(shared) if shared else None, lake)
     if backend == "remote":
+        assert url is not None and shared_dir is not None  # the remote backend's, checked above
         return _remote(url, work_dir, shared_dir, started)
     return _in_docker(backend, work_dir, mounts, started)
 
@@ -485,7 +494,7 @@ def _own_server(work_dir: Path, jars: list[Path] | None):
         raise BackendUnavailable(f"the embedded Spark server did not start:\n{tail}") from None
 
 
-def _in_docker(backend: str, work_dir: Path, mounts: list[Path], started: float) -> LocalSpark:
+def _in_docker(backend: str, work_dir: Path, mounts: Sequence[Path], started: float) -> LocalSpark:
     """The container backend (the server in Docker) or the cluster one (a standalone cluster in
     Docker: a master, workers, the server as the driver)."""
     try:
@@ -512,6 +521,7 @@ def _in_docker(backend: str, work_dir: Path, mounts: list[Path], started: float)
             build_args={"DELTA_JARS": " ".join(jar_files.delta_artifacts())},
         )
         folders = [work_dir, *(Path(m).resolve() for m in mounts)]
+        server: ContainerServer
         if backend == "cluster":
             logger.info(f"starting a Spark cluster in Docker: a master, {CLUSTER_WORKERS} workers")
             server = container.start_cluster(
