@@ -535,9 +535,7 @@ def render(
             f"# {profile.rescued:,} had fields outside the profiled columns ({RESCUED_DATA})."
         )
     lines += [f"dataset: {flow(dataset)}", f"layer: {layer}"]
-    lines.append(
-        f"description: {flow(f'Suggested by medallion-dq profile from {profile.label}.')}"
-    )
+    lines.append(f"description: {flow(f'Suggested by medallion-dq profile from {profile.label}.')}")
     if owner:
         lines.append(f"owner: {flow(owner)}")
     else:
