@@ -1,0 +1,424 @@
+"""The text of every file `add source` writes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from datetime import datetime, timezone
+
+from medallion_dq.scaffold.findings import spark_findings
+from medallion_dq.scaffold.model import (
+    Findings,
+    Landed,
+    Plan,
+    Typing,
+    as_of,
+    column_typing,
+    max_age_days,
+    plain,
+    quote,
+    text,
+)
+
+
+def render(
+    plan: Plan, landed: Landed, *, keys: list[str], sample: int, owner: str | None, backend
+) -> dict[str, str | bytes]:
+    """Every file `add source` writes, by relative path."""
+    typings = [
+        column_typing(c, [r.get(c) for r in landed.records], landed.arrow_types.get(c))
+        for c in landed.columns
+    ]
+    found = spark_findings(plan, landed, typings, sample, backend)
+    for label in found.dropped:
+        print(f"  note: example {label!r} left out of the test: silver's type changes it")
+    files = plan.files
+    out: dict[str, str | bytes] = {
+        files["bronze"].as_posix(): _bronze(plan, landed, typings),
+        files["silver"].as_posix(): _silver(plan, typings, found),
+        files["rules"].as_posix(): _rule_file(plan, landed, typings, found, keys, owner),
+        files["test"].as_posix(): _TEST.format(n=plan.name),
+        files["cases"].as_posix(): _cases(landed, found),
+        plan.fixture(landed.file_format).as_posix(): _fixture(landed, found.sample),
+    }
+    if "quarantine" in files:
+        out[files["quarantine"].as_posix()] = _quarantine_view(plan, typings, found)
+    return out
+
+
+def _const(plan: Plan) -> str:
+    return plan.name.upper()
+
+
+def _string_constant(name: str, value: str) -> list[str]:
+    """`NAME = "..."`, cut in parts of at most ~90 characters when it does not fit a line."""
+    if len(name) + len(value) + 5 <= 100:
+        return [f'{name} = "{value}"']
+    parts, part = [], ""
+    for piece in re.findall(r"[^,]+(?:, |$)", value):
+        if part and len(part) + len(piece) > 90:
+            parts.append(part)
+            part = ""
+        part += piece
+    parts.append(part)
+    return [f"{name} = (", *(f'    "{p}"' for p in parts), ")"]
+
+
+def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
+    n, const, fmt = plan.name, _const(plan), landed.file_format
+    parquet = fmt == "parquet"
+    lines = [
+        f'"""Bronze: land the {n} files as they come. No expectations here, by convention:',
+        'bronze keeps everything, so that silver can judge it and nothing is lost."""',
+        "",
+        f"from medallion_dq.sources import {'field_names, ' if parquet else ''}read_landing",
+        "from pyspark import pipelines as dp",
+        *(["from pyspark.sql import functions as F"] if parquet else []),
+        "",
+    ]
+    if parquet:
+        schema = ", ".join(f"{quote(t.column)} {t.type}" for t in typings)
+        lines += [
+            "# Parquet is typed: bronze reads it with its own types, then keeps every field as",
+            "# text, as for every source (typing is silver's job, once, for every format).",
+            *_string_constant(f"{const}_SCHEMA", schema),
+            "",
+            "",
+            "# read_landing adds `_source_file` and `_ingested_at`; this source lands Parquet",
+            "# files, whatever the project's default format.",
+            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            f"def bronze_{n}():",
+            f'    landed = read_landing(spark, "{n}", {const}_SCHEMA, file_format="parquet")  # noqa: F821',
+            f'    text = [F.col(c).cast("string").alias(c) for c in field_names({const}_SCHEMA)]',
+            '    return landed.select(*text, "_source_file", "_ingested_at")',
+        ]
+    else:
+        schema = ", ".join(f"{quote(c)} STRING" for c in landed.columns)
+        lines += [
+            "# Every field as text: typing is silver's job, and a bad value must not fail ingestion.",
+            *_string_constant(f"{const}_RAW_SCHEMA", schema),
+            "",
+            "",
+            "# read_landing adds `_corrupt_record`, `_rescued_data`, `_source_file` and",
+            f"# `_ingested_at`: every record kept as it arrived. This source lands {fmt} files,",
+            "# whatever the project's default format.",
+            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            f"def bronze_{n}():",
+            "    # `spark` is injected by the engine.",
+            f'    return read_landing(spark, "{n}", {const}_RAW_SCHEMA, file_format="{fmt}")  # noqa: F821',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _raw_struct(typings: list[Typing]) -> str | None:
+    typed = [t for t in typings if t.typed]
+    if not typed:
+        return None
+    return "named_struct(" + ", ".join(f"'{t.column}', {quote(t.column)}" for t in typed) + ")"
+
+
+def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
+    n, const, pkg = plan.name, _const(plan), plan.package
+    drops = any(r.action == "drop" for r in found.rules)
+    warns = any(r.action == "warn" for r in found.rules)
+    stream = plan.kind == "stream"
+    raw = _raw_struct(typings)
+    imports = "quarantine, rules" if stream and drops else "rules"
+    lines = [
+        f'"""Silver: typed, validated {n}; the rows it drops show in silver_{n}_quarantine.',
+        "",
+        f"Rules live in rules/silver/{n}.yml of the project package: `drop` rules keep bad rows",
+        f"out of silver_{n}, `warn` rules only count. Written by `medallion-dq add source {n}`:",
+        "the types are the ones the landed values had; change them here"
+        + (" and in the quarantine view." if not stream else "."),
+        '"""',
+        "",
+        f"from medallion_dq import {imports}",
+        "from pyspark import pipelines as dp",
+        "",
+        f"from {pkg} import RULES",
+        "",
+        f'{const} = rules.load(RULES / "silver/{n}.yml")',
+        "",
+        "# Silver's types: a value that does not parse becomes NULL for the rules to judge.",
+        f"{const}_TYPED = [",
+        *(f'    "{t.sql} AS {quote(t.column)}",' for t in typings),
+        "]",
+    ]
+    expects = []
+    if drops:
+        expects.append(f"@dp.expect_all_or_drop({const}.drop)")
+    if warns:
+        expects.append(f"@dp.expect_all({const}.warn)")
+    if stream:
+        if raw:
+            lines += [
+                "# The typed fields' text as landed: the quarantine shows a NULL beside its text.",
+                *_string_constant(f"{const}_RAW", f"{raw} AS _raw"),
+            ]
+        lines += [
+            "",
+            "",
+            f"def typed_{n}(keep_raw=False):",
+            '    """Bronze rows with silver\'s types; with keep_raw, `_raw` holds their text."""',
+            f"    raw = [{const}_RAW] if keep_raw else []" if raw else "    raw = []",
+            f'    return spark.readStream.table("bronze_{n}").selectExpr(  # noqa: F821',
+            f'        *{const}_TYPED, "_source_file", "_ingested_at", *raw',
+            "    )",
+            "",
+            "",
+            f'@dp.table(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *expects,
+            f"def silver_{n}():",
+            f"    return typed_{n}()",
+        ]
+        if drops:
+            lines += [
+                "",
+                "",
+                "@dp.table(",
+                f'    name="silver_{n}_quarantine",',
+                f'    comment="{n} dropped from silver_{n}, with the rules they broke.",',
+                ")",
+                f"def silver_{n}_quarantine():",
+                f"    return quarantine.quarantined(typed_{n}(keep_raw=True), {const}.drop)",
+            ]
+    else:
+        lines += [
+            "",
+            "",
+            f"# {n}_quarantine.sql types the rows with the same expressions, in SQL: change both.",
+            f'@dp.materialized_view(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *expects,
+            f"def silver_{n}():",
+            f'    return spark.read.table("bronze_{n}").selectExpr(  # noqa: F821',
+            f'        *{const}_TYPED, "_source_file", "_ingested_at"',
+            "    )",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _quarantine_view(plan: Plan, typings: list[Typing], found: Findings) -> str:
+    from medallion_dq.quarantine import view_sql
+
+    n = plan.name
+    drop = {r.name: r.constraint for r in found.rules if r.action == "drop"}
+    raw = _raw_struct(typings)
+    select = [f"    {t.sql} AS {quote(t.column)}," for t in typings]
+    select += ["    _source_file,", "    _ingested_at" + ("," if raw else "")]
+    if raw:
+        select.append(f"    {raw} AS _raw")
+    source = "(\n  SELECT\n" + "\n".join(select) + f"\n  FROM bronze_{n}\n)"
+    header = [
+        f"-- The {n} rows silver_{n} drops, with the rules they broke: a view, so nothing is",
+        f"-- stored (rules/silver/{n}.yml says quarantine: view). The SELECT in FROM types the",
+        f"-- rows as silver_{n} does ({n}.py): change both. Written by medallion-dq add source",
+        "-- with medallion_dq.quarantine.view_sql(name, source, RULES.drop): write it again",
+        "-- after a change to the drop rules (medallion-dq check reports a stale file: DQC008).",
+    ]
+    comment = f"{n} dropped from silver_{n}, with the rules they broke."
+    return "\n".join(header) + "\n" + view_sql(f"silver_{n}_quarantine", source, drop, comment)
+
+
+def _rule_file(
+    plan: Plan,
+    landed: Landed,
+    typings: list[Typing],
+    found: Findings,
+    keys: list[str],
+    owner: str | None,
+) -> str:
+    from medallion_dq import profile
+
+    n, flow = plan.name, profile.flow
+    form = "table" if plan.kind == "stream" else "view"
+    lines = [
+        f"# Rules for silver_{n}, written by `medallion-dq add source {n}` from the",
+        f"# {found.label}: the profiler's suggestions, with",
+        "# examples of real values. Keep, edit or delete each rule, and say why each one exists",
+        "# (CONVENTIONS.md). drop: every record passed it; warn: some failed.",
+        *found.header,
+        f"dataset: silver_{n}",
+        "layer: silver",
+        f"owner: {flow(owner)}"
+        if owner
+        else "# owner: <team>   # who fixes the data when a rule fails",
+        "threshold: 0.05          # quality gate: largest failed fraction per rule and update",
+        f"quarantine: {form}"
+        + (
+            "  # a streaming table: what each update dropped is kept"
+            if form == "table"
+            else "  # over all of bronze: costs nothing"
+        ),
+        "rules:",
+    ]
+    for rule in found.rules:
+        lines += [f"  # {seen}" for seen in rule.seen]
+        lines += [
+            f"  - name: {flow(rule.name)}",
+            f"    constraint: {flow(rule.constraint)}",
+            f"    action: {rule.action}",
+            f"    description: {flow(rule.description)}",
+        ]
+        if rule.name in found.thresholds:
+            lines.append(
+                f"    threshold: {found.thresholds[rule.name]}   # the fixture's share failing it"
+            )
+        lines.append("    examples:")
+        for key, values in (("pass", rule.passing), ("fail", rule.failing)):
+            rows = [{rule.column: plain(v)} for v in profile.unique(values)]
+            if rows:
+                lines.append(f"      {key}: {flow(rows)}")
+    for comment in found.comments:
+        lines += [f"  # {c}" for c in comment]
+    if keys:
+        listed = ", ".join(keys)
+        lines += [
+            f"# Key: {listed}. Uniqueness is not a row rule: check it with an aggregate view and",
+            f"# a fail rule, count(*) - count(DISTINCT {listed}) = 0, as rules/gold/order_keys.yml",
+            "# does.",
+        ]
+    lines += [
+        "# Dataset-level checks, judged by the quality gate after the validation update.",
+        "checks:",
+        f"  - name: {n}_volume",
+        "    volume: {min_ratio: 0.5, max_ratio: 3.0, history: 7}",
+        "    description: An update with half the usual records is a partial delivery.",
+    ]
+    timestamps = [t.column for t in typings if t.type == "TIMESTAMP"]
+    stamp = next((k for k in keys if k in timestamps), timestamps[0] if timestamps else None)
+    latest = stamp and _latest(landed.records[i].get(stamp) for i in found.sample)
+    if latest:  # the fixture's newest record passes
+        at = as_of(plan.root)
+        days = max_age_days(latest, at)
+        lines += [
+            f"  # max_age: the fixture's newest ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",
+            f"  # {at:%Y-%m-%d} (as_of in pyproject.toml, else now): set it to the source's rhythm.",
+            f"  - name: fresh_{n}",
+            f"    freshness: {{column: {stamp}, max_age: {days}d}}",
+            f"    description: No new {stamp} for {days} days means the feed stopped.",
+        ]
+    lines += [
+        "# The contract: what silver publishes. A missing column or a changed type fails the gate.",
+        "schema:",
+        *(f"  {flow(t.column)}: {flow(t.type.lower())}" for t in typings),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _latest(values) -> datetime | None:
+    found = []
+    for value in values:
+        value = text(value)
+        if value is None:
+            continue
+        try:
+            found.append(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+        except ValueError:
+            continue
+    aware = [v if v.tzinfo else v.replace(tzinfo=timezone.utc) for v in found]
+    return max(aware) if aware else None
+
+
+def _fixture(landed: Landed, chosen: list[int]) -> str | bytes:
+    records = [landed.records[i] for i in chosen]
+    if landed.file_format == "json":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if landed.file_format == "csv":
+        import io
+
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(landed.columns)
+        writer.writerows([[r.get(c, "") for c in landed.columns] for r in records])
+        return out.getvalue()
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = [pq.read_table(f) for f in landed.files]
+    table = pa.concat_tables(tables, promote_options="default").take(chosen)
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+def _cases(landed: Landed, found: Findings) -> str:
+    """The silver test's rows, as data: a real record and a changed copy per example."""
+    schema = ", ".join(f"{quote(c)} STRING" for c in landed.columns)
+    cases = {
+        "bronze": f"{schema}, _source_file STRING, _ingested_at TIMESTAMP",
+        "base": {c: text(landed.records[found.base].get(c)) for c in landed.columns},
+        "cases": found.cases,
+        "broken": {k: sorted(v) for k, v in found.broken.items()},
+        "drop": sorted(r.name for r in found.rules if r.action == "drop"),
+        "rules": [r.name for r in found.rules],
+    }
+    return json.dumps(cases, indent=2, ensure_ascii=False) + "\n"
+
+
+_TEST = '''"""Silver {n}: each rule fails exactly its examples' rows; no row is lost.
+
+Written by `medallion-dq add source {n}`. {n}_cases.json holds a real record of the sample
+and a copy of it per example of rules/silver/{n}.yml with that value changed, as bronze holds
+it (text); `broken`: the rules each row breaks, as silver's types judge it.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from medallion_dq.testing import (
+    assert_expectations,
+    assert_nothing_lost,
+    assert_quarantined,
+    assert_update_ok,
+)
+
+pytestmark = pytest.mark.spark
+
+DATASET = "silver_{n}"
+CASES = json.loads(Path(__file__).with_name("{n}_cases.json").read_text(encoding="utf-8"))
+BROKEN = {{label: set(rules) for label, rules in CASES["broken"].items()}}
+DROP = set(CASES["drop"])
+
+
+@pytest.fixture(scope="module")
+def update(module_lake):
+    """One update of this silver dataset alone, over every case (its label: _source_file)."""
+    rows = [
+        (*{{**CASES["base"], **changes}}.values(), label, None)
+        for label, changes in CASES["cases"].items()
+    ]
+    module_lake.seed("bronze_{n}", rows, CASES["bronze"])
+    result = module_lake.run("validation", ["silver"], datasets=[DATASET])
+    assert_update_ok(result)
+    return module_lake, result
+
+
+def kept(lake):
+    return {{r["_source_file"] for r in lake.table(DATASET).collect()}}
+
+
+@pytest.mark.parametrize("rule", CASES["rules"])
+def test_each_rule_fails_exactly_its_rows(update, rule):
+    lake, result = update
+    failing = {{label for label, broken in BROKEN.items() if rule in broken}}
+    assert_expectations(result, DATASET, {{rule: len(failing)}}, input_records=len(BROKEN))
+    if rule in DROP:  # dropped: none of its rows is kept
+        assert not failing & kept(lake)
+    else:  # warned: counted, and kept unless a drop rule took the row
+        assert {{label for label in failing if not BROKEN[label] & DROP}} <= kept(lake)
+
+
+def test_every_row_is_kept_or_quarantined_none_lost(update):
+    lake, _ = update
+    dropped = {{label: broken & DROP for label, broken in BROKEN.items() if broken & DROP}}
+    quarantine = lake.table("silver_{n}_quarantine")
+    assert_quarantined(quarantine, "_source_file", dropped)
+    assert kept(lake) == set(BROKEN) - set(dropped)
+    bronze = lake.table("bronze_{n}")
+    assert_nothing_lost(bronze, lake.table(DATASET), quarantine, "_source_file")
+'''
