@@ -688,8 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         "profile": cmd_profile,
         "contract": cmd_contract,
         "lake": cmd_lake,
-        "add": scaffold.cmd_add,
-        "remove": scaffold.cmd_remove,
+        "add": lambda args: scaffold.cmd_add(args, _root(args.root)),
+        "remove": lambda args: scaffold.cmd_remove(args, _root(args.root)),
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")

@@ -175,8 +175,8 @@ def add_parsers(sub) -> None:
     remove.add_argument("name")
 
 
-def cmd_add(args: argparse.Namespace) -> int:
-    root = _root(args.root)
+def cmd_add(args: argparse.Namespace, root: Path) -> int:
+    """`add source`, in the project at `root` (the CLI finds it)."""
     try:
         add_source(
             root,
@@ -198,8 +198,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_remove(args: argparse.Namespace) -> int:
-    root = _root(args.root)
+def cmd_remove(args: argparse.Namespace, root: Path) -> int:
+    """`remove source`, in the project at `root` (the CLI finds it)."""
     try:
         remove_source(root, args.name)
     except SourceError as error:
@@ -207,11 +207,3 @@ def cmd_remove(args: argparse.Namespace) -> int:
         return 2
     print(f"remove source {args.name}: done")
     return 0
-
-
-def _root(value: str | None) -> Path:
-    try:
-        return config.find_root(value)
-    except config.ProjectNotFound as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
