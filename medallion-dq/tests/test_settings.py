@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,7 @@ def test_a_good_value_is_read_as_its_kind(monkeypatch, name, value, parsed):
 def test_the_cli_says_one_line_and_exits_2_without_starting_a_server(tmp_path):
     project = tmp_path / "project"
     subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
+    shutil.rmtree(project / ".local", ignore_errors=True)  # the sample's own servers' files
     done = subprocess.run(
         [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation"],
         cwd=project,
