@@ -307,6 +307,22 @@ def test_import_never_writes_over_another_datasets_file(project, capsys):
     assert snapshot(project) == before
 
 
+def test_import_never_replaces_another_contracts_items(project, capsys):
+    """orders.yml was made from the orders feed's contract: a contract with another id (a second
+    producer of the same dataset) does not take its items over silently."""
+    before = snapshot(project)
+    changed = edited(project, lambda doc: doc.update(id="another-feed"))
+    assert run(project, "import", str(changed)) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        f"error: rules/{path} was made from contract acme-orders-orders, not another-feed: give "
+        f"the schema object {stem} a physicalName (another dataset), or delete the file's "
+        "contract: mapping to let this one take over"
+        for path, stem in (("silver/orders.yml", "orders"), ("gold/order_keys.yml", "order_keys"))
+    ]
+    assert snapshot(project) == before
+
+
 def test_untranslated_clauses_are_listed(project, capsys):
     def change(doc):
         props(doc)[3]["quality"].append(

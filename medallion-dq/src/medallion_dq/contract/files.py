@@ -123,6 +123,15 @@ def plan(root: Path, translation: Translation) -> tuple[list[Planned], list[str]
                 f"schema object {made.stem} a physicalName (the dataset) or another name"
             )
             continue
+        held = (raw(path).get("contract") or {}) if before is not None else {}
+        if isinstance(held, dict) and held.get("id") not in (None, made.contract.get("id")):
+            problems.append(  # another contract's items would be replaced without a word
+                f"{rules.display_path(path)} was made from contract {held['id']}, not "
+                f"{made.contract.get('id')}: give the schema object {made.stem} a physicalName "
+                "(another dataset), or delete the file's contract: mapping to let this one take "
+                "over"
+            )
+            continue
         data, merged_notes = merge(made, raw(path) if before is not None else {})
         notes += merged_notes
         text = render(data)
