@@ -494,6 +494,16 @@ def flow(value: Any) -> str:
     return text.strip().removesuffix("...").strip()
 
 
+def rule_head(s: Suggestion) -> list[str]:
+    """A suggested rule's lines in a rule file, up to its examples: what was seen, then the rule."""
+    return [f"  # {text}" for text in s.seen] + [
+        f"  - name: {flow(s.name)}",
+        f"    constraint: {flow(s.constraint)}",
+        f"    action: {s.action}",
+        f"    description: {flow(s.description)}",
+    ]
+
+
 def examples_supported() -> bool:
     """Whether the installed rules module reads `examples:` (a file it refuses helps nobody)."""
     return "examples" in rules.RULE_FIELDS
@@ -549,13 +559,7 @@ def render(
         if isinstance(s, list):
             lines += [f"  # {text}" for text in s]
             continue
-        lines += [f"  # {text}" for text in s.seen]
-        lines += [
-            f"  - name: {flow(s.name)}",
-            f"    constraint: {flow(s.constraint)}",
-            f"    action: {s.action}",
-            f"    description: {flow(s.description)}",
-        ]
+        lines += rule_head(s)
         if examples:
             lines.append("    examples:")
             for key, values in (("pass", s.passing), ("fail", s.failing)):

@@ -254,13 +254,7 @@ def _rule_file(
         "rules:",
     ]
     for rule in found.rules:
-        lines += [f"  # {seen}" for seen in rule.seen]
-        lines += [
-            f"  - name: {flow(rule.name)}",
-            f"    constraint: {flow(rule.constraint)}",
-            f"    action: {rule.action}",
-            f"    description: {flow(rule.description)}",
-        ]
+        lines += profile.rule_head(rule)
         if rule.name in found.thresholds:
             lines.append(
                 f"    threshold: {found.thresholds[rule.name]}   # the fixture's share failing it"
