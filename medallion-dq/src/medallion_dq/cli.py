@@ -237,7 +237,7 @@ def cmd_run(args) -> int:
         print(f"{what}: CANCELED by SIGINT before an update started", file=sys.stderr)
         return 130
     except Exception as error:
-        return _run_failed(error, what, summary, args, local, work_dir.relative_to(root))
+        return _run_failed(error, what, summary, args, local, root, work_dir)
     finally:
         if local is not None:
             local.stop()
@@ -246,7 +246,9 @@ def cmd_run(args) -> int:
         _write_junit(args.junit_xml, root, result, what, said if isinstance(said, str) else None)
 
 
-def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_dir: Path) -> int:
+def _run_failed(
+    error: Exception, what: str, summary: dict, args, local, root: Path, work_dir: Path
+) -> int:
     """The exit code of a run that `error` ended (its line said, `summary` given it), or the
     error raised again when it is not one a user is told about in a line."""
     from medallion_dq.bundle import BundleError
@@ -276,7 +278,8 @@ def _run_failed(error: Exception, what: str, summary: dict, args, local, lake_di
     if local is not None:
         lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
     if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
-        summary["error"] = f"the lake {lake_dir} could not be written: {fault}"
+        fault += lake.disk_note(work_dir)
+        summary["error"] = f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
         print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
         return 1
     if lost is None:
