@@ -146,10 +146,11 @@ def test_full_refresh_recomputes_from_every_file_once(project, spark):
     assert silver.count() == silver.select("order_id").distinct().count() == 188
 
 
-def interrupt_publish(project, send):
-    """Start a publish update, call send(process) once it has begun; return (code, output)."""
+def interrupt(project, send, *args, after=0.5):
+    """Start `run *args`, call send(process) `after` seconds into its first update; return
+    (exit code, output)."""
     cli_process = subprocess.Popen(
-        [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "publish"],
+        [sys.executable, "-m", "medallion_dq", "run", *args],
         cwd=project,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -160,13 +161,46 @@ def interrupt_publish(project, send):
     deadline = time.monotonic() + 600
     while not list(updates.glob("*/journal.json")):  # the update has begun
         assert cli_process.poll() is None, cli_process.communicate()[0]
-        assert time.monotonic() < deadline, "the publish update did not begin"
+        assert time.monotonic() < deadline, "the update did not begin"
         time.sleep(0.1)
-    # Into the update: on the lake's warm server a whole publish takes a few seconds.
-    time.sleep(0.5)
+    time.sleep(after)
     send(cli_process)
     output, _ = cli_process.communicate(timeout=300)
     return cli_process.returncode, output
+
+
+def interrupt_publish(project, send):
+    """A publish update, interrupted half a second in (on the lake's warm server a whole
+    publish takes a few seconds)."""
+    return interrupt(project, send, "--pipeline", "publish")
+
+
+def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
+    """Ctrl-C early in a full refresh: the engine had started the streams' checkpoints again
+    but not yet emptied their tables. The next run then read every landing file again (188
+    duplicate orders, the gold uniqueness check failed), and the canceled update went on
+    writing on the lake's warm server after its process had gone."""
+    args = ["--pipeline", "validation", "--landing", "deliveries", "--full-refresh"]
+    returncode, output = interrupt(project, lambda p: os.killpg(p.pid, signal.SIGINT), *args)
+    assert returncode == 130, output
+    assert "its full refresh did not finish: the next update is one" in output
+    tables = ["bronze_orders", "silver_orders", "silver_customers"]
+    history = {
+        name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(project, name)}`") for name in tables
+    }
+    now = {name: frame.count() for name, frame in history.items()}
+    time.sleep(3)  # the engine stopped with the update: nothing more is written
+    assert {name: frame.count() for name, frame in history.items()} == now
+    done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "its last full refresh did not finish: this update is a full refresh too" in done.stdout
+    bronze = spark.read.format("delta").load(table_path(project, "bronze_orders"))
+    assert bronze.count() == 201
+    silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
+    assert silver.count() == silver.select("order_id").distinct().count() == 188
+    # Completed: the next run is incremental again.
+    done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
+    assert "full refresh" not in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize(

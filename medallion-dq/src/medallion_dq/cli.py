@@ -228,7 +228,7 @@ def cmd_run(args) -> int:
         back = [*update.restored, *update.removed] if update else []
         print(
             f"{what}: CANCELED by {stop}"
-            + (f"; put back {', '.join(back)}" if back else "; no table had changed"),
+            + (f"; put back {', '.join(back)}" if back else "; nothing was put back"),
             file=sys.stderr,
         )
         return stop.exit_code

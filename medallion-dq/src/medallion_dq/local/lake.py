@@ -113,6 +113,33 @@ def register_tables(spark, warehouse: Path) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class FullRefresh:
+    """A full refresh of a pipeline's streaming tables under way. The engine starts their
+    checkpoints again, then empties them, table by table: that cannot be put back (a stream
+    reading a table emptied and filled again stops on the deletes), and a run stopped between
+    the two would read every landing file again into a table that kept them. So until a full
+    refresh of the pipeline completes, each of its updates is a full refresh."""
+
+    work_dir: Path
+    pipeline: str
+    database: str | None = None  # a test's slice of the lake (ProjectLake's database)
+
+    @property
+    def marker(self) -> Path:
+        return self.work_dir / UPDATES / f"{self.pipeline}.{self.database or '-'}.full-refresh"
+
+    def begin(self) -> None:
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        self.marker.touch()
+
+    def unfinished(self) -> bool:
+        return self.marker.exists()
+
+    def end(self) -> None:
+        self.marker.unlink(missing_ok=True)
+
+
 @dataclass
 class Journal:
     """What an update must put back if it does not complete."""

@@ -249,6 +249,7 @@ class _Update:
     phases: _Phases
     since: str  # when it started, as bronze rows record their ingestion
     timed_out: threading.Event = field(default_factory=threading.Event)
+    session: Any = None  # the update's own Spark session (LocalSpark.update_session)
     graph_id: str = ""
     declared: dict = field(default_factory=dict)  # its datasets' expectations, as declared
     tables: dict[str, str] = field(default_factory=dict)  # dataset: qualified table
@@ -285,7 +286,7 @@ class Runner:
         expectations.install()
 
     # -- registration ---------------------------------------------------------------------------
-    def _register(self, spec: PipelineSpec, registry, graph_id: str) -> None:
+    def _register(self, spec: PipelineSpec, session, registry, graph_id: str) -> None:
         from pyspark.pipelines.graph_element_registry import graph_element_registration_context
 
         lost = self.local.lost  # a lost server is not the team's error: it stays one (exit 3)
@@ -293,9 +294,11 @@ class Runner:
             for file in spec.libraries:
                 # An error in the team's code: one block naming their file and line (exit 2).
                 with loading.reporting([file], spec.root, keep=lambda e: lost(e) is not None):
-                    self._register_file(spec, file, registry, graph_id)
+                    self._register_file(spec, file, session, registry, graph_id)
 
-    def _register_file(self, spec: PipelineSpec, file: Path, registry, graph_id: str) -> None:
+    def _register_file(
+        self, spec: PipelineSpec, file: Path, session, registry, graph_id: str
+    ) -> None:
         from pyspark.pipelines.add_pipeline_analysis_context import add_pipeline_analysis_context
         from pyspark.pipelines.block_session_mutations import block_session_mutations
 
@@ -304,17 +307,17 @@ class Runner:
             module_spec = importlib.util.spec_from_file_location(f"_pipeline_{file.stem}", file)
             assert module_spec is not None and module_spec.loader is not None  # a .py file's
             module = importlib.util.module_from_spec(module_spec)
-            module.__dict__["spark"] = self.spark
+            module.__dict__["spark"] = session
             with ExitStack() as stack:
                 stack.enter_context(
                     add_pipeline_analysis_context(
-                        spark=self.spark, dataflow_graph_id=graph_id, flow_name=None
+                        spark=session, dataflow_graph_id=graph_id, flow_name=None
                     )
                 )
                 stack.enter_context(block_session_mutations())
                 module_spec.loader.exec_module(module)
         elif file.suffix == ".sql":
-            sql_files.register(file.read_text(encoding="utf-8"), rel, registry, self.spark)
+            sql_files.register(file.read_text(encoding="utf-8"), rel, registry, session)
         else:
             raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
 
@@ -354,10 +357,11 @@ class Runner:
             return None
         return getattr(self.local, "warehouse", None) or self.local.work_dir / "warehouse"
 
-    def _set_confs(self, confs: dict[str, str]) -> None:
+    @staticmethod
+    def _set_confs(session, confs: dict[str, str]) -> None:
         """Set session confs in one round trip (Spark Connect's own batch call) where there is
         one, else one by one."""
-        set_all = getattr(self.spark.conf, "_set_all", None)
+        set_all = getattr(session.conf, "_set_all", None)
         if set_all is not None and confs:
             try:
                 set_all(dict(confs), silent=False)
@@ -365,7 +369,7 @@ class Runner:
             except TypeError:  # another signature: one by one
                 pass
         for key, value in confs.items():
-            self.spark.conf.set(key, value)
+            session.conf.set(key, value)
 
     def storage(self, spec: PipelineSpec) -> Path:
         """The pipeline's storage folder: its streaming checkpoints."""
@@ -395,11 +399,23 @@ class Runner:
     def _run(
         self, spec: PipelineSpec, *, full_refresh: bool, refresh: list[str] | None
     ) -> UpdateResult:
-        update = self._prepare(spec, full_refresh)
-        self._execute(update, full_refresh, refresh)
-        return self._finish(update)
+        pending = lake.FullRefresh(self.local.work_dir, spec.name, spec.database)
+        if pending.unfinished() and not full_refresh:
+            self.log(
+                f"[{spec.name}] its last full refresh did not finish: this update is a full"
+                " refresh too, so no table keeps half of one"
+            )
+            full_refresh, refresh = True, None
+        # The update's own session: leaving it stops the engine's run before anything is put back.
+        with self.local.update_session() as session:
+            update = self._prepare(spec, session, full_refresh)
+            self._execute(update, full_refresh, refresh)
+        result = self._finish(update)
+        if full_refresh and result.status == "COMPLETED":
+            pending.end()
+        return result
 
-    def _prepare(self, spec: PipelineSpec, full_refresh: bool) -> _Update:
+    def _prepare(self, spec: PipelineSpec, session, full_refresh: bool) -> _Update:
         """The update's graph with the pipeline files registered in it, and the journal that
         puts its tables back if it fails."""
         from pyspark.pipelines.spark_connect_pipeline import create_dataflow_graph
@@ -410,6 +426,7 @@ class Runner:
             _Phases(),
             # Bronze rows carry when they were ingested (the server's clock: this machine's).
             since=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
+            session=session,
         )
         self.log(
             f"[{spec.name}] update {update.id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
@@ -420,7 +437,7 @@ class Runner:
 
         def time_out() -> None:
             timed_out.set()
-            self.spark.interruptAll()
+            session.interruptAll()
 
         watchdog = threading.Timer(self.timeout, time_out)
         watchdog.daemon = True
@@ -429,17 +446,17 @@ class Runner:
         if spec.database:
             self.spark.sql(f"CREATE DATABASE IF NOT EXISTS `{spec.database}`")
         # Pipeline code reads its configuration with spark.conf.get, as on Databricks.
-        self._set_confs(spec.configuration)
+        self._set_confs(session, spec.configuration)
         update.graph_id = create_dataflow_graph(
-            self.spark,
+            session,
             default_catalog=spec.catalog,
             default_database=spec.database,
             sql_conf=spec.configuration,
         )
-        registry = _RecordingRegistry(self.spark, update.graph_id)
+        registry = _RecordingRegistry(session, update.graph_id)
         try:
             with expectations.registering(update.id) as declared:
-                self._register(spec, registry, update.graph_id)
+                self._register(spec, session, registry, update.graph_id)
         except BaseException:
             watchdog.cancel()
             if timed_out.is_set():
@@ -469,6 +486,8 @@ class Runner:
             update.before,
             self.storage(spec),
         )
+        if full_refresh and "StreamingTable" in outputs.values():
+            lake.FullRefresh(self.local.work_dir, spec.name, spec.database).begin()
         update.phases.lap("bookkeeping")
         return update
 
@@ -481,7 +500,7 @@ class Runner:
         engine_started = time.time()
         try:
             events = start_run(
-                self.spark,
+                update.session,
                 update.graph_id,
                 full_refresh=None,
                 full_refresh_all=full_refresh,
@@ -507,8 +526,8 @@ class Runner:
                         failures.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:
             update.interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
-            with contextlib.suppress(Exception):  # stop the engine before putting tables back
-                self.spark.interruptAll()
+            with contextlib.suppress(Exception):  # its session's end then stops the engine
+                update.session.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
             if lost := self.local.lost(error):  # nothing to restore or record through it
                 raise lost from None  # the journal stays: the next run puts the update back
@@ -560,6 +579,11 @@ class Runner:
                     + (";" if restored and removed else "")
                     + (f" removed {', '.join(removed)} (created by it)" if removed else "")
                 )
+            if (
+                failed
+                and lake.FullRefresh(self.local.work_dir, spec.name, spec.database).unfinished()
+            ):
+                self.log(f"[{spec.name}] its full refresh did not finish: the next update is one")
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):

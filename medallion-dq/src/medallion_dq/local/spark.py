@@ -21,7 +21,7 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -264,6 +264,34 @@ class LocalSpark:
             if lost is None:
                 raise
             raise lost from None
+
+    @contextlib.contextmanager
+    def update_session(self) -> Iterator[SparkSession]:
+        """A session of its own on this server for one pipeline update, with this session's
+        catalog aliases; closed on leaving, which stops what the engine still runs for it: Spark
+        Connect stops a pipeline run only when its session closes (interrupting the call that
+        started it leaves its flows writing, on a warm server after this process is gone)."""
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        main = self.spark
+        # The same server and token (the client's own channel builder); a new session id.
+        session = ConnectSession.builder.channelBuilder(main.client._builder).create()
+        session.client.set_retry_policies(main.client.get_retry_policies())
+        try:
+            aliases = {
+                key: value
+                for key, value in main.conf.getAll.items()
+                if key.startswith("spark.sql.catalog.") and value == CATALOG_ALIAS_CLASS
+            }
+            if aliases:
+                session.conf._set_all(aliases, silent=False)
+            yield session
+        finally:
+            # Released, not stop()ped: stop() would end an own embedded server too.
+            with contextlib.suppress(Exception):  # a lost server: nothing left to stop
+                session.client.release_session()
+            with contextlib.suppress(Exception):
+                session.client.close()
 
     def stop(self) -> None:
         for stop in reversed(self._stop):
