@@ -5,7 +5,6 @@ the local file system), shipped built in the wheel or compiled once from their s
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
 import shutil
@@ -95,16 +94,12 @@ def first_fetch():
 def _cache_locked(name: str, doing: str):
     """The cache's `name` lock held while this process is ``doing`` something into it; another
     process waits for it, and says so."""
-    with (machine.cache_dir() / f"{name}.lock").open("a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            logger.info(f"waiting for another process {doing} into {machine.cache_dir()}")
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def busy(_) -> None:
+        logger.info(f"waiting for another process {doing} into {machine.cache_dir()}")
+
+    with machine.exclusive(machine.cache_dir() / f"{name}.lock", busy):
+        yield
 
 
 def fetch_delta_confs() -> dict[str, str]:

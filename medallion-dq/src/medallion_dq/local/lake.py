@@ -30,7 +30,6 @@ update touches it, and `medallion-dq lake check` verifies a whole lake.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -42,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from medallion_dq.local import machine
 from medallion_dq.problems import MedallionDQError
 
 UPDATES = "updates"
@@ -55,26 +55,21 @@ class LakeBusy(MedallionDQError, RuntimeError):
 @contextlib.contextmanager
 def locked(work_dir: Path) -> Iterator[None]:
     """Hold the lake for this process: two runs on one lake would mix their updates."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    path = work_dir / ".lock"
-    with path.open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "?"
-            raise LakeBusy(
-                f"another run (process {holder}) is using the lake {work_dir}: wait for it to "
-                "end, or use --fresh for a throwaway lake"
-            ) from None
+
+    def busy(handle) -> None:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        raise LakeBusy(
+            f"another run (process {holder}) is using the lake {work_dir}: wait for it to "
+            "end, or use --fresh for a throwaway lake"
+        )
+
+    with machine.exclusive(work_dir / ".lock", busy) as handle:
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        yield
 
 
 def prune(runs: Path, keep: int) -> list[Path]:

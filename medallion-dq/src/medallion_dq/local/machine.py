@@ -3,11 +3,15 @@ and the error when a backend cannot start here."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 from medallion_dq import settings
 from medallion_dq.problems import MedallionDQError
@@ -69,3 +73,24 @@ def log_tail(log: Path, lines: int = 12) -> str:
         return last_words(log.read_text(errors="replace"), lines)
     except OSError:
         return "(no server log)"
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, busy: Callable[[IO[str]], None] = lambda _: None) -> Iterator[IO[str]]:
+    """An exclusive lock on file ``path`` (made if missing) while inside, released however the
+    block ends. When another process holds it, ``busy(file)`` is called before waiting: it says
+    so, or raises instead of waiting."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+        except BlockingIOError:
+            held = False
+        if not held:  # outside the except: an error busy() raises carries no BlockingIOError
+            busy(handle)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield handle
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

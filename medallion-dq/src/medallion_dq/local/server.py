@@ -203,35 +203,23 @@ def lease_holders(folder: Path) -> list[int]:
 def unused(folder: Path, wait: bool = False):
     """Keep every client off the server of ``folder`` while inside (an exclusive lock on its
     lease): at once, or once the clients holding it are done (``wait``); else ServerInUse."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "lease").open("a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pids = ", ".join(map(str, lease_holders(folder)))
-            held = f"a test run, diff or report{f' (pid {pids})' if pids else ''}"
-            if not wait:
-                raise ServerInUse(
-                    f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"
-                    " --wait`"
-                ) from None
-            logger.info(f"waiting for {held} to finish")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def busy(_) -> None:
+        pids = ", ".join(map(str, lease_holders(folder)))
+        held = f"a test run, diff or report{f' (pid {pids})' if pids else ''}"
+        if not wait:
+            raise ServerInUse(
+                f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"
+                " --wait`"
+            )
+        logger.info(f"waiting for {held} to finish")
+
+    with machine.exclusive(folder / "lease", busy):
+        yield
 
 
-@contextlib.contextmanager
 def _start_lock(folder: Path):
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / "start.lock").open("a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return machine.exclusive(folder / "start.lock")
 
 
 def acquire(
