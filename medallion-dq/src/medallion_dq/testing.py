@@ -113,12 +113,16 @@ class Lake:
         """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema.
         `datasets`: only the files defining these (or their `_quarantine`), so a test seeds the
         tables they read and no other source's."""
+        from medallion_dq.local.pipeline_files import datasets_defined
+
         spec = self.project.spec(
             pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
         )
         if datasets is not None:
             wanted = {*datasets, *(f"{d}_quarantine" for d in datasets)}
-            spec.libraries = [f for f in spec.libraries if _defines(f) & wanted]
+            spec.libraries = [
+                f for f in spec.libraries if datasets_defined([f], views=True) & wanted
+            ]
         return self.project.runner.run(spec, full_refresh=full_refresh)
 
     def table(self, name: str):
@@ -132,17 +136,6 @@ class Lake:
         return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
             "version"
         ]
-
-
-_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?VIEW\s+(\w+)", re.IGNORECASE)
-
-
-def _defines(file: Path) -> set[str]:
-    """The datasets a pipeline file defines, views included."""
-    from medallion_dq.local.pipeline_files import datasets_defined
-
-    text = Path(file).read_text(encoding="utf-8", errors="replace")
-    return datasets_defined([file]) | set(_VIEW.findall(text))
 
 
 # -- assertions ---------------------------------------------------------------------------------

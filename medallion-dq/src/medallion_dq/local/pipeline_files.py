@@ -98,9 +98,11 @@ def landing_formats(files: Iterable[Path]) -> dict[str, str]:
     return found
 
 
-def datasets_defined(files: Iterable[Path]) -> set[str]:
+def datasets_defined(files: Iterable[Path], *, views: bool = False) -> set[str]:
     """Dataset names pipeline files define, read from the text (no code is run): ``name="..."``
-    in Python files, the streaming tables and materialized views of SQL files."""
+    in Python files, the streaming tables and materialized views of SQL files (and their
+    views, with ``views``)."""
+    kinds = ("STREAMING TABLE", "MATERIALIZED VIEW", *(("VIEW", "TEMPORARY VIEW") if views else ()))
     names = set()
     for file in map(Path, files):
         text = file.read_text(encoding="utf-8", errors="replace")
@@ -112,7 +114,7 @@ def datasets_defined(files: Iterable[Path]) -> set[str]:
             names |= {
                 name.split(".")[-1].strip("`")
                 for name, kind in filter(None, found)
-                if kind in ("STREAMING TABLE", "MATERIALIZED VIEW")
+                if kind in kinds
             }
         else:
             names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
