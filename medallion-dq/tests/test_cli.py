@@ -160,7 +160,8 @@ def test_bad_day_stops_at_the_gate_exit_1(two_days):
     assert "quality gate FAILED" in done.stdout
     assert (
         "2 dataset check(s) failed: silver_orders.daily_volume, silver_orders.known_customer"
-        in (done.stdout)
+        " [orders.customer_id: relationship to silver_customers.customer_id"
+        " (acme-orders-orders 1.0.0)]" in done.stdout  # the contract clause a check was made from
     )
 
 

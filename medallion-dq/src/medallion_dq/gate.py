@@ -286,7 +286,9 @@ class GateResult:
                 )
             failed_checks = [c for c in self.checks if not c.passed]
             if failed_checks:
-                names = ", ".join(f"{c.dataset}.{c.name}" for c in failed_checks)
+                names = ", ".join(
+                    f"{c.dataset}.{self._named(c.dataset, c.name)}" for c in failed_checks
+                )
                 reasons.append(f"{len(failed_checks)} dataset check(s) failed: {names}")
             text = f"quality gate FAILED{update}: " + "; ".join(reasons)
             if self.empty and not self.allow_empty:
