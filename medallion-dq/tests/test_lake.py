@@ -55,8 +55,9 @@ def project(tmp_path_factory):
     done = cli(root, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
     assert done.returncode == 0, done.stdout + done.stderr
     yield root
+    # The lake's server (or, when the last tests outlasted its idle timeout, nothing) stops.
     stopped = cli(root, "spark", "stop")
-    assert "stopped the server" in stopped.stdout, stopped.stdout + stopped.stderr
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
 
 
 def table_path(project, name):
@@ -198,9 +199,8 @@ def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
     assert bronze.count() == 201
     silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
     assert silver.count() == silver.select("order_id").distinct().count() == 188
-    # Completed: the next run is incremental again.
-    done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
-    assert "full refresh" not in done.stdout, done.stdout
+    # Completed: nothing is left that would make the next run a full refresh.
+    assert not list((project / ".local" / "lake" / "dev" / "updates").glob("*.full-refresh"))
 
 
 @pytest.mark.parametrize(
