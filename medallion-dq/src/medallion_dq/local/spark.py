@@ -277,6 +277,7 @@ class LocalSpark:
         # The same server and token (the client's own channel builder); a new session id.
         session = ConnectSession.builder.channelBuilder(main.client._builder).create()
         session.client.set_retry_policies(main.client.get_retry_policies())
+        reachable = True
         try:
             aliases = {
                 key: value
@@ -286,10 +287,15 @@ class LocalSpark:
             if aliases:
                 session.conf._set_all(aliases, silent=False)
             yield session
+        except BaseException as error:
+            # A lost server: nothing left to stop, and a release would retry until it gave up.
+            reachable = not (isinstance(error, ServerLost) or _unreachable(error))
+            raise
         finally:
             # Released, not stop()ped: stop() would end an own embedded server too.
-            with contextlib.suppress(Exception):  # a lost server: nothing left to stop
-                session.client.release_session()
+            if reachable:
+                with contextlib.suppress(Exception):
+                    session.client.release_session()
             with contextlib.suppress(Exception):
                 session.client.close()
 
