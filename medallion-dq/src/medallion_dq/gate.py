@@ -500,11 +500,9 @@ def run_gate(
         allow_empty=allow_empty,
     )
     result.update_id = update_id
-    result.clauses = {
-        f"{short_name(r.dataset)}.{name}": clause
-        for r in rulesets
-        for name, clause in r.clauses().items()
-    }
+    from medallion_dq import rules
+
+    result.clauses = rules.contract_clauses(rulesets)
     from medallion_dq import checks
 
     def table(name: str) -> str:

@@ -228,12 +228,9 @@ def clauses_from_rule_files(paths: Iterable[Path]) -> dict[str, str]:
     data contract, in the rule folders `paths` (an invalid file raises its DataQualityError)."""
     from medallion_dq import rules
 
-    return {
-        f"{short_name(ruleset.dataset)}.{name}": clause
-        for folder in paths
-        for ruleset in map(rules.load, rules.rule_files(folder))
-        for name, clause in ruleset.clauses().items()
-    }
+    return rules.contract_clauses(
+        rules.load(file) for folder in paths for file in rules.rule_files(folder)
+    )
 
 
 def _clause(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str | None:

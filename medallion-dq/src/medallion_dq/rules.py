@@ -47,7 +47,7 @@ and locally alike; every problem is reported with a stable code before any data 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -397,3 +397,16 @@ def load(name: str | Path | Traversable, *, dataset: str | None = None) -> RuleS
 def rule_files(root: Path | Traversable) -> list[Path]:
     """All rule files under a rules folder."""
     return sorted(p for p in Path(str(root)).rglob("*") if p.suffix in (".yml", ".yaml"))
+
+
+def contract_clauses(rulesets: Iterable[RuleSet]) -> dict[str, str]:
+    """``{"<dataset>.<rule or check>": "<clause> (<contract id> <version>)"}`` of the items
+    made from a data contract: what the gate, diff, the report and a failed update show beside
+    the item's name."""
+    from medallion_dq.text import short_name
+
+    return {
+        f"{short_name(ruleset.dataset)}.{name}": clause
+        for ruleset in rulesets
+        for name, clause in ruleset.clauses().items()
+    }

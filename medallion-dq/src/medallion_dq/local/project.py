@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_dq import gate
+from medallion_dq import gate, rules
 from medallion_dq.bundle import load_bundle
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
@@ -111,10 +111,23 @@ class LocalProject:
         self.as_of = as_of or settings.get("as_of")
         # Three-part names of other Unity Catalog catalogs, e.g. shop.bronze.orders_raw.
         alias_catalogs(local.spark, settings.get("catalogs", []))
+        self.runner.clauses = self._clauses
 
     @property
     def spark(self) -> SparkSession:
         return self.local.spark
+
+    def _clauses(self) -> dict[str, str]:
+        """The data-contract clause of each rule made from one; none when a rule file cannot
+        be read (the run says why in its own words)."""
+        try:
+            return rules.contract_clauses(
+                rules.load(file)
+                for folder in rules_dirs(self.root)
+                for file in rules.rule_files(folder)
+            )
+        except (ValueError, OSError):  # a DataQualityError is a ValueError
+            return {}
 
     def open_lake(self) -> list[UpdateResult]:
         """Make a lake written by earlier runs usable: register its tables with this server and

@@ -282,6 +282,8 @@ class Runner:
         self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
         self.timeout = settings.RUN_TIMEOUT.get()
+        # `dataset.rule` -> the data-contract clause it was made from, read when a rule fails.
+        self.clauses: Callable[[], dict[str, str]] = dict
         self._watchdog: threading.Timer | None = None
         expectations.install()
 
@@ -758,7 +760,11 @@ class Runner:
         text = text or f"flow {failed_flow} failed"
         violation = expectations.parse_violation(text)
         if violation:
-            message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
+            clause = self.clauses().get(
+                f"{_short(violation['dataset'])}.{violation['expectation']}"
+            )
+            breaks = f" [{clause}]" if clause else ""
+            message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r}{breaks} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
             return RunError(
                 "EXPECTATION_VIOLATION",
                 message,
