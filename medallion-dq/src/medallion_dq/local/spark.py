@@ -267,10 +267,11 @@ class LocalSpark:
 
     @contextlib.contextmanager
     def update_session(self) -> Iterator[SparkSession]:
-        """A session of its own on this server for one pipeline update, with this session's
-        catalog aliases; closed on leaving, which stops what the engine still runs for it: Spark
-        Connect stops a pipeline run only when its session closes (interrupting the call that
-        started it leaves its flows writing, on a warm server after this process is gone)."""
+        """A session of its own on this server for one pipeline update, with the confs set in
+        this session (catalog aliases, a time zone...); closed on leaving, which stops what the
+        engine still runs for it: Spark Connect stops a pipeline run only when its session
+        closes (interrupting the call that started it leaves its flows writing, on a warm
+        server after this process is gone)."""
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
         main = self.spark
@@ -279,13 +280,10 @@ class LocalSpark:
         session.client.set_retry_policies(main.client.get_retry_policies())
         reachable = True
         try:
-            aliases = {
-                key: value
-                for key, value in main.conf.getAll.items()
-                if key.startswith("spark.sql.catalog.") and value == CATALOG_ALIAS_CLASS
-            }
-            if aliases:
-                session.conf._set_all(aliases, silent=False)
+            fresh = session.conf.getAll
+            changed = {k: v for k, v in main.conf.getAll.items() if fresh.get(k) != v}
+            if changed:  # silent: a static conf, the same for every session, is skipped
+                session.conf._set_all(changed, silent=True)
             yield session
         except BaseException as error:
             # A lost server: nothing left to stop, and a release would retry until it gave up.
