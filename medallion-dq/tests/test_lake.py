@@ -112,6 +112,29 @@ def test_publish_runs_after_validation_in_another_process(project, spark):
     assert revenue.groupBy().sum("orders").first()[0] == 188
 
 
+def test_a_reader_that_stops_early_and_an_unwritable_summary_end_in_one_line(project):
+    """`run ... | head -1` once ended in a BrokenPipeError traceback mid-update, the update left
+    half done; a --json file that cannot be written, in a traceback after the run had passed."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "publish"],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    process.stdout.readline()
+    process.stdout.close()  # the reader has gone: the run's next lines find no pipe
+    errors = process.stderr.read()
+    assert process.wait(timeout=600) == 0, errors
+    assert "Traceback" not in errors, errors
+    assert not list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))
+    done = cli(project, "run", "--pipeline", "publish", "--json", "/proc/summary.json")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "pipeline publish: COMPLETED" in done.stdout
+    assert "error: --json /proc/summary.json could not be written" in done.stderr
+
+
 def test_runs_of_a_lake_share_its_warm_server(project):
     """The lake's first run started its server; a later run connects to it (no JVM start, no
     cold update), and `spark status` lists it with the project's other servers."""

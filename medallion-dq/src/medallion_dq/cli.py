@@ -15,8 +15,10 @@ bundle or data contract, the lake busy, another landing folder or a damaged tabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from medallion_dq import __version__, config, scaffold
 from medallion_dq.config import STATE_DIR
+from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,10 +143,27 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
     return problems, target
 
 
+class OutputNotWritten(MedallionDQError, OSError):
+    """A file the run was asked to write (--json, --junit-xml) could not be written."""
+
+
+@contextlib.contextmanager
+def _writing(option: str, path: str):
+    try:
+        yield
+    except OSError as error:
+        raise OutputNotWritten(
+            f"{option} {path} could not be written ({error.strerror or error}); the run's"
+            " results are in the lake: `medallion-dq report` reads them. Give a file in a"
+            " folder you can write"
+        ) from None
+
+
 def _write_summary(path: str | None, summary: dict) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+        with _writing("--json", path):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
 
 
 def _write_junit(path: str | None, root: Path, result, what: str, error: str | None) -> None:
@@ -156,7 +176,8 @@ def _write_junit(path: str | None, root: Path, result, what: str, error: str | N
         rulesets = gate._load_rule_files(config.rules_dirs(root))
     except ValueError:  # invalid rule files stopped the run at its checks: none to list
         rulesets = []
-    junit.write(path, result, rulesets, what=what, error=error)
+    with _writing("--junit-xml", path):
+        junit.write(path, result, rulesets, what=what, error=error)
 
 
 def _terminated(signum, _frame):
@@ -628,6 +649,36 @@ def _show_library_lines() -> None:
     library.setLevel(logging.INFO)
 
 
+class _Unbroken:
+    """Standard output that goes on when its reader has gone (`run ... | head` closed the pipe):
+    the rest is dropped, and the update, its put-back and its records are not cut short by a
+    BrokenPipeError in the middle of a line."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is buffered goes nowhere, not to stderr
+        os.close(devnull)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -697,11 +748,18 @@ def main(argv: list[str] | None = None) -> int:
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     _show_library_lines()
+    # A reader that stops early (`| head`): the run goes on, its lines unread.
+    stdout, sys.stdout = sys.stdout, _Unbroken(sys.stdout)
     try:
         return commands[args.command](args)
+    except OutputNotWritten as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except Exception as error:
         local_spark = sys.modules.get("medallion_dq.local.spark")  # loaded by any server's user
         if local_spark is None or not isinstance(error, local_spark.ServerLost):
             raise
         print(f"error: {error}", file=sys.stderr)
         return 3
+    finally:
+        sys.stdout = stdout
