@@ -247,11 +247,13 @@ def cmd_run(args) -> int:
         summary["error"] = f"{stop} (exit {stop.exit_code})"
         update = stop.result
         back = [*update.restored, *update.removed] if update else []
-        print(
-            f"{what}: CANCELED by {stop}"
-            + (f"; put back {', '.join(back)}" if back else "; nothing was put back"),
-            file=sys.stderr,
-        )
+        if back:
+            outcome = f"put back {', '.join(back)}"
+        elif any((work_dir / lake.UPDATES).glob("*/journal.json")):  # a second signal cut it
+            outcome = "the update was not put back yet: the next run on this lake puts it back"
+        else:
+            outcome = "nothing was put back"
+        print(f"{what}: CANCELED by {stop}; {outcome}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:  # before or between updates: nothing to put back
         summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
