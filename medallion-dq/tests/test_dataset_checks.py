@@ -195,3 +195,29 @@ def test_volume_reads_the_databricks_event_log_shape(spark):
     assert result.value == "40 rows (0.36x the median)"
     assert result.bound == "0.5x to 2.0x the median 110 of the last 2 update(s)"
     assert checks.volume(check, "silver_orders", written, "u2").passed  # 120 vs 100
+
+
+def test_rows_an_interrupted_update_committed_fail_the_gate_until_a_full_refresh(lake):
+    """A validation update canceled after silver_orders' flow had committed: its rows stay (the
+    checkpoint records them, the next update does not read them again). Once, the next job's
+    gate then found no rows, and with --allow-empty it published them unjudged."""
+    from medallion_dq.local.lake import Ungated
+
+    lake.land_fixtures("orders")
+    lake.land_fixtures("customers")
+    first = lake.project.run_job("medallion")
+    ungated = Ungated(lake.project.local.work_dir, first.tasks[0].update.pipeline)
+    ungated.add("0123456789ab", "CANCELED", {"silver_orders": 228, "bronze_orders": 229})
+    again = lake.project.run_job("medallion", allow_empty=True)
+    _, verdict, publish = again.tasks
+    assert (verdict.status, publish.status) == ("FAILED", "SKIPPED")
+    # bronze_orders has no rule file: silver judges its rows when it reads them.
+    (check,) = [c for c in verdict.gate.checks if c.kind == "ungated"]
+    assert (check.dataset, check.value) == (
+        "silver_orders",
+        "228 rows of canceled update 0123456789ab",
+    )
+    assert "--full-refresh" in verdict.message
+    refreshed = lake.project.run_job("medallion", full_refresh=True)
+    assert not [c for c in refreshed.tasks[1].gate.checks if c.kind == "ungated"]
+    assert ungated.entries() == []

@@ -135,6 +135,38 @@ class FullRefresh:
         self.marker.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Ungated:
+    """Rows that a canceled, failed or killed update committed to streaming tables. They stay
+    (the tables' checkpoints record them, and the next update does not read them again), but no
+    quality gate judged them; the job's gate fails on them until a full refresh of the pipeline
+    judges every row again."""
+
+    work_dir: Path
+    pipeline: str
+
+    @property
+    def marker(self) -> Path:
+        return self.work_dir / UPDATES / f"{self.pipeline}.ungated.json"
+
+    def entries(self) -> list[dict]:
+        """``[{"update_id", "status", "rows": {dataset: rows or None (not known)}}]``."""
+        try:
+            return json.loads(self.marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []
+
+    def add(self, update_id: str, status: str, rows: dict[str, int | None]) -> None:
+        entries = [*self.entries(), {"update_id": update_id, "status": status, "rows": rows}]
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.marker.with_suffix(".tmp")
+        partial.write_text(json.dumps(entries, indent=2), encoding="utf-8")
+        partial.replace(self.marker)
+
+    def end(self) -> None:
+        self.marker.unlink(missing_ok=True)
+
+
 @dataclass
 class Journal:
     """What an update must put back if it does not complete."""

@@ -9,6 +9,7 @@ over the local event log, and a task whose upstream failed is skipped, as on Dat
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -18,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, rules
 from medallion_dq.bundle import load_bundle
+from medallion_dq.checks import CheckResult
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
-from medallion_dq.local.lake import register_tables, remember_landing
+from medallion_dq.local.lake import Ungated, register_tables, remember_landing
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
@@ -281,6 +283,8 @@ class LocalProject:
             as_of=self.as_of,
             allow_empty=allow_empty,
         )
+        if update is not None:
+            verdict.checks += self._ungated(update.pipeline)
         self.log(str(verdict))
         if update is not None and verdict.checks:
             self.runner.event_log.append_checks(update.pipeline, update.update_id, verdict.checks)
@@ -292,6 +296,38 @@ class LocalProject:
             message="" if verdict.passed else _gate_reason(verdict),
             examples=self._failing_records(verdict, f"{schema}." if schema else ""),
         )
+
+    def _ungated(self, pipeline: str) -> list[CheckResult]:
+        """A failed check per dataset the gate judges that holds rows an interrupted update
+        committed and no gate judged (lake.Ungated); an --allow-empty does not pass them."""
+        judged = set()
+        with contextlib.suppress(ValueError, OSError):  # invalid rule files: the gate said why
+            judged = {
+                short_name(rules.load(file).dataset)
+                for folder in rules_dirs(self.root)
+                for file in rules.rule_files(folder)
+            }
+        found: dict[str, list[str]] = {}
+        for entry in Ungated(self.local.work_dir, pipeline).entries():
+            for dataset, rows in entry["rows"].items():
+                if dataset in judged:
+                    count = "rows" if rows is None else f"{rows:,} rows"
+                    found.setdefault(dataset, []).append(
+                        f"{count} of {entry['status'].lower()} update {entry['update_id']}"
+                    )
+        return [
+            CheckResult(
+                dataset,
+                "ungated_rows",
+                "ungated",
+                "; ".join(said),
+                "none that no gate judged",
+                passed=False,
+                note="they were committed before the update stopped; `run --job ... "
+                "--full-refresh` judges every row again",
+            )
+            for dataset, said in found.items()
+        ]
 
     def _failing_records(self, verdict: gate.GateResult, prefix: str) -> dict[str, list[dict]]:
         """Up to ``failing_examples`` records of each rule over its threshold: a drop rule's

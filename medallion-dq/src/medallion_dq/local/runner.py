@@ -412,9 +412,10 @@ class Runner:
         with self.local.update_session() as session:
             update = self._prepare(spec, session, full_refresh)
             self._execute(update, full_refresh, refresh)
-        result = self._finish(update)
+            result = self._finish(update)
         if full_refresh and result.status == "COMPLETED":
             pending.end()
+            lake.Ungated(self.local.work_dir, spec.name).end()  # the gate judges every row now
         return result
 
     def _prepare(self, spec: PipelineSpec, session, full_refresh: bool) -> _Update:
@@ -564,6 +565,7 @@ class Runner:
         phases, failed, journal = update.phases, update.failed, update.journal
         assert journal is not None  # _prepare began it
         with shielded(self.log) as arrived:
+            self.local.end_session(update.session)  # the engine stops before tables are put back
             unput = None  # tables that could not be put back: the journal stays for the next run
             try:
                 restored, removed = (
@@ -602,6 +604,10 @@ class Runner:
                 if failed or interrupted is not None
                 else self._drift(spec, tables, output_rows, update.since)
             )
+            streams = [n for n, kind in journal.kinds.items() if kind == "StreamingTable"]
+            if failed and (committed := {n: output_rows[n] for n in streams if output_rows.get(n)}):
+                status_now = "CANCELED" if interrupted is not None else "FAILED"
+                lake.Ungated(self.local.work_dir, spec.name).add(update.id, status_now, committed)
             error: RunError | None
             if interrupted is not None:
                 status = "CANCELED"
@@ -662,6 +668,22 @@ class Runner:
         for journal in Journal.left_behind(self.local.work_dir):
             with shielded(self.log):
                 restored, removed = put_back(self.spark, journal, self._warehouse())
+                streams = {
+                    n: t
+                    for n, t in journal.tables.items()
+                    if journal.kinds.get(n) == "StreamingTable"
+                }
+                now = lake.versions(self.spark, streams, self._warehouse())
+                if committed := {
+                    name: lake.rows_written(
+                        self.spark, table, journal.versions.get(name), self._warehouse()
+                    )
+                    for name, table in streams.items()
+                    if now[name] is not None and now[name] != journal.versions.get(name)
+                }:
+                    lake.Ungated(self.local.work_dir, journal.pipeline).add(
+                        journal.update_id, "CANCELED", committed
+                    )
                 result = UpdateResult(
                     journal.pipeline,
                     journal.update_id,

@@ -271,7 +271,7 @@ class LocalSpark:
         this session (catalog aliases, a time zone...); closed on leaving, which stops what the
         engine still runs for it: Spark Connect stops a pipeline run only when its session
         closes (interrupting the call that started it leaves its flows writing, on a warm
-        server after this process is gone)."""
+        server after this process is gone). `end_session` closes it earlier."""
         from pyspark.sql.connect.session import SparkSession as ConnectSession
 
         main = self.spark
@@ -290,12 +290,19 @@ class LocalSpark:
             reachable = not (isinstance(error, ServerLost) or _unreachable(error))
             raise
         finally:
-            # Released, not stop()ped: stop() would end an own embedded server too.
-            if reachable:
-                with contextlib.suppress(Exception):
-                    session.client.release_session()
+            self.end_session(session, release=reachable)
+
+    @staticmethod
+    def end_session(session, release: bool = True) -> None:
+        """Close an update's session (once: later calls do nothing). Released, not stop()ped:
+        stop() would end an own embedded server too."""
+        if session.client.is_closed:
+            return
+        if release:
             with contextlib.suppress(Exception):
-                session.client.close()
+                session.client.release_session()
+        with contextlib.suppress(Exception):
+            session.client.close()
 
     def stop(self) -> None:
         for stop in reversed(self._stop):
