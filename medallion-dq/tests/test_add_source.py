@@ -6,6 +6,7 @@ the silver tests `add` wrote and the rules' examples once, as the project's `nox
 does; then `remove source` undoes one source exactly and refuses an edited one."""
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -137,6 +138,15 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     airports.mkdir()
     (airports / "airports.jsonl").write_bytes((DATA / "airports.jsonl").read_bytes())
     assert add(project, "airports", "--from", str(airports), "--key", "faa") == 0
+    # A numeric key gets no range rule: it would drop every id after the ones profiled.
+    events = project.parent / "events"
+    events.mkdir()
+    lines = [json.dumps({"event_id": i, "kind": ["view", "click"][i % 2]}) for i in range(1, 41)]
+    (events / "events.jsonl").write_text("\n".join(lines) + "\n")
+    assert add(project, "events", "--from", str(events), "--key", "event_id") == 0
+    events_rules = (project / "src" / "acme_orders" / "rules" / "silver" / "events.yml").read_text()
+    assert "event_id_in_range" not in events_rules
+    assert "a key (--key): no range rule on its values" in events_rules
     capsys.readouterr()
 
     # Each silver file types what it saw: numbers with their scale, timestamps, structs.
@@ -151,7 +161,7 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     assert (pipelines / "silver" / "planes_quarantine.sql").read_text().count("CREATE VIEW") == 1
     # Each bronze file reads its own format (a run reads, and says it reads, their files).
     formats = preflight.landing_formats((pipelines / "bronze").glob("*.py"))
-    assert formats == {"weather": "csv", "planes": "parquet", "airports": "json"}
+    assert formats == {"weather": "csv", "planes": "parquet", "airports": "json", "events": "json"}
 
     # Its freshness check passes on its fixture as of the project's as_of, as the job's gate
     # judges it (the newest record of all the files is newer than the fixture's).
@@ -183,6 +193,7 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
             "tests/silver/test_weather.py",
             "tests/silver/test_planes.py",
             "tests/silver/test_airports.py",
+            "tests/silver/test_events.py",
             "src/acme_orders/rules/silver",
         ],
         cwd=project,
@@ -204,7 +215,7 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
         "since `add source`: delete the files by hand, or undo the edit\n"
     )
     assert rule_file.exists()
-    for name in ("weather", "planes"):
+    for name in ("weather", "planes", "events"):
         assert cli.main(["--root", str(project), "remove", "source", name]) == 0
     after = files(project)
     assert {k for k in after.keys() - before.keys() if "airports" not in k} == set()

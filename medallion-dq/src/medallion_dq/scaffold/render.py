@@ -30,7 +30,7 @@ def render(
         column_typing(c, [r.get(c) for r in landed.records], landed.arrow_types.get(c))
         for c in landed.columns
     ]
-    found = spark_findings(plan, landed, typings, sample, backend)
+    found = spark_findings(plan, landed, typings, sample, backend, keys)
     for label in found.dropped:
         print(f"  note: example {label!r} left out of the test: silver's type changes it")
     files = plan.files
