@@ -270,8 +270,9 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
 
 @pytest.mark.spark
 def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(tmp_path):
-    """The paths handed to Java (the log4j file, the class archive, the warehouse) hold the
-    project's folder: the launcher splits Java options at spaces and reads quotes."""
+    """The paths handed to Java (the log4j file, the class archive, the warehouse, the
+    engine's storage) hold the project's folder: the launcher splits Java options at spaces and
+    reads quotes; the engine escapes its storage root's URI again."""
     project = tmp_path / 'it\'s a "team" folder, café' / "acme orders"
     project.parent.mkdir()
     subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
@@ -279,6 +280,11 @@ def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(tmp_path):
         run = cli("run", "--pipeline", "validation", cwd=project)
         assert run.returncode == 0, run.stderr[-3000:]
         assert "pipeline validation: COMPLETED" in run.stdout
+        # The engine's checkpoints are in the lake: once, in a folder named by the path's URI
+        # text (`%2520`), where a full refresh then missed them and failed on deleted data.
+        assert (project / ".local" / "lake" / "dev" / "storage").is_dir()
+        refresh = cli("run", "--pipeline", "validation", "--full-refresh", cwd=project)
+        assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
         examples = cli("check", "--examples", cwd=project)  # the shared server, its own log
         assert examples.returncode == 0, examples.stderr[-3000:] + examples.stdout[-3000:]
         logs = [*project.glob(".local/lake/*/server/*/spark-server.log")]  # the lake's server

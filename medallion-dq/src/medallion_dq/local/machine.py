@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -94,3 +95,27 @@ def exclusive(path: Path, busy: Callable[[IO[str]], None] = lambda _: None) -> I
             yield handle
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9/._~-]+")
+
+
+def plain_path(folder: Path) -> Path:
+    """``folder``, made if missing, by a path of plain characters only. The pipeline engine
+    writes its storage root's URI text as a path (a space becomes a folder named `%20`, far
+    from the lake) and misses its own checkpoints in a full refresh; a folder whose path needs
+    escaping is reached through a link in this user's cache, named by the folder's digest."""
+    folder.mkdir(parents=True, exist_ok=True)
+    if _PLAIN.fullmatch(str(folder)):
+        return folder
+    links = cache_dir() / "links"
+    if not _PLAIN.fullmatch(str(links)):
+        return folder  # nothing plainer here: the engine's own handling
+    links.mkdir(parents=True, exist_ok=True)
+    link = links / hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+    if not (link.is_symlink() and os.readlink(link) == str(folder)):
+        partial = links / f"{link.name}.{os.getpid()}"
+        partial.unlink(missing_ok=True)
+        partial.symlink_to(folder)
+        partial.replace(link)  # whole or not at all, when two runs make it at once
+    return link

@@ -19,6 +19,7 @@ import contextlib
 import importlib.util
 import json
 import re
+import shutil
 import signal
 import sys
 import threading
@@ -30,10 +31,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlparse
 
 from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
-from medallion_dq.local import eventlog, expectations, lake, loading, sql_files
+from medallion_dq.local import eventlog, expectations, lake, loading, machine, sql_files
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
@@ -377,6 +379,20 @@ class Runner:
         """The pipeline's storage folder: its streaming checkpoints."""
         return self.local.work_dir / "storage" / spec.name
 
+    def _engine_storage(self, spec: PipelineSpec) -> Path:
+        """The storage folder as the engine is given it: by a plain path on this machine's own
+        server (a container sees the lake at its path, not this user's cache)."""
+        folder = self.storage(spec)
+        if self.local.backend != "embedded":
+            return folder
+        # Where medallion-dq 0.5 let the engine put it: the folder's URI text, escaped again.
+        before = Path(quote(urlparse(folder.as_uri()).path, safe="/"))
+        if before != folder and before.is_dir() and not folder.exists():
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(before, folder)
+            self.log(f"[{spec.name}] moved its checkpoints into the lake, from {before}")
+        return machine.plain_path(folder)
+
     # -- one update -----------------------------------------------------------------------------
     def run(
         self, spec: PipelineSpec, *, full_refresh: bool = False, refresh: list[str] | None = None
@@ -509,7 +525,7 @@ class Runner:
                 full_refresh_all=full_refresh,
                 refresh=refresh,
                 dry=False,
-                storage=self.storage(spec).as_uri(),
+                storage=self._engine_storage(spec).as_uri(),
             )
             for result in events:
                 if "pipeline_event_result" not in result:
