@@ -214,6 +214,19 @@ def test_check_names_a_changed_bound_and_a_clause_gone(project, capsys):
     )
 
 
+def test_check_names_the_files_threshold_and_quarantine_edited_by_hand(project, capsys):
+    """The contract sets them (customProperties); before, a hand edit of either passed."""
+    path = project / "src/acme_orders/rules/silver/orders.yml"
+    text = path.read_text()
+    assert "\nthreshold: 0.05 " in text and "\nquarantine: table\n" in text
+    text = text.replace("\nthreshold: 0.05 ", "\nthreshold: 0.5 ")
+    path.write_text(text.replace("\nquarantine: table\n", "\nquarantine: view\n"))
+    assert run(project, "check", "contracts/orders.odcs.yaml") == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "rules/silver/orders.yml: threshold: 0.5 in the file, 0.05 in the contract" in out
+    assert "rules/silver/orders.yml: quarantine: 'view' in the file, 'table' in the contract" in out
+
+
 def test_check_compares_the_local_lakes_table(project, capsys):
     """A table of `medallion-dq run`'s lake, read from its Delta log (no Spark)."""
     log = project / ".local/lake/dev/warehouse/dev.db/silver_orders/_delta_log"

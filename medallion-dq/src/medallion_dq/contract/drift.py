@@ -112,7 +112,12 @@ def drift(root: Path, translation: Translation) -> list[str]:
 
 
 def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
-    lines = []
+    # The file's own settings: `want` has the file's value where the contract sets none.
+    lines = [
+        f"{key}: {getattr(now, field)!r} in the file, {getattr(want, field)!r} in the contract"
+        for field, key in (("threshold", "threshold"), ("quarantine_declared", "quarantine"))
+        if getattr(want, field) != getattr(now, field)
+    ]
     declared = {c.name.lower(): c for c in now.schema}
     for column in want.schema:
         have = declared.pop(column.name.lower(), None)
