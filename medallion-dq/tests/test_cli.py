@@ -5,7 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -210,43 +209,6 @@ def test_server_killed_mid_run_ends_the_run_with_a_clear_error(server, tmp_path)
     assert "Start a new run" in output and "Cause: details =" in output
     assert "Traceback" not in output and "\tat org.apache" not in output, output
     assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
-
-
-@pytest.fixture
-def java_runtime_only(tmp_path, monkeypatch):
-    """This machine without the JDK's tools (javac, jar) and Maven, no jar cached and no ~/.m2:
-    what a user with a Java runtime only has."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    hidden = {"javac", "jar", "jshell", "jlink", "mvn", "mvnDebug", "mvnyjp"}
-    for folder in map(Path, os.environ["PATH"].split(os.pathsep)):
-        for tool in sorted(folder.iterdir()) if folder.is_dir() else []:
-            if tool.name not in hidden and not (bin_dir / tool.name).exists():
-                (bin_dir / tool.name).symlink_to(tool)
-    monkeypatch.setenv("PATH", str(bin_dir))
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.m2 to copy jars from
-    (tmp_path / "home").mkdir()
-    return tmp_path / "cache"
-
-
-@pytest.mark.spark
-def test_a_java_runtime_is_all_the_embedded_backend_needs(tmp_path, java_runtime_only):
-    """No javac, no Maven, nothing cached: the plugins jar comes in the wheel and Spark's own
-    resolver fetches the Delta jars; the sample job runs."""
-    import shutil
-
-    assert shutil.which("java") and not shutil.which("javac") and not shutil.which("mvn")
-    project = tmp_path / "project"
-    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-    done = cli("run", "--job", "medallion", "--fresh", cwd=project)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "fetching the Delta jars" in done.stderr
-    assert sorted(p.name for p in (java_runtime_only / "jars").glob("*.jar")) == [
-        "delta-spark_4.2_2.13-4.4.0.jar",
-        "delta-storage-4.4.0.jar",
-    ]
 
 
 def test_a_run_says_what_it_does_within_a_second(tmp_path):

@@ -20,6 +20,7 @@ import pytest
 from medallion_dq import settings
 from medallion_dq.local import jars, machine, server, spark
 from processes import child_processes
+from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
@@ -484,27 +485,58 @@ local.stop()
 """
 
 
+@pytest.fixture
+def java_runtime_only(tmp_path, monkeypatch):
+    """This machine without the JDK's tools (javac, jar) and Maven, no jar cached and no ~/.m2:
+    what a user with a Java runtime only has."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    hidden = {"javac", "jar", "jshell", "jlink", "mvn", "mvnDebug", "mvnyjp"}
+    for folder in map(Path, os.environ["PATH"].split(os.pathsep)):
+        for tool in sorted(folder.iterdir()) if folder.is_dir() else []:
+            if tool.name not in hidden and not (bin_dir / tool.name).exists():
+                (bin_dir / tool.name).symlink_to(tool)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.m2 to copy jars from
+    (tmp_path / "home").mkdir()
+    return tmp_path / "cache"
+
+
 @pytest.mark.slow
-def test_two_cold_starts_at_once_on_an_empty_cache_both_fetch_the_delta_jars(tmp_path):
-    """Two projects (or `nox -p`) on a new machine: the first fetches the Delta jars from Maven
-    Central while the second waits, then finds them. Before, one of them failed."""
-    env = {**os.environ, "DQ_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path)}
-    starts = [
-        subprocess.Popen(
-            [sys.executable, "-c", COLD_START, str(tmp_path / name)],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_once(
+    tmp_path, java_runtime_only
+):
+    """No javac, no Maven, nothing cached: the plugins jar comes in the wheel and Spark's own
+    resolver fetches the Delta jars. The sample job and another project start at once (or
+    `nox -p`): one fetches while the other waits, then finds them. Before, one of them failed."""
+    assert shutil.which("java") and not shutil.which("javac") and not shutil.which("mvn")
+    project = tmp_path / "project"
+    shutil.copytree(sample_project(), project)
+    commands = {  # (command, folder)
+        "job": (
+            [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--fresh"],
+            project,
+        ),
+        "start": ([sys.executable, "-c", COLD_START, str(tmp_path / "start")], tmp_path),
+    }
+    env = {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"}
+    starts = {
+        name: subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for name in ("first", "second")
-    ]
-    done = [start.communicate(timeout=600) for start in starts]
-    for start, (out, err) in zip(starts, done, strict=True):
-        assert start.returncode == 0 and out.split() == ["3"], err[-3000:]
+        for name, (command, cwd) in commands.items()
+    }
+    done = {name: start.communicate(timeout=900) for name, start in starts.items()}
+    for name, start in starts.items():
+        assert start.returncode == 0, "".join(done[name])[-3000:]
+    assert done["start"][0].split() == ["3"]
+    fetched = [name for name, (_, err) in done.items() if "fetching the Delta jars (" in err]
     waited = "waiting for another process fetching the Delta jars into"
-    assert len([err for _, err in done if waited in err]) == 1, [err for _, err in done]
-    assert sorted(p.name for p in (tmp_path / "cache" / "jars").glob("*.jar")) == [
+    waiting = [name for name, (_, err) in done.items() if waited in err]
+    assert len(fetched) == len(waiting) == 1 and fetched != waiting, done
+    assert sorted(p.name for p in (java_runtime_only / "jars").glob("*.jar")) == [
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
         for coordinate in sorted(jars.delta_artifacts())
     ]
