@@ -44,10 +44,13 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def rules(session: nox.Session) -> None:
-    """Check rule files, layer conventions and bundle YAML statically (no Spark)."""
+    """Check rule files, layer conventions, bundle YAML and that the rule files agree with the
+    data contracts (contracts/), statically (no Spark)."""
     session.install("-e", ".", "--group", "check")
     session.run("medallion-dq", "--version")
     session.run("medallion-dq", "check")
+    for contract in sorted(Path("contracts").glob("*.odcs.yaml")):
+        session.run("medallion-dq", "contract", "check", str(contract))
 
 
 @nox.session(python=PYTHON)
