@@ -131,6 +131,36 @@ def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        (
+            {
+                "p.py": f'@dp.materialized_view(name="typo")\ndef typo():\n    return spark.sql("{ROWS}").select("amout")\n'
+            },
+            "typo (p.py) could not be resolved: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, "
+            "variable, or function parameter with name `amout` cannot be resolved. Did you mean "
+            "one of the following? [`amount`, `id`].",
+        ),
+        (
+            {
+                "q.sql": "CREATE MATERIALIZED VIEW typo (CONSTRAINT ok EXPECT (id > 0))\nAS SELECT * FROM nowhere"
+            },
+            "typo (q.sql) could not be resolved: [TABLE_OR_VIEW_NOT_FOUND] The table or view "
+            "`spark_catalog`.`<schema>`.`nowhere` cannot be found.",
+        ),
+    ],
+    ids=["column", "table"],
+)
+def test_code_the_engine_cannot_resolve_is_named_with_its_cause(lake, tmp_path, files, said):
+    """Before: 'Failed to resolve flow: ...' and no word of the misspelled name."""
+    if "p.py" in files:
+        files = {"p.py": "from pyspark import pipelines as dp\n\n\n" + files["p.py"]}
+    result = run(lake, tmp_path, files)
+    assert result.status == "FAILED" and result.error.kind == "ENGINE"
+    assert result.error.message.startswith(said.replace("<schema>", lake.schema))
+
+
+@pytest.mark.parametrize(
     ("decorator", "code"),
     [
         ('@dp.expect("cheap", "amount > (SELECT max(amount) FROM other)")', "DQ009"),

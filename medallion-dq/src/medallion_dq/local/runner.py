@@ -35,7 +35,15 @@ from urllib.parse import quote, urlparse
 
 from medallion_dq import settings
 from medallion_dq.constraints import referenced_columns
-from medallion_dq.local import eventlog, expectations, lake, loading, machine, sql_files
+from medallion_dq.local import (
+    eventlog,
+    expectations,
+    lake,
+    loading,
+    machine,
+    pipeline_files,
+    sql_files,
+)
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.spark import LocalSpark, ServerLost
 
@@ -630,7 +638,9 @@ class Runner:
                 error = RunError("CANCELED", f"{signal.Signals(interrupted).name}: update canceled")
             else:
                 status = "FAILED" if failed else "COMPLETED"
-                error = self._error(update.error_text, update.declared, flows) if failed else None
+                error = (
+                    self._error(update.error_text, update.declared, flows, spec) if failed else None
+                )
             if unput is not None:
                 assert error is not None  # put back: the update failed
                 error.message = f"{error.message}; {unput}"
@@ -793,7 +803,9 @@ class Runner:
             )
         return out
 
-    def _error(self, text: str | None, declared: dict, flows: dict[str, str]) -> RunError:
+    def _error(
+        self, text: str | None, declared: dict, flows: dict[str, str], spec: PipelineSpec
+    ) -> RunError:
         failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
         text = text or f"flow {failed_flow} failed"
         violation = expectations.parse_violation(text)
@@ -827,7 +839,17 @@ class Runner:
             where = f" (flow {failed_flow})" if failed_flow else ""
             fault += lake.disk_note(self.local.work_dir)
             return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
+        if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
+            flow = _short(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
+            cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
+            files = [f for f in spec.libraries if flow in pipeline_files.datasets_defined([f])]
+            where = f" ({pipeline_files.relative(files[0], spec.root)})" if files else ""
+            return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
         return RunError("ENGINE", _first_line(text), failed_flow)
+
+
+# A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
+_UNRESOLVED = re.compile(r"Failed to resolve flow: '(?P<flow>[^']+)'\.\s*\nError: (?P<cause>.+)")
 
 
 def _first_line(text: str) -> str:

@@ -31,6 +31,9 @@ _KINDS = {
     "VIEW": "TemporaryView",
 }
 
+# The temporary view each SQL dataset with expectations reads its query from.
+SOURCE_VIEW = "__dq_source"
+
 
 def _tokens(text: str) -> Iterator[tuple[Token, int]]:
     """The tokens of SQL text, read by sqlglot (quotes, escapes and comments as Databricks reads
@@ -185,7 +188,7 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
                     ]
                 )
             names.add(e.name)
-        source = f"{parsed['name'].replace('.', '_')}__dq_source"
+        source = f"{parsed['name'].replace('.', '_')}{SOURCE_VIEW}"
         plain.append(f"CREATE TEMPORARY VIEW {source} AS {parsed['query']}")
         streaming = parsed["kind"] == "StreamingTable"
 
