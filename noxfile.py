@@ -474,8 +474,8 @@ def bench(session: nox.Session) -> None:
     pyspark_wheel(session)
     wheel = build_wheel(session)
     project, _ = bake_default(session, BUILD / "bench", medallion_dq_source="index")
-    env = {**find_links(wheel.parent), **COMPILED}  # the command-line loop: a process per run
-    session.install("-e", str(project), f"{wheel}[local,container]", env=env)
+    links = find_links(wheel.parent)  # and compiled: the command-line loop is a process a run
+    session.install("-e", str(project), f"{wheel}[local,container]", env={**links, **COMPILED})
     if "--peers" in session.posargs:  # the peer tools, in this session's venv only
         session.install(*group("peers"))
     env = find_links(wheel.parent)  # --nox runs the baked project's own nox
