@@ -53,8 +53,8 @@ OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
 JINJA_MARKERS = ("{{", "{%", "{#")
 # For sessions that start many Python processes (a CLI run each), all importing pyspark and
 # sqlglot: where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, as CI images often set),
-# each process compiled them again, 3.7 s of CPU per warm `run`. uv compiles them once, when it
-# installs (about 17 s).
+# each process compiled them again (the cost: benchmarks/ci.md). uv compiles them once, when it
+# installs.
 COMPILED = {"UV_COMPILE_BYTECODE": "1"}
 
 
