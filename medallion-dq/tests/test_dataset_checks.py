@@ -197,6 +197,35 @@ def test_volume_reads_the_databricks_event_log_shape(spark):
     assert checks.volume(check, "silver_orders", written, "u2").passed  # 120 vs 100
 
 
+def test_the_gate_judges_every_update_no_publish_has_taken(lake):
+    """A completed validation update's rows stay in the tables the publish reads until a
+    publish takes them. Once, the job's gate judged its own update alone: after a validation run
+    on its own it found no new rows (an empty delivery), and after a failed gate, the next job
+    with --allow-empty published the failing rows unjudged."""
+    lake.land_fixtures("orders")
+    lake.land_fixtures("customers")
+    alone = lake.project.run_pipeline("validation")
+    assert_update_ok(alone)
+    job = lake.project.run_job("medallion")
+    assert [task.status for task in job.tasks] == ["SUCCESS"] * 3, job.tasks[1].message
+    assert (job.tasks[1].gate.earlier, job.tasks[1].gate.empty) == ([alone.update_id], [])
+    order = {"customer_id": "C-0037", "order_ts": "2026-11-06T10:00:00", "channel": "web"}
+    order |= {"currency": "EUR", "amount": "10.00", "quantity": "1"}
+    lake.land("orders", "orders-2026-11-06", [order] * 30)  # no order_id: 2 % may lack one
+    failed = lake.project.run_job("medallion")
+    again = lake.project.run_job("medallion", allow_empty=True)  # nothing new since
+    for run in (failed, again):
+        _, verdict, publish = run.tasks
+        assert (verdict.status, publish.status) == ("FAILED", "SKIPPED")
+        assert "valid_order_id" in {row.rule for row in verdict.gate.failures}
+    assert again.tasks[1].gate.earlier == [failed.tasks[0].update.update_id]
+    # A publish run by hand takes them: the next gate judges its own, empty, update alone.
+    assert_update_ok(lake.project.run_pipeline("publish"))
+    last = lake.project.run_job("medallion", allow_empty=True)
+    assert [task.status for task in last.tasks] == ["SUCCESS"] * 3, last.tasks[1].message
+    assert (last.tasks[1].gate.earlier, last.tasks[1].gate.empty) == ([], ["silver_orders"])
+
+
 def test_rows_an_interrupted_update_committed_fail_the_gate_until_a_full_refresh(lake):
     """A validation update canceled after silver_orders' flow had committed: its rows stay (the
     checkpoint records them, the next update does not read them again). Once, the next job's

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -126,15 +126,20 @@ def volume(
     check: Check,
     dataset: str,
     written: list[dict],
-    update_id: str,
+    update_id: str | Sequence[str],
     allow_empty: bool = False,
 ) -> CheckResult:
+    """The rows the update wrote (or these updates, one delivery) against the check's bounds
+    and the median of the updates before."""
+    from medallion_dq.gate import update_ids
+
+    updates = update_ids(update_id)
     ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
-    now = next((w for w in ours if w["update_id"] == update_id), None)
-    if now is None:
+    now = [w for w in ours if w["update_id"] in updates]
+    if not now:
         note = "the dataset reported no rows written in this update"
         return CheckResult(dataset, check.name, "volume", "-", "-", True, note)
-    rows = int(now["rows"])
+    rows, start = sum(int(w["rows"]) for w in now), min(w["time"] for w in now)
     if rows == 0 and allow_empty:
         note = "an empty delivery, allowed (--allow-empty)"
         return CheckResult(dataset, check.name, "volume", "0 rows", "-", True, note)
@@ -145,7 +150,7 @@ def volume(
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
     low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
     earlier = sorted(
-        (w for w in ours if w["time"] < now["time"] and int(w["rows"])), key=lambda w: w["time"]
+        (w for w in ours if w["time"] < start and int(w["rows"])), key=lambda w: w["time"]
     )
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
@@ -239,7 +244,7 @@ def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckRes
 def judge(
     spark: SparkSession,
     events_df: DataFrame,
-    update_id: str,
+    update_id: str | Sequence[str],
     rulesets: Iterable[rules.RuleSet],
     datasets: set[str],
     *,
@@ -248,9 +253,13 @@ def judge(
     allow_empty: bool = False,
 ) -> list[CheckResult]:
     """Every check and contract of the rule sets whose dataset ran in this update (`datasets`,
-    short names). `table`: a dataset's table name (the pipeline's catalog and schema);
-    `as_of`: an ISO timestamp freshness is judged at (default: the update's time);
-    `allow_empty`: an update that wrote no rows passes its volume checks."""
+    short names), or in these updates, judged as one delivery (oldest first). `table`: a
+    dataset's table name (the pipeline's catalog and schema); `as_of`: an ISO timestamp
+    freshness is judged at (default: the last update's time); `allow_empty`: an update that
+    wrote no rows passes its volume checks."""
+    from medallion_dq.gate import update_ids
+
+    updates = update_ids(update_id)
     chosen = [r for r in rulesets if short_name(r.dataset) in datasets and (r.checks or r.schema)]
     if not chosen:
         return []
@@ -261,7 +270,7 @@ def judge(
             raise ValueError(f"as_of: not a timestamp: {as_of!r}")
         moment = f"CAST('{as_of}' AS TIMESTAMP)"
     else:
-        moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
+        moment = f"CAST('{_update_time(events_df, updates[-1])}' AS TIMESTAMP)"
     results = []
 
     def timed(judge: Callable[..., CheckResult], *args) -> None:
@@ -273,7 +282,7 @@ def judge(
         name = short_name(ruleset.dataset)
         for check in ruleset.checks:
             if check.kind == "volume":
-                timed(volume, check, name, written, update_id, allow_empty)
+                timed(volume, check, name, written, updates, allow_empty)
             elif check.kind == "freshness":
                 timed(freshness, spark, check, name, table(name), moment)
             else:
@@ -285,18 +294,20 @@ def judge(
 
 def landing_drift(
     events_df: DataFrame,
-    update_id: str,
+    update_id: str | Sequence[str],
     datasets: set[str],
     *,
     table: Callable[[str], str] = lambda name: name,
 ) -> list[CheckResult]:
-    """A warning for each bronze dataset of `datasets` whose records of this update (ingested
-    since its first event) drifted from its schema; nothing for the others."""
+    """A warning for each bronze dataset of `datasets` whose records of this update (or these,
+    oldest first; ingested since the first one's first event) drifted from its schema; nothing
+    for the others."""
     from pyspark.errors import AnalysisException
 
     from medallion_dq import sources
+    from medallion_dq.gate import update_ids
 
-    since, out = _update_time(events_df, update_id, first=True), []
+    since, out = _update_time(events_df, update_ids(update_id)[0], first=True), []
     for name in sorted(datasets):
         started = time.perf_counter()
         try:

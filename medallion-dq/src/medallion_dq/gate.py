@@ -4,7 +4,9 @@ Expectations enforce data quality inside a pipeline, not orchestration: a `warn`
 on 40 % of the rows does not stop anything downstream. The medallion job therefore runs this gate
 after the validation pipeline: it reads the expectation metrics of the pipeline's latest update
 from its event log, compares each rule's failed fraction with the rule's threshold, and exits 1
-when one is over, so the publish task does not run.
+when one is over, so the publish task does not run. The local runner also passes the earlier
+updates whose rows no publish has taken (``earlier``: a validation run on its own, a gate that
+failed): they are judged with the latest, as one delivery.
 
 The same code runs on Databricks (python_wheel_task of the ``medallion-dq`` wheel, entry point
 ``quality_gate``, reading ``event_log('<pipeline id>')`` and the project's rule files, package
@@ -65,6 +67,7 @@ __all__ = [
     "rule_datasets",
     "run_gate",
     "thresholds_from_rule_files",
+    "update_ids",
 ]
 
 #: Without a threshold in the rule files, any failed row fails the gate.
@@ -186,6 +189,8 @@ class GateRow:
 class GateResult:
     rows: list[GateRow] = field(default_factory=list)
     update_id: str | None = None
+    #: Earlier updates judged with ``update_id`` (their rows had not passed a gate yet).
+    earlier: list[str] = field(default_factory=list)
     note: str = ""
     #: False when there was nothing to judge (no pipeline update found): the gate fails.
     evaluated: bool = True
@@ -263,6 +268,9 @@ class GateResult:
 
     def summary(self) -> str:
         update = f" (update {self.update_id})" if self.update_id else ""
+        if self.update_id and self.earlier:  # one delivery: no publish has taken their rows
+            earlier = ", ".join(self.earlier)
+            update = f" (update {self.update_id}, with the unpublished {earlier})"
         if not self.evaluated:
             text = "quality gate FAILED: nothing to evaluate"
         elif self.passed:
@@ -366,6 +374,17 @@ def _details_json(events_df: DataFrame) -> Any:
     return column if isinstance(details_type, StringType) else F.to_json(column)
 
 
+def update_ids(updates: str | Sequence[str]) -> tuple[str, ...]:
+    """One update id, or several judged together (oldest first), as a tuple."""
+    return (updates,) if isinstance(updates, str) else tuple(updates)
+
+
+def _of_updates(updates: str | Sequence[str]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("origin.update_id").isin(*update_ids(updates))
+
+
 def latest_update_id(events_df: DataFrame) -> str | None:
     """The update of the most recent ``flow_progress`` event (None if there is none)."""
     from pyspark.sql import functions as F
@@ -381,8 +400,9 @@ def latest_update_id(events_df: DataFrame) -> str | None:
     return rows[0]["update_id"] if rows else None
 
 
-def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame:
-    """DataFrame (dataset, name, passed, failed) summed over one update's flow_progress events."""
+def expectation_metrics_frame(events_df: DataFrame, update_id: str | Sequence[str]) -> DataFrame:
+    """DataFrame (dataset, name, passed, failed) summed over the flow_progress events of one
+    update (or of several)."""
     from pyspark.sql import functions as F
 
     expectations = F.from_json(
@@ -390,7 +410,7 @@ def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame
     )
     return (
         events_df.filter(F.col("event_type") == "flow_progress")
-        .filter(F.col("origin.update_id") == F.lit(update_id))
+        .filter(_of_updates(update_id))
         .select(
             F.col("origin.dataset_name").alias("origin_dataset"),
             F.explode(expectations).alias("e"),
@@ -410,14 +430,15 @@ def expectation_metrics_frame(events_df: DataFrame, update_id: str) -> DataFrame
     )
 
 
-def completed_datasets(events_df: DataFrame, update_id: str) -> set[str]:
-    """Datasets (short names) whose flow reported COMPLETED in this update's events."""
+def completed_datasets(events_df: DataFrame, update_id: str | Sequence[str]) -> set[str]:
+    """Datasets (short names) whose flow reported COMPLETED in this update's (or these
+    updates') events."""
     from pyspark.sql import functions as F
 
     status = F.get_json_object(_details_json(events_df), _STATUS_PATH)
     rows = (
         events_df.filter(F.col("event_type") == "flow_progress")
-        .filter(F.col("origin.update_id") == F.lit(update_id))
+        .filter(_of_updates(update_id))
         .filter(F.upper(status) == "COMPLETED")
         .select(F.coalesce("origin.dataset_name", "origin.flow_name").alias("dataset"))
         .distinct()
@@ -426,8 +447,10 @@ def completed_datasets(events_df: DataFrame, update_id: str) -> set[str]:
     return {short_name(row["dataset"]) for row in rows if row["dataset"]}
 
 
-def expectation_metrics(events_df: DataFrame, update_id: str | None = None) -> list[dict[str, Any]]:
-    """Expectation metrics of one update (default: the latest) as
+def expectation_metrics(
+    events_df: DataFrame, update_id: str | Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Expectation metrics of one update (default: the latest), or summed over several, as
     ``[{"dataset", "name", "passed", "failed"}, ...]``, ready for ``evaluate``."""
     update_id = update_id or latest_update_id(events_df)
     if update_id is None:
@@ -468,6 +491,7 @@ def run_gate(
     events_df: DataFrame,
     *,
     update_id: str | None = None,
+    earlier: Sequence[str] = (),
     rule_files: Iterable[Path | str] = (),
     default_threshold: float = DEFAULT_THRESHOLD,
     allow_empty: bool = False,
@@ -478,7 +502,9 @@ def run_gate(
     the rule files' dataset-level checks and schema contracts (checks.py) of the datasets the
     update wrote: ``events_df`` is the whole event log (volume compares with earlier updates);
     ``table_prefix`` (``catalog.schema.``) names the pipeline's tables; ``as_of``: the time
-    freshness is judged at (default: the update's).
+    freshness is judged at (default: the update's). ``earlier``: completed updates whose rows
+    no gate has passed yet (oldest first), judged with this one as one delivery: their rows
+    are in the tables the publish reads too.
 
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
@@ -490,16 +516,17 @@ def run_gate(
         return GateResult(
             note="no flow_progress events: has the validation pipeline run?", evaluated=False
         )
+    judged = (*dict.fromkeys(u for u in earlier if u != update_id), update_id)
     expected = {ruleset.dataset for ruleset in rulesets}
-    ran = completed_datasets(events_df, update_id)
+    ran = completed_datasets(events_df, judged)
     result = evaluate(
-        expectation_metrics(events_df, update_id),
+        expectation_metrics(events_df, judged),
         thresholds,
         default_threshold,
         datasets={short_name(d) for d in expected} & ran,
         allow_empty=allow_empty,
     )
-    result.update_id = update_id
+    result.update_id, result.earlier = update_id, list(judged[:-1])
     from medallion_dq import rules
 
     result.clauses = rules.contract_clauses(rulesets)
@@ -512,7 +539,7 @@ def run_gate(
         result.checks = checks.judge(
             events_df.sparkSession,
             events_df,
-            update_id,
+            judged,
             rulesets,
             ran,
             table=table,
@@ -520,7 +547,7 @@ def run_gate(
             allow_empty=allow_empty,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    result.checks += checks.landing_drift(events_df, update_id, ran, table=table)
+    result.checks += checks.landing_drift(events_df, judged, ran, table=table)
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "

@@ -167,6 +167,40 @@ class Ungated:
         self.marker.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class Unjudged:
+    """Completed updates of a gated pipeline whose rows no gate has passed yet: one run alone
+    (`run --pipeline`), a job stopped before its gate, or a gate that failed. Their rows stay
+    in the tables the publish reads, so the next gate judges them with its own update, as one
+    delivery; a gate that passes them clears the list, and a completed full refresh starts it
+    again (it judges every row)."""
+
+    work_dir: Path
+    pipeline: str
+    database: str | None = None
+
+    @property
+    def marker(self) -> Path:
+        return self.work_dir / UPDATES / f"{self.pipeline}.{self.database or '-'}.unjudged.json"
+
+    def updates(self) -> list[str]:
+        """Their ids, oldest first."""
+        try:
+            return [str(u) for u in json.loads(self.marker.read_text(encoding="utf-8"))]
+        except (OSError, ValueError, TypeError):
+            return []
+
+    def add(self, update_id: str, *, full_refresh: bool = False) -> None:
+        updates = [update_id] if full_refresh else [*self.updates(), update_id]
+        self.marker.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.marker.with_suffix(".tmp")
+        partial.write_text(json.dumps(updates), encoding="utf-8")
+        partial.replace(self.marker)
+
+    def passed(self) -> None:
+        self.marker.unlink(missing_ok=True)
+
+
 @dataclass
 class Journal:
     """What an update must put back if it does not complete."""

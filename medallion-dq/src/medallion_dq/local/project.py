@@ -22,7 +22,7 @@ from medallion_dq.bundle import load_bundle
 from medallion_dq.checks import CheckResult
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
-from medallion_dq.local.lake import Ungated, register_tables, remember_landing
+from medallion_dq.local.lake import Ungated, Unjudged, register_tables, remember_landing
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
@@ -173,9 +173,30 @@ class LocalProject:
         unread = self._unread_landing_files(spec)
         result = self.runner.run(spec, full_refresh=full_refresh)
         result.unread_files = unread
+        if result.ok:
+            self._note_unjudged(key, result)
         if result.error and result.error.kind == "ENGINE":
             self._name_missing_upstream(key, result)
         return result
+
+    def _note_unjudged(self, key: str, result: UpdateResult) -> None:
+        """A completed update of a pipeline a job's gate judges adds its rows to those the next
+        gate judges (lake.Unjudged); one of a pipeline run after the gate has taken them."""
+        for job in self.bundle.jobs.values():
+            tasks = {task.key: task for task in job.topological_order()}
+            for gate_task in filter(_is_gate, tasks.values()):
+                after = {tasks[k].pipeline_key for k in _downstream(tasks, gate_task.key)}
+                for judged in filter(None, (tasks[k].pipeline_key for k in gate_task.depends_on)):
+                    if key == judged:
+                        self._unjudged(judged).add(
+                            result.update_id, full_refresh=result.full_refresh
+                        )
+                    elif key in after:
+                        self._unjudged(judged).passed()
+
+    def _unjudged(self, key: str) -> Unjudged:
+        pipeline = self.bundle.pipelines[key]
+        return Unjudged(self.local.work_dir, pipeline.name, self.database or pipeline.schema)
 
     def _unread_landing_files(self, spec: PipelineSpec) -> list[dict]:
         """Landing files the pipeline's readers will skip, said before the update: nothing that
@@ -249,7 +270,7 @@ class LocalProject:
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
-            elif task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate":
+            elif _is_gate(task):
                 outcome = self._gate(task, upstream, pipelines_of_tasks, allow_empty)
             else:
                 outcome = TaskResult(
@@ -278,6 +299,8 @@ class LocalProject:
         verdict = gate.run_gate(
             self.runner.event_log.read(),
             update_id=update.update_id if update else None,
+            # Rows of earlier updates no publish has taken are judged with this update's.
+            earlier=self._unjudged(pipelines[done.key]).updates() if done else (),
             rule_files=rules_dirs(self.root),
             table_prefix=f"{schema}." if schema else "",
             as_of=self.as_of,
@@ -364,6 +387,19 @@ class LocalProject:
                 continue
             found[f"{dataset}.{rule.name}"] = [record.asDict() for record in records]
         return found
+
+
+def _downstream(tasks: dict, key: str) -> set[str]:
+    """The keys of the tasks that run after task `key`, directly or not (`tasks` in order)."""
+    after: set[str] = set()
+    for task in tasks.values():
+        if key in task.depends_on or after & set(task.depends_on):
+            after.add(task.key)
+    return after
+
+
+def _is_gate(task) -> bool:
+    return task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate"
 
 
 def _gate_reason(verdict: gate.GateResult) -> str:

@@ -100,6 +100,7 @@ class UpdateResult:
     landing_drift: dict[str, dict] = field(default_factory=dict)
     # Where the update's time went, in seconds (see PHASES); not part of to_dict().
     timings: dict[str, float] = field(default_factory=dict)
+    full_refresh: bool = False  # asked for, or the last one's unfinished (lake.FullRefresh)
 
     @property
     def ok(self) -> bool:
@@ -437,6 +438,7 @@ class Runner:
             update = self._prepare(spec, session, full_refresh)
             self._execute(update, full_refresh, refresh)
             result = self._finish(update)
+        result.full_refresh = full_refresh
         if full_refresh and result.status == "COMPLETED":
             pending.end()
             lake.Ungated(self.local.work_dir, spec.name).end()  # the gate judges every row now
