@@ -3,6 +3,7 @@ breaks exactly that convention, and this project itself passing with no errors."
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -357,6 +358,26 @@ def test_decorator_given_another_actions_rules(project: Path):
     (problem,) = only(problems, "DQC006")
     assert "@expect_all(ORDERS.drop)" in problem.message
     assert "ORDERS.warn" in problem.fix
+
+
+def test_every_drop_rule_made_warn_names_the_decorator_left_without_rules(tmp_path: Path):
+    """The sample's drop rules all made `warn` in the YAML: once `check` passed and the run
+    stopped at the Python file with DQ003 (an empty dict), naming nothing the editor changed."""
+    shutil.copytree(PROJECT, tmp_path / "p")
+    orders = tmp_path / "p" / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
+    orders.write_text(orders.read_text().replace("action: drop", "action: warn"))
+    (problem,) = [p for p in conventions.check(tmp_path / "p") if p.severity == "error"]
+    code = (tmp_path / "p" / "src/pipelines/validation/silver/orders.py").read_text().splitlines()
+    line = code.index("@dp.expect_all_or_drop(ORDERS.drop)") + 1
+    assert (problem.code, problem.file) == (
+        "DQC014",
+        f"src/pipelines/validation/silver/orders.py:{line}",
+    )
+    assert problem.message == (
+        "@expect_all_or_drop(ORDERS.drop) is given no rules: "
+        "src/acme_orders/rules/silver/orders.yml has no 'drop' rule left"
+    )
+    assert problem.fix.startswith("remove the decorator, and the quarantine of the rows it dropped")
 
 
 # --------------------------------------------------------------------------- DQC010 query functions

@@ -72,6 +72,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC011": ("error", "dataset-level check outside silver"),
     "DQC012": ("error", "references check names a dataset no pipeline defines"),
     "DQC013": ("error", "declared schema differs from the rule file's contract"),
+    "DQC014": ("error", "decorator given an action its rule file has no rules of"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -222,6 +223,7 @@ class _Collector:
         self.datasets: dict[str, set[str]] = {}  # layer -> dataset names defined in pipelines
         # dataset -> (rule set, rule file) of silver rule files, for the quarantine's form
         self.rulesets: dict[str, tuple[rules.RuleSet, str]] = {}
+        self.loaded: dict[str, rules.RuleSet] = {}  # every valid rule file, by its path
         # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
         self.forms: dict[str, tuple[str, str, str]] = {}
         # (dataset, layer, check, rule file) of every dataset-level check
@@ -268,6 +270,7 @@ class _Collector:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
+        self.loaded[where] = ruleset
         if layer == "silver":
             self.rulesets[ruleset.dataset] = (ruleset, where)
         self.checks += [(ruleset.dataset, layer, check, where) for check in ruleset.checks]
@@ -405,6 +408,8 @@ class _Collector:
                             f"pass {expression.rsplit('.', 1)[0]}.{action} to @{kind}, or use the "
                             f"decorator for '{from_rule_file}'",
                         )
+                    if from_rule_file == action:
+                        self._given_none(module, kind, expression, action, where)
                     if from_rule_file and layer != "bronze":
                         continue  # the rule file's own layer checks cover these rules
                     self.expectations.append(
@@ -419,6 +424,23 @@ class _Collector:
                     _FIX_EAGER if why == "eager" else _FIX_ANALYSIS,
                 )
         self.datasets.setdefault(layer or "", set()).update(module.defined_names())
+
+    def _given_none(
+        self, module: PipelineModule, kind: str, expression: str, action: str, where: str
+    ) -> None:
+        """DQC014: `@expect_all_or_drop(RULES.drop)` where the rule file has no drop rule (all
+        made `warn`, say): the decorator gets an empty dict, which the engine refuses."""
+        loaded = module.loads.get(expression.rsplit(".", 1)[0], "")
+        found = [w for w in self.loaded if loaded and w.endswith(loaded.lstrip("./"))]
+        if len(found) != 1 or any(r.action == action for r in self.loaded[found[0]].rules):
+            return
+        also = ", and the quarantine of the rows it dropped" if action == "drop" else ""
+        self.add(
+            "DQC014",
+            where,
+            f"@{kind}({expression}) is given no rules: {found[0]} has no '{action}' rule left",
+            f"remove the decorator{also}; or make a rule of {found[0]} '{action}' again",
+        )
 
     # ------------------------------------------------------------------ layer rules
     def judge(self) -> None:

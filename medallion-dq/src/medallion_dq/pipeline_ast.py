@@ -42,6 +42,7 @@ class PipelineModule:
         self.direct: dict[str, str] = {}  # local name -> decorator name (from ... import expect)
         self.dicts: dict[str, ast.Dict] = {}  # module-level NAME = {...}
         self.rulesets: set[str] = set()  # module-level NAME = rules.load(...)
+        self.loads: dict[str, str] = {}  # NAME -> the load's last string, e.g. "silver/orders.yml"
         self.functions: dict[str, ast.FunctionDef] = {}
         for statement in tree.body:
             if isinstance(statement, ast.FunctionDef):
@@ -71,6 +72,13 @@ class PipelineModule:
                     self.dicts[target.id] = node.value
                 elif isinstance(node.value, ast.Call) and _call_name(node.value) == "load":
                     self.rulesets.add(target.id)
+                    strings = [
+                        n.value
+                        for n in ast.walk(node.value)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    ]
+                    if strings:
+                        self.loads[target.id] = strings[-1]
 
     def decorator(self, node: ast.expr) -> tuple[str | None, ast.Call | None]:
         """(decorator name, its call or None) for @dp.x / @dp.x(...) / @x(...)."""
