@@ -405,7 +405,10 @@ def _is_gate(task) -> bool:
 def _gate_reason(verdict: gate.GateResult) -> str:
     reasons = ["failure rate over threshold"] if verdict.failures else []
     if verdict.empty and not verdict.allow_empty:
-        reasons.append(f"no rows arrived for {', '.join(verdict.empty)}")
+        reasons.append(
+            f"no rows arrived for {', '.join(verdict.empty)} since the last publish: land the "
+            "next delivery, or run again with --allow-empty where a day without data is normal"
+        )
     reasons += [f"check {check}" for check in verdict.checks if not check.passed]
     return "; ".join(reasons) or "nothing to evaluate"
 
