@@ -117,13 +117,16 @@ def test_temporary_view_expectations_are_enforced(lake, tmp_path):
 
 
 def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
-    result = run_view(lake, tmp_path, "typo", '@dp.expect_or_drop("valid_amount", "amout >= 0")')
+    """The engine suggests the columns by their qualified names; the line gives them bare."""
+    lake.seed("amounts", [(1, 10)], "id INT, amount INT")
+    query = f"SELECT * FROM {lake.schema}.amounts"
+    rule = '@dp.expect_or_drop("valid_amount", "amout >= 0")'
+    result = run_view(lake, tmp_path, "typo", rule, query=query)
     assert result.status == "FAILED"
-    assert result.error.kind == "UNKNOWN_COLUMN"
-    assert (
-        "DQ011" in result.error.message
-        and "valid_amount" in result.error.message
-        and "amout" in result.error.message
+    assert (result.error.kind, result.error.message) == (
+        "UNKNOWN_COLUMN",
+        "DQ011 typo: rule 'valid_amount': unknown column `amout` in constraint 'amout >= 0'; "
+        "fix: the dataset has amount, id",
     )
     assert (
         not lake.spark.catalog.tableExists(f"{lake.schema}.typo") or lake.table("typo").count() == 0

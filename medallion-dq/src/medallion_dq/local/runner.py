@@ -831,11 +831,11 @@ class Runner:
         if column:
             name = column[1].split(".")[-1].strip("`").lower()
             known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
-            hint = f"the dataset has {known[1]}" if known else "use a column of the dataset"
+            hint = f"the dataset has {_bare(known[1])}" if known else "use a column of the dataset"
             for dataset, items in declared.items():
                 for e in items:
                     if name in referenced_columns(e.constraint):
-                        message = f"DQ011 {dataset}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
+                        message = f"DQ011 {_short(dataset)}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
                         return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
         if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
             where = f" (flow {failed_flow})" if failed_flow else ""
@@ -852,6 +852,12 @@ class Runner:
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
 _UNRESOLVED = re.compile(r"Failed to resolve flow: '(?P<flow>[^']+)'\.\s*\nError: (?P<cause>.+)")
+
+
+def _bare(names: str) -> str:
+    """The engine's suggested columns without their table: `spark_catalog`.`s`.`t`.`a` -> a."""
+    listed = (name.strip().split(".")[-1].strip("`") for name in names.split(","))
+    return ", ".join(dict.fromkeys(name for name in listed if name))
 
 
 def _first_line(text: str) -> str:
