@@ -6,8 +6,9 @@ import json
 from junitparser import Error, Failure, JUnitXml, Skipped
 
 from medallion_dq import gate, junit, rules
+from medallion_dq.local.failures import RunError
 from medallion_dq.local.project import JobResult, TaskResult
-from medallion_dq.local.runner import RunError, UpdateResult
+from medallion_dq.local.runner import UpdateResult
 
 HOSTILE = "</failure><x a='1'>&amp; \"quoted\""
 

@@ -4,7 +4,7 @@ per table), the same answers as DESCRIBE HISTORY; and where an update's time goe
 import pytest
 
 from medallion_dq.local import lake as lake_module
-from medallion_dq.local.runner import PHASES
+from medallion_dq.local.phases import PHASES
 from medallion_dq.testing import assert_update_ok
 
 pytestmark = [pytest.mark.spark]

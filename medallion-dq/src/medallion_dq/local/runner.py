@@ -34,18 +34,19 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 from medallion_dq import settings
-from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import (
     eventlog,
     expectations,
     lake,
     loading,
     machine,
-    pipeline_files,
     sql_files,
 )
+from medallion_dq.local.failures import RunError, explain
 from medallion_dq.local.lake import Journal, put_back
+from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
+from medallion_dq.text import short_name
 
 ACTIVE_FLOW_STATES = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
@@ -61,18 +62,6 @@ class PipelineSpec:
     configuration: dict[str, str] = field(default_factory=dict)
     catalog: str | None = None
     database: str | None = None
-
-
-@dataclass
-class RunError:
-    kind: str  # EXPECTATION_VIOLATION | UNKNOWN_COLUMN | IO (a full disk...) | ENGINE
-    message: str
-    dataset: str | None = None
-    expectation: str | None = None
-    record: dict | None = None
-
-    def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items()}
 
 
 @dataclass
@@ -98,7 +87,7 @@ class UpdateResult:
     unread_files: list[dict] = field(default_factory=list)  # landing files its readers skip
     # Bronze tables' records against their schema (sources.Drift.to_dict()), by table.
     landing_drift: dict[str, dict] = field(default_factory=dict)
-    # Where the update's time went, in seconds (see PHASES); not part of to_dict().
+    # Where the update's time went, in seconds (see phases.PHASES); not part of to_dict().
     timings: dict[str, float] = field(default_factory=dict)
     full_refresh: bool = False  # asked for, or the last one's unfinished (lake.FullRefresh)
 
@@ -200,64 +189,13 @@ class _RecordingRegistry:
         return getattr(self._inner, name)
 
 
-# Where an update's time goes, in order (UpdateResult.timings):
-PHASES = (
-    "registration",  # the pipeline's files loaded and its graph registered (client side)
-    "definitions",  # inside the engine, before any flow is queued: graph analysis, table commits
-    "flows",  # from the first flow queued to the last one finished
-    "idle",  # inside the engine, after the last flow finished, until the update returns
-    "bookkeeping",  # the runner's own: Delta versions before and after, journal, metrics, rows
-    "event_log",  # the event-log append
-)
-
-
-class _Phases:
-    """Splits an update's wall time into PHASES: the runner's parts by its own clock, the
-    engine's by the timestamps of its events (the same clock: the server runs on this host or
-    in a container on it)."""
-
-    def __init__(self):
-        self.seconds = dict.fromkeys(PHASES, 0.0)
-        self._mark = time.perf_counter()
-        self.started = self._mark
-        self.engine_start = self.first_queued = self.last_finished = None
-
-    def lap(self, phase: str) -> None:
-        """Book the time since the last lap to ``phase``."""
-        now = time.perf_counter()
-        self.seconds[phase] += now - self._mark
-        self._mark = now
-
-    def event(self, state: str, timestamp: float | None) -> None:
-        """A flow event of the engine, with its server timestamp (epoch seconds)."""
-        if timestamp is None:
-            return
-        if state == "QUEUED" and self.first_queued is None:
-            self.first_queued = timestamp
-        if state in ("COMPLETED", "FAILED", "SKIPPED"):
-            self.last_finished = max(self.last_finished or timestamp, timestamp)
-
-    def engine(self, started_at: float) -> None:
-        """The engine's run returned; it had started at ``started_at`` (epoch seconds)."""
-        ended_at = time.time()
-        queued = min(max(self.first_queued or ended_at, started_at), ended_at)
-        finished = min(max(self.last_finished or queued, queued), ended_at)
-        self.seconds["definitions"] += queued - started_at
-        self.seconds["flows"] += finished - queued
-        self.seconds["idle"] += ended_at - finished
-        self._mark = time.perf_counter()
-
-    def result(self) -> dict[str, float]:
-        return {**self.seconds, "total": time.perf_counter() - self.started}
-
-
 @dataclass
 class _Update:
     """One update's state, from phase to phase (Runner._prepare, _execute, _finish)."""
 
     spec: PipelineSpec
     id: str
-    phases: _Phases
+    phases: Phases
     since: str  # when it started, as bronze rows record their ingestion
     timed_out: threading.Event = field(default_factory=threading.Event)
     session: Any = None  # the update's own Spark session (LocalSpark.update_session)
@@ -278,10 +216,6 @@ def _event_time(event) -> float | None:
     with contextlib.suppress(Exception):
         return event.timestamp.seconds + event.timestamp.nanos / 1e9
     return None
-
-
-def _short(name: str) -> str:
-    return name.replace("`", "").split(".")[-1]
 
 
 class Runner:
@@ -452,7 +386,7 @@ class Runner:
         update = _Update(
             spec,
             uuid.uuid4().hex[:12],
-            _Phases(),
+            Phases(),
             # Bronze rows carry when they were ingested (the server's clock: this machine's).
             since=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
             session=session,
@@ -546,7 +480,7 @@ class Runner:
                 if not match or "\n" in message:  # resolution errors come as extra events
                     failures.append(message)
                 if match:
-                    flow, state = _short(match["flow"]), match["state"]
+                    flow, state = short_name(match["flow"]), match["state"]
                     flows[flow] = state
                     update.phases.event(state, _event_time(event))
                     if state in ("COMPLETED", "FAILED", "SKIPPED"):
@@ -641,7 +575,17 @@ class Runner:
             else:
                 status = "FAILED" if failed else "COMPLETED"
                 error = (
-                    self._error(update.error_text, update.declared, flows, spec) if failed else None
+                    explain(
+                        update.error_text,
+                        update.declared,
+                        flows,
+                        spec.libraries,
+                        spec.root,
+                        self.clauses(),
+                        self.local.work_dir,
+                    )
+                    if failed
+                    else None
                 )
             if unput is not None:
                 assert error is not None  # put back: the update failed
@@ -786,17 +730,17 @@ class Runner:
         out = {}
         for dataset, declared_expectations in declared.items():
             # A failed flow records no metrics; a view's metrics count wherever it was read.
-            if flows.get(_short(dataset)) not in (None, "COMPLETED") or dataset not in totals:
+            if flows.get(short_name(dataset)) not in (None, "COMPLETED") or dataset not in totals:
                 continue
             counts = totals[dataset]
-            out[_short(dataset)] = DatasetMetrics(
-                dataset=_short(dataset),
+            out[short_name(dataset)] = DatasetMetrics(
+                dataset=short_name(dataset),
                 input_records=counts.get("input", 0),
                 dropped_records=counts.get("dropped", 0),
                 expectations=[
                     {
                         "name": e.name,
-                        "dataset": _short(dataset),
+                        "dataset": short_name(dataset),
                         "passed_records": counts.get("input", 0) - counts.get(f"failed_{i}", 0),
                         "failed_records": counts.get(f"failed_{i}", 0),
                     }
@@ -804,65 +748,6 @@ class Runner:
                 ],
             )
         return out
-
-    def _error(
-        self, text: str | None, declared: dict, flows: dict[str, str], spec: PipelineSpec
-    ) -> RunError:
-        failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
-        text = text or f"flow {failed_flow} failed"
-        violation = expectations.parse_violation(text)
-        if violation:
-            clause = self.clauses().get(
-                f"{_short(violation['dataset'])}.{violation['expectation']}"
-            )
-            breaks = f" [{clause}]" if clause else ""
-            message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r}{breaks} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
-            return RunError(
-                "EXPECTATION_VIOLATION",
-                message,
-                _short(violation["dataset"]),
-                violation["expectation"],
-                violation["record"],
-            )
-        column = re.search(
-            r"UNRESOLVED_COLUMN\.\w+\] A column, variable, or function parameter with name `?([^`\s]+)`? cannot be resolved",
-            text,
-        )
-        if column:
-            name = column[1].split(".")[-1].strip("`").lower()
-            known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
-            hint = f"the dataset has {_bare(known[1])}" if known else "use a column of the dataset"
-            for dataset, items in declared.items():
-                for e in items:
-                    if name in referenced_columns(e.constraint):
-                        message = f"DQ011 {_short(dataset)}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
-                        return RunError("UNKNOWN_COLUMN", message, _short(dataset), e.name)
-        if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
-            where = f" (flow {failed_flow})" if failed_flow else ""
-            fault += lake.disk_note(self.local.work_dir)
-            return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
-        if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
-            flow = _short(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
-            cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
-            files = [f for f in spec.libraries if flow in pipeline_files.datasets_defined([f])]
-            where = f" ({pipeline_files.relative(files[0], spec.root)})" if files else ""
-            return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
-        return RunError("ENGINE", _first_line(text), failed_flow)
-
-
-# A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
-_UNRESOLVED = re.compile(r"Failed to resolve flow: '(?P<flow>[^']+)'\.\s*\nError: (?P<cause>.+)")
-
-
-def _bare(names: str) -> str:
-    """The engine's suggested columns without their table: `spark_catalog`.`s`.`t`.`a` -> a."""
-    listed = (name.strip().split(".")[-1].strip("`") for name in names.split(","))
-    return ", ".join(dict.fromkeys(name for name in listed if name))
-
-
-def _first_line(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
-    return line[:500]
 
 
 def log_to_stderr(line: str) -> None:

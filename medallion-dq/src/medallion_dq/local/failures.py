@@ -1,0 +1,95 @@
+"""What a failed update's error says to the user: the engine's text made into one line that
+names the dataset, the rule or the file, and the cause."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from medallion_dq.constraints import referenced_columns
+from medallion_dq.local import expectations, lake, pipeline_files, sql_files
+from medallion_dq.text import short_name
+
+
+@dataclass
+class RunError:
+    kind: str  # EXPECTATION_VIOLATION | UNKNOWN_COLUMN | IO (a full disk...) | ENGINE | CANCELED
+    message: str
+    dataset: str | None = None
+    expectation: str | None = None
+    record: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def explain(
+    text: str | None,
+    declared: dict,
+    flows: dict[str, str],
+    files: Sequence[Path],
+    root: Path,
+    clauses: Mapping[str, str],
+    work_dir: Path,
+) -> RunError:
+    """The failed update's error, from the engine's text: a rule's violation with its record, a
+    rule's unknown column, a full disk, code the engine could not resolve (with its file, one
+    of `files`, said relative to `root`), or the text's first line. `declared`: the update's
+    expectations by dataset; `clauses`: `dataset.rule` -> its contract clause; `work_dir`: the
+    lake, whose free space a full disk's line says."""
+    failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
+    text = text or f"flow {failed_flow} failed"
+    violation = expectations.parse_violation(text)
+    if violation:
+        clause = clauses.get(f"{short_name(violation['dataset'])}.{violation['expectation']}")
+        breaks = f" [{clause}]" if clause else ""
+        message = f"EXPECTATION_VIOLATION: dataset {violation['dataset']!r} failed expectation {violation['expectation']!r}{breaks} ({violation['constraint']}) on record {json.dumps(violation['record'])}"
+        return RunError(
+            "EXPECTATION_VIOLATION",
+            message,
+            short_name(violation["dataset"]),
+            violation["expectation"],
+            violation["record"],
+        )
+    column = re.search(
+        r"UNRESOLVED_COLUMN\.\w+\] A column, variable, or function parameter with name `?([^`\s]+)`? cannot be resolved",
+        text,
+    )
+    if column:
+        name = column[1].split(".")[-1].strip("`").lower()
+        known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
+        hint = f"the dataset has {_bare(known[1])}" if known else "use a column of the dataset"
+        for dataset, items in declared.items():
+            for e in items:
+                if name in referenced_columns(e.constraint):
+                    message = f"DQ011 {short_name(dataset)}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
+                    return RunError("UNKNOWN_COLUMN", message, short_name(dataset), e.name)
+    if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
+        where = f" (flow {failed_flow})" if failed_flow else ""
+        fault += lake.disk_note(work_dir)
+        return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
+    if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
+        flow = short_name(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
+        cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
+        defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
+        where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
+        return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
+    return RunError("ENGINE", first_line(text), failed_flow)
+
+
+# A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
+_UNRESOLVED = re.compile(r"Failed to resolve flow: '(?P<flow>[^']+)'\.\s*\nError: (?P<cause>.+)")
+
+
+def _bare(names: str) -> str:
+    """The engine's suggested columns without their table: `spark_catalog`.`s`.`t`.`a` -> a."""
+    listed = (name.strip().split(".")[-1].strip("`") for name in names.split(","))
+    return ", ".join(dict.fromkeys(name for name in listed if name))
+
+
+def first_line(text: str) -> str:
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
+    return line[:500]
