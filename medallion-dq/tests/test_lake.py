@@ -207,7 +207,7 @@ def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
     args = ["--pipeline", "validation", "--landing", "deliveries", "--full-refresh"]
     returncode, output = interrupt(project, lambda p: os.killpg(p.pid, signal.SIGINT), *args)
     assert returncode == 130, output
-    assert "its full refresh did not finish: the next update is one" in output
+    assert "its full refresh did not finish: its next update is a full refresh too" in output
     tables = ["bronze_orders", "silver_orders", "silver_customers"]
     history = {
         name: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(project, name)}`") for name in tables
@@ -254,6 +254,7 @@ def test_killed_publish_is_put_back_by_the_next_run(project, spark):
     done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "did not finish (its process ended): put back" in done.stdout
+    assert "silver_orders: no new rows, so its rules judged none (--full-refresh" in done.stdout
     assert gold_rows(spark, project) == before
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -244,22 +244,21 @@ def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckRes
 def judge(
     spark: SparkSession,
     events_df: DataFrame,
-    update_id: str | Sequence[str],
+    update_id: str,
     rulesets: Iterable[rules.RuleSet],
     datasets: set[str],
     *,
     table: Callable[[str], str] = lambda name: name,
     as_of: str | None = None,
     allow_empty: bool = False,
+    earlier: Mapping[str, Sequence[str]] | None = None,
 ) -> list[CheckResult]:
     """Every check and contract of the rule sets whose dataset ran in this update (`datasets`,
-    short names), or in these updates, judged as one delivery (oldest first). `table`: a
-    dataset's table name (the pipeline's catalog and schema); `as_of`: an ISO timestamp
-    freshness is judged at (default: the last update's time); `allow_empty`: an update that
-    wrote no rows passes its volume checks."""
-    from medallion_dq.gate import update_ids
-
-    updates = update_ids(update_id)
+    short names). `table`: a dataset's table name (the pipeline's catalog and schema); `as_of`:
+    an ISO timestamp freshness is judged at (default: the update's time); `allow_empty`: an
+    update that wrote no rows passes its volume checks; `earlier`: by dataset, the updates
+    before this one whose rows its volume counts too, as one delivery (gate.run_gate)."""
+    earlier = earlier or {}
     chosen = [r for r in rulesets if short_name(r.dataset) in datasets and (r.checks or r.schema)]
     if not chosen:
         return []
@@ -270,7 +269,7 @@ def judge(
             raise ValueError(f"as_of: not a timestamp: {as_of!r}")
         moment = f"CAST('{as_of}' AS TIMESTAMP)"
     else:
-        moment = f"CAST('{_update_time(events_df, updates[-1])}' AS TIMESTAMP)"
+        moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
     results = []
 
     def timed(judge: Callable[..., CheckResult], *args) -> None:
@@ -282,7 +281,8 @@ def judge(
         name = short_name(ruleset.dataset)
         for check in ruleset.checks:
             if check.kind == "volume":
-                timed(volume, check, name, written, updates, allow_empty)
+                delivery = (*earlier.get(name, ()), update_id)
+                timed(volume, check, name, written, delivery, allow_empty)
             elif check.kind == "freshness":
                 timed(freshness, spark, check, name, table(name), moment)
             else:

@@ -491,7 +491,7 @@ def run_gate(
     events_df: DataFrame,
     *,
     update_id: str | None = None,
-    earlier: Sequence[str] = (),
+    earlier: Mapping[str, Sequence[str]] | None = None,
     rule_files: Iterable[Path | str] = (),
     default_threshold: float = DEFAULT_THRESHOLD,
     allow_empty: bool = False,
@@ -502,9 +502,10 @@ def run_gate(
     the rule files' dataset-level checks and schema contracts (checks.py) of the datasets the
     update wrote: ``events_df`` is the whole event log (volume compares with earlier updates);
     ``table_prefix`` (``catalog.schema.``) names the pipeline's tables; ``as_of``: the time
-    freshness is judged at (default: the update's). ``earlier``: completed updates whose rows
-    no gate has passed yet (oldest first), judged with this one as one delivery: their rows
-    are in the tables the publish reads too.
+    freshness is judged at (default: the update's). ``earlier``: by dataset (short name), the
+    completed updates (oldest first) whose rows it still holds and no gate has passed, judged
+    with this one as one delivery; for a streaming table, whose updates add rows (a
+    materialized view's latest update judged all of its rows).
 
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
@@ -516,17 +517,26 @@ def run_gate(
         return GateResult(
             note="no flow_progress events: has the validation pipeline run?", evaluated=False
         )
-    judged = (*dict.fromkeys(u for u in earlier if u != update_id), update_id)
+    before = {d: tuple(u for u in ids if u != update_id) for d, ids in (earlier or {}).items()}
+    before = {d: ids for d, ids in before.items() if ids}
     expected = {ruleset.dataset for ruleset in rulesets}
-    ran = completed_datasets(events_df, judged)
+    ran = completed_datasets(events_df, update_id)
+    metrics = expectation_metrics(events_df, update_id)
+    for ids in set(before.values()):  # mostly one list, shared by the pipeline's streams
+        takes = {d for d, its in before.items() if its == ids}
+        ran |= completed_datasets(events_df, ids) & takes
+        metrics += [
+            m for m in expectation_metrics(events_df, ids) if short_name(m["dataset"]) in takes
+        ]
     result = evaluate(
-        expectation_metrics(events_df, judged),
+        metrics,
         thresholds,
         default_threshold,
         datasets={short_name(d) for d in expected} & ran,
         allow_empty=allow_empty,
     )
-    result.update_id, result.earlier = update_id, list(judged[:-1])
+    result.update_id = update_id
+    result.earlier = list(dict.fromkeys(u for d in sorted(before) if d in ran for u in before[d]))
     from medallion_dq import rules
 
     result.clauses = rules.contract_clauses(rulesets)
@@ -539,15 +549,16 @@ def run_gate(
         result.checks = checks.judge(
             events_df.sparkSession,
             events_df,
-            judged,
+            update_id,
             rulesets,
             ran,
             table=table,
             as_of=as_of,
             allow_empty=allow_empty,
+            earlier=before,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    result.checks += checks.landing_drift(events_df, judged, ran, table=table)
+    result.checks += checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "

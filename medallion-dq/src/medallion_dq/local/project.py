@@ -299,8 +299,10 @@ class LocalProject:
         verdict = gate.run_gate(
             self.runner.event_log.read(),
             update_id=update.update_id if update else None,
-            # Rows of earlier updates no publish has taken are judged with this update's.
-            earlier=self._unjudged(pipelines[done.key]).updates() if done else (),
+            # The rows a stream's earlier updates added that no publish has taken.
+            earlier=dict.fromkeys(update.streaming, self._unjudged(pipelines[done.key]).updates())
+            if done and update
+            else None,
             rule_files=rules_dirs(self.root),
             table_prefix=f"{schema}." if schema else "",
             as_of=self.as_of,

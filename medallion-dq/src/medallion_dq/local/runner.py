@@ -90,6 +90,7 @@ class UpdateResult:
     # Where the update's time went, in seconds (see phases.PHASES); not part of to_dict().
     timings: dict[str, float] = field(default_factory=dict)
     full_refresh: bool = False  # asked for, or the last one's unfinished (lake.FullRefresh)
+    streaming: list[str] = field(default_factory=list)  # its streaming tables: updates add rows
 
     @property
     def ok(self) -> bool:
@@ -547,7 +548,9 @@ class Runner:
                 failed
                 and lake.FullRefresh(self.local.work_dir, spec.name, spec.database).unfinished()
             ):
-                self.log(f"[{spec.name}] its full refresh did not finish: the next update is one")
+                self.log(
+                    f"[{spec.name}] its full refresh did not finish: its next update is a full refresh too"
+                )
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
@@ -603,6 +606,7 @@ class Runner:
                 removed,
                 landing_drift=drift,
             )
+            result.streaming = streams
             phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
             phases.lap("event_log")
@@ -615,9 +619,42 @@ class Runner:
             f"[{spec.name}] update {update.id} {status} in {result.seconds:.1f} s"
             + (f": {error.message}" if error else "")
         )
+        if status == "COMPLETED":
+            self._say_judged(spec, update.declared, flows, metrics)
         if interrupted is not None or arrived:
             raise Interrupted(interrupted or arrived[0], result)
         return result
+
+    def _say_judged(
+        self, spec: PipelineSpec, declared: dict, flows: dict, metrics: dict[str, DatasetMetrics]
+    ) -> None:
+        """A line per table with rules: the rows they judged and what became of them. A
+        streaming table that read no new rows says so: a rule edited since judged none."""
+        for dataset, rules in sorted(declared.items()):
+            name, measured = short_name(dataset), metrics.get(short_name(dataset))
+            if flows.get(name) != "COMPLETED" or not rules:
+                continue
+            if measured is None or not measured.input_records:
+                self.log(
+                    f"[{spec.name}] {name}: no new rows, so its rules judged none "
+                    "(--full-refresh judges every row again)"
+                )
+                continue
+            said = [f"{measured.dropped_records:,} dropped"] * any(
+                r.action == "drop" for r in rules
+            )
+            warnings = sum(
+                e["failed_records"]
+                for e, rule in zip(measured.expectations, rules, strict=True)
+                if rule.action == "warn"
+            )
+            said += [f"{warnings:,} warning{'s' * (warnings != 1)}"] * any(
+                r.action == "warn" for r in rules
+            )
+            self.log(
+                f"[{spec.name}] {name}: {measured.input_records:,} rows judged by {len(rules)} "
+                f"rule{'s' * (len(rules) != 1)}" + (f": {', '.join(said)}" if said else "")
+            )
 
     def _drift(self, spec: PipelineSpec, tables: dict, output_rows: dict, since: str) -> dict:
         """The landing drift of each bronze table the update wrote rows to, said in one line
