@@ -166,9 +166,11 @@ def test_bad_day_stops_at_the_gate_exit_1(two_days):
 
 @pytest.mark.spark
 def test_report_reads_both_days_with_their_checks(two_days):
+    """On the lake's warm server: once, it started the project's beside it (a second JVM)."""
     project, _ = two_days
     report = cli("report", cwd=project)
     assert report.returncode == 0, report.stdout + report.stderr
+    assert not list((project / ".local" / "spark").glob("*/server.json"))
     assert "silver_orders" in report.stdout and "valid_amount" in report.stdout
     checks = report.stdout.split("dataset checks, update ")[1]
     assert "silver_orders.daily_volume (volume)" in checks and "FAIL" in checks

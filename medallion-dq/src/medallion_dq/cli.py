@@ -398,6 +398,7 @@ def cmd_lake(args) -> int:
 
 def cmd_report(args) -> int:
     from medallion_dq import gate, report
+    from medallion_dq.local import server as shared_server
     from medallion_dq.local import spark as local_spark
 
     root = _root(args.root)
@@ -413,8 +414,11 @@ def cmd_report(args) -> int:
             file=sys.stderr,
         )
         return 1
-    # Reads event logs by path, no table: the project's warm server serves it.
-    local = local_spark.start(args.backend, work_dir=root / STATE_DIR / "report", reuse=root)
+    # Reads event logs by path, no table: any server serves it. A lake's warm server where one
+    # runs (a run just ended), else the project's: not a second JVM beside the lake's.
+    lake = shared_server.warm_lake(root)
+    work_dir = lake or root / STATE_DIR / "report"
+    local = local_spark.start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
     try:
         with local.reporting_loss():
             spark = local.spark

@@ -322,6 +322,16 @@ def servers(root: Path) -> list[tuple[Path, ServerInfo | None]]:
     return [(f, read_info(f)) for f in folders if f.is_dir()]
 
 
+def warm_lake(root: Path) -> Path | None:
+    """A lake of project `root` whose warm server runs (the newest started), if one does."""
+    running = [
+        (info.started, folder.parent.parent)
+        for folder, info in servers(root)
+        if info and folder.parent.name == LAKE_SERVER and _alive(info.pid)
+    ]
+    return max(running)[1] if running else None
+
+
 # -- the supervisor (python -m medallion_dq.local.server <folder>) ------------------------------
 def _spark_home() -> Path:
     import pyspark
