@@ -189,7 +189,7 @@ class GateRow:
 class GateResult:
     rows: list[GateRow] = field(default_factory=list)
     update_id: str | None = None
-    #: Earlier updates judged with ``update_id`` (their rows had not passed a gate yet).
+    #: Earlier updates judged with ``update_id``: no publish had taken their rows yet.
     earlier: list[str] = field(default_factory=list)
     note: str = ""
     #: False when there was nothing to judge (no pipeline update found): the gate fails.

@@ -169,11 +169,11 @@ class Ungated:
 
 @dataclass(frozen=True)
 class Unjudged:
-    """Completed updates of a gated pipeline whose rows no gate has passed yet: one run alone
+    """Completed updates of a gated pipeline whose rows no publish has taken yet: one run alone
     (`run --pipeline`), a job stopped before its gate, or a gate that failed. Their rows stay
     in the tables the publish reads, so the next gate judges them with its own update, as one
-    delivery; a gate that passes them clears the list, and a completed full refresh starts it
-    again (it judges every row)."""
+    delivery; a completed publish clears the list, and a completed full refresh starts it again
+    (it judges every row)."""
 
     work_dir: Path
     pipeline: str
@@ -197,7 +197,7 @@ class Unjudged:
         partial.write_text(json.dumps(updates), encoding="utf-8")
         partial.replace(self.marker)
 
-    def passed(self) -> None:
+    def published(self) -> None:
         self.marker.unlink(missing_ok=True)
 
 

@@ -192,7 +192,7 @@ class LocalProject:
                             result.update_id, full_refresh=result.full_refresh
                         )
                     elif key in after:
-                        self._unjudged(judged).passed()
+                        self._unjudged(judged).published()
 
     def _unjudged(self, key: str) -> Unjudged:
         pipeline = self.bundle.pipelines[key]
