@@ -503,7 +503,7 @@ def run_gate(
     update wrote: ``events_df`` is the whole event log (volume compares with earlier updates);
     ``table_prefix`` (``catalog.schema.``) names the pipeline's tables; ``as_of``: the time
     freshness is judged at (default: the update's). ``earlier``: by dataset (short name), the
-    completed updates (oldest first) whose rows it still holds and no gate has passed, judged
+    completed updates (oldest first) whose rows it holds and no publish has taken, judged
     with this one as one delivery; for a streaming table, whose updates add rows (a
     materialized view's latest update judged all of its rows).
 
