@@ -291,6 +291,29 @@ def test_a_contract_that_is_not_odcs_is_refused_and_nothing_written(
     assert snapshot(project) == before
 
 
+def test_every_physical_type_spark_would_refuse_is_named_and_nothing_written(project, capsys):
+    """decimal(12.2) for decimal(12,2): once reported by `check` as the rule files' drift, and
+    translated by `import` as the logicalType's double without a word."""
+
+    def change(doc):
+        props(doc)[2]["physicalType"] = "timestamp(3"
+        props(doc)[5]["physicalType"] = "decimal(12.2)"
+
+    changed = edited(project, change)
+    before = snapshot(project)
+    fix = (
+        "is not a Spark SQL type; fix: write it as Spark does (decimal(12,2), array<string>), "
+        "or leave it out for the logicalType's"
+    )
+    for action in ("import", "check"):
+        assert run(project, action, str(changed)) == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"error: changed.odcs.yaml: schema[0].properties[2].physicalType: 'timestamp(3' {fix}",
+            f"error: changed.odcs.yaml: schema[0].properties[5].physicalType: 'decimal(12.2)' {fix}",
+        ]
+    assert snapshot(project) == before
+
+
 def test_a_bad_contract_is_one_of_the_packages_errors(tmp_path):
     """A program calling the library catches it as any medallion-dq error, or as a ValueError."""
     path = tmp_path / "list.odcs.yaml"

@@ -185,6 +185,12 @@ MALFORMED = [
         ["DQ024"],
         None,
     ),
+    (
+        "schema_decimal_with_a_point",  # sqlglot took it; Spark refuses it
+        HEAD_CHECKS + "schema: {amount: decimal(12.2), order_id: string}\n",
+        ["DQ024"],
+        None,
+    ),
     ("threshold_word", rule_with("    threshold: high\n"), ["DQ014"], "valid_amount"),
     ("threshold_above_one", rule_with("    threshold: 1.5\n"), ["DQ014"], "valid_amount"),
     ("threshold_bool", rule_with("    threshold: true\n"), ["DQ014"], "valid_amount"),

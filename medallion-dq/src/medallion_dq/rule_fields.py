@@ -242,7 +242,10 @@ def spark_type(text: str) -> bool:
         parsed = exp.DataType.build(text, dialect="spark")
     except (ParseError, TokenError, ValueError):
         return False
-    return parsed.this != exp.DataType.Type.USERDEFINED
+    # sqlglot takes decimal(12.2) and decimal(12, x); Spark takes whole numbers only.
+    sizes = [param.this for param in parsed.find_all(exp.DataTypeParam)]
+    whole = all(isinstance(size, exp.Literal) and str(size.this).isdigit() for size in sizes)
+    return whole and parsed.this != exp.DataType.Type.USERDEFINED
 
 
 def value_kind(value: object) -> str | None:

@@ -4,6 +4,7 @@ own JSON schema (vendored in `schemas/` with its licence), each problem one line
 from __future__ import annotations
 
 import json
+import re
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import rule_fields, rules
 from medallion_dq.problems import MedallionDQError
 
 ODCS_VERSION = "v3.1.0"
@@ -116,7 +117,44 @@ def read(path: Path, label: str | None = None) -> dict:
     if unknown:
         raise ContractError(unknown)
     validate(data, label)
+    malformed = [
+        f"{label}: {_path([*where, 'physicalType'])}: {physical!r} is not a Spark SQL type; fix: "
+        "write it as Spark does (decimal(12,2), array<string>), or leave it out for the "
+        "logicalType's"
+        for where, physical in _physical_types(data)
+        if re.match(_SPARK_NAMES, physical, re.IGNORECASE) and not rule_fields.spark_type(physical)
+    ]
+    if malformed:
+        raise ContractError(malformed)
     return data
+
+
+#: A physicalType that starts as a Spark type does must be one: Spark refuses decimal(12.2), and
+#: translating it as the logicalType's default type would change the column's type unsaid.
+_SPARK_NAMES = (
+    r"\s*(string|varchar|char|tinyint|byte|smallint|short|int|integer|bigint|long|float|real|"
+    r"double|decimal|numeric|dec|boolean|date|timestamp|timestamp_ntz|timestamp_ltz|array|"
+    r"struct|map)\s*($|[(<])"
+)
+
+
+def _physical_types(doc: dict):
+    """(path, physicalType) of every property, nested ones and array items too."""
+
+    def walk(prop: Any, where: list):
+        if not isinstance(prop, dict):
+            return
+        if isinstance(prop.get("physicalType"), str):
+            yield where, prop["physicalType"]
+        for j, child in enumerate(prop.get("properties") or []):
+            yield from walk(child, [*where, "properties", j])
+        yield from walk(prop.get("items"), [*where, "items"])
+
+    for i, obj in enumerate(doc.get("schema") or []):
+        for j, prop in enumerate(
+            (obj or {}).get("properties") or [] if isinstance(obj, dict) else []
+        ):
+            yield from walk(prop, ["schema", i, "properties", j])
 
 
 def validate(doc: dict, label: str) -> None:
