@@ -83,6 +83,9 @@ def test_allow_empty_reports_but_passes() -> None:
     assert "empty delivery allowed" in result.summary()
     assert "silver_orders: 0 input records" in result.summary()
     assert "PASS" in next(line for line in result.table().splitlines() if "0 input" in line)
+    # A rule that judged no row has no failure rate (once 0.00%, as if it had judged some).
+    rules = [line.split() for line in result.table().splitlines() if "silver_orders." in line]
+    assert rules and all(line[3] == "-" for line in rules), result.table()
 
 
 def test_empty_and_over_threshold_are_both_reported() -> None:

@@ -235,7 +235,7 @@ class GateResult:
                 f"{row.dataset}.{self._named(row.dataset, row.rule)}",
                 f"{row.passed:,}",
                 f"{row.failed:,}",
-                f"{row.failed_fraction:.2%}",
+                f"{row.failed_fraction:.2%}" if row.total else "-",  # no row judged: no rate
                 f"{row.threshold:.2%}",
                 row.status,
             )
