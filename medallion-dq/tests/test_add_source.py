@@ -119,12 +119,17 @@ def test_dry_run_prints_the_files_and_writes_nothing(project, capsys):
     assert files(project) == before
 
 
-def test_remove_without_add_says_why(project, capsys):
+def test_remove_without_add_says_why_and_names_the_added_ones(project, capsys):
     assert cli.main(["--root", str(project), "remove", "source", "orders"]) == 2
     assert capsys.readouterr().err == (
         "error: remove source orders: no record of `add source orders` in this checkout "
-        "(.local/added/orders.json): delete its files by hand\n"
+        "(.local/added/orders.json): (none was added here); a source that `add source` did not "
+        "write, delete by hand\n"
     )
+    (project / ".local" / "added").mkdir(parents=True)
+    (project / ".local" / "added" / "weather.json").write_text('{"files": {}}')  # as add writes
+    assert cli.main(["--root", str(project), "remove", "source", "wether"]) == 2
+    assert "did you mean weather? (sources added here: weather);" in capsys.readouterr().err
 
 
 @pytest.mark.spark

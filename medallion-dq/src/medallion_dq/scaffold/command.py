@@ -5,6 +5,7 @@ of what was written, and the CLI.
 from __future__ import annotations
 
 import argparse
+import difflib
 import hashlib
 import json
 import sys
@@ -119,9 +120,14 @@ def remove_source(root: Path, name: str) -> list[Path]:
         raise SourceError(f"source name {name!r} is not an identifier")
     record_file = root / RECORD / f"{name}.json"
     if not record_file.is_file():
+        added = sorted(path.stem for path in (root / RECORD).glob("*.json"))
+        close = difflib.get_close_matches(name, added, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        listed = f"(sources added here: {', '.join(added)})" if added else "(none was added here)"
         raise SourceError(
             f"remove source {name}: no record of `add source {name}` in this checkout "
-            f"({(RECORD / f'{name}.json').as_posix()}): delete its files by hand"
+            f"({(RECORD / f'{name}.json').as_posix()}): {hint}{listed}; a source that `add "
+            "source` did not write, delete by hand"
         )
     files = json.loads(record_file.read_text())["files"]
     for relative, digest in files.items():
