@@ -327,10 +327,15 @@ def test_bad_ref_exits_2(tmp_path, capsys, ref):
     assert not (root / ".local").exists()  # before Spark: nothing started
 
 
-def test_no_git_repository_exits_2(tmp_path, capsys):
+def test_no_git_repository_exits_2_with_the_commands_that_make_one(tmp_path, capsys):
+    """A fresh bake is not a repository: once git's own `fatal: not a git repository` alone."""
     root = _copy(tmp_path)
     assert cli.main(["--root", str(root), "diff", "--base", "HEAD"]) == 2
-    assert "not a git repository" in capsys.readouterr().err.lower()
+    assert capsys.readouterr().err.splitlines()[1] == (
+        f"error: {root.name} is not in a git repository: diff compares the rules with a commit's;"
+        " fix: `git init`, `git add -A`, `git commit -m 'first'` in the project, then diff "
+        "against that commit"
+    )
 
 
 def test_base_rule_file_that_does_not_parse_exits_2(tmp_path, capsys):

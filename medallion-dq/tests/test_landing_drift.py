@@ -43,7 +43,7 @@ def test_renamed_and_new_fields_are_reported_per_update(lake, capfd):
         "missing_fields": {"amount": 3},
     }
     assert first.to_dict()["landing_drift"]["bronze_orders"] == drift
-    said = "4 of 10 records hold fields the schema lacks; new fields: amt (3), coupon (1); missing: amount (3)"
+    said = "4 of 10 records hold fields the schema lacks; new fields: amt (3), coupon (1); missing or null: amount (3)"
     assert f"bronze_orders: landing drift: {said}" in capfd.readouterr().out
 
     events = lake.project.runner.event_log.read()

@@ -686,7 +686,9 @@ class _Unbroken:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument(
         "--root", help="project folder (default: the one holding databricks.yml, here or above)"

@@ -138,7 +138,14 @@ def load_revisions(
         folders = config.rules_dirs(root)
     except ValueError as error:
         raise BadInput([f"error: {error}"]) from None
-    _git(root, "rev-parse", "--is-inside-work-tree")
+    if _git(root, "rev-parse", "--is-inside-work-tree", check=False) is None:
+        raise BadInput(
+            [
+                f"error: {root.name} is not in a git repository: diff compares the rules with "
+                "a commit's; fix: `git init`, `git add -A`, `git commit -m 'first'` in the "
+                "project, then diff against that commit"
+            ]
+        )
     commit = f"{ref}^{{commit}}"
     if not _git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", commit, check=False):
         raise BadInput(

@@ -307,7 +307,7 @@ class Drift:
             parts.append(f"new fields: {named}")
         if self.missing_fields:
             named = ", ".join(f"{k} ({n})" for k, n in self.missing_fields.items())
-            parts.append(f"missing: {named}")
+            parts.append(f"missing or null: {named}")
         return "; ".join(parts)
 
     def to_dict(self) -> dict:

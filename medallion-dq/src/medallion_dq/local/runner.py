@@ -393,7 +393,7 @@ class Runner:
             session=session,
         )
         self.log(
-            f"[{spec.name}] update {update.id}: {len(spec.libraries)} files{' (full refresh)' if full_refresh else ''}"
+            f"[{spec.name}] update {update.id}: {len(spec.libraries)} pipeline files{' (full refresh)' if full_refresh else ''}"
         )
         # Never hang: past the timeout (loading the files included) every operation of the
         # session is interrupted.
@@ -652,7 +652,8 @@ class Runner:
                 r.action == "warn" for r in rules
             )
             self.log(
-                f"[{spec.name}] {name}: {measured.input_records:,} rows judged by {len(rules)} "
+                f"[{spec.name}] {name}: {measured.input_records:,} "
+                f"row{'s' * (measured.input_records != 1)} judged by {len(rules)} "
                 f"rule{'s' * (len(rules) != 1)}" + (f": {', '.join(said)}" if said else "")
             )
 
