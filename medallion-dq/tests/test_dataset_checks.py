@@ -197,7 +197,7 @@ def test_volume_reads_the_databricks_event_log_shape(spark):
     assert checks.volume(check, "silver_orders", written, "u2").passed  # 120 vs 100
 
 
-def test_the_gate_judges_every_update_no_publish_has_taken(lake):
+def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
     """A completed validation update's rows stay in the tables the publish reads until a
     publish takes them. Once, the job's gate judged its own update alone: after a validation run
     on its own it found no new rows (an empty delivery), and after a failed gate, the next job
@@ -227,8 +227,14 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake):
         assert (verdict.status, publish.status) == ("FAILED", "SKIPPED")
         assert "valid_order_id" in {row.rule for row in verdict.gate.failures}
     assert again.tasks[1].gate.earlier == [failed.tasks[0].update.update_id]
-    # A publish run by hand takes them: the next gate judges its own, empty, update alone.
+    # A publish run by hand takes them, and says so: the next gate judges its own update alone.
+    capsys.readouterr()
     assert_update_ok(lake.project.run_pipeline("publish"))
+    unjudged = ", ".join(run.tasks[0].update.update_id for run in (failed, again))
+    assert (
+        f"[publish] takes the rows of validation update(s) {unjudged}, which no quality gate "
+        "has passed (`run --job medallion` judges them first)"
+    ) in capsys.readouterr().out
     last = lake.project.run_job("medallion", allow_empty=True)
     assert [task.status for task in last.tasks] == ["SUCCESS"] * 3, last.tasks[1].message
     assert (last.tasks[1].gate.earlier, last.tasks[1].gate.empty) == ([], ["silver_orders"])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,11 +166,17 @@ class LocalProject:
             database or self.database or pipeline.schema,
         )
 
-    def run_pipeline(self, key: str, *, full_refresh: bool = False, **spec_options) -> UpdateResult:
+    def run_pipeline(
+        self, key: str, *, full_refresh: bool = False, by_hand: bool = True, **spec_options
+    ) -> UpdateResult:
+        """One update of bundle pipeline `key`; `by_hand`: not a task of a job (a pipeline run
+        after a job's gate then says what it takes that no gate passed)."""
         spec = self.spec(key, **spec_options)
         if landing_folders(spec.libraries):  # the folder the lake's files are known from
             remember_landing(self.local.work_dir, self.landing, reset=full_refresh)
         unread = self._unread_landing_files(spec)
+        if by_hand:
+            self._say_unjudged(key)
         result = self.runner.run(spec, full_refresh=full_refresh)
         result.unread_files = unread
         if result.ok:
@@ -179,20 +185,34 @@ class LocalProject:
             self._name_missing_upstream(key, result)
         return result
 
-    def _note_unjudged(self, key: str, result: UpdateResult) -> None:
-        """A completed update of a pipeline a job's gate judges adds its rows to those the next
-        gate judges (lake.Unjudged); one of a pipeline run after the gate has taken them."""
+    def _gates(self) -> Iterator[tuple[str, set[str], set[str]]]:
+        """(job, the pipelines its gate judges, the pipelines run after it) of each gate task."""
         for job in self.bundle.jobs.values():
             tasks = {task.key: task for task in job.topological_order()}
             for gate_task in filter(_is_gate, tasks.values()):
+                judged = {tasks[k].pipeline_key for k in gate_task.depends_on}
                 after = {tasks[k].pipeline_key for k in _downstream(tasks, gate_task.key)}
-                for judged in filter(None, (tasks[k].pipeline_key for k in gate_task.depends_on)):
-                    if key == judged:
-                        self._unjudged(judged).add(
-                            result.update_id, full_refresh=result.full_refresh
-                        )
-                    elif key in after:
-                        self._unjudged(judged).published()
+                yield job.key, set(filter(None, judged)), set(filter(None, after))
+
+    def _say_unjudged(self, key: str) -> None:
+        """A pipeline run by hand after a gate says when it takes rows no gate has passed."""
+        for job, judged, after in self._gates():
+            for pipeline in sorted(judged) if key in after else ():
+                if updates := self._unjudged(pipeline).updates():
+                    self.log(
+                        f"[{key}] takes the rows of {pipeline} update(s) {', '.join(updates)}, "
+                        f"which no quality gate has passed (`run --job {job}` judges them first)"
+                    )
+
+    def _note_unjudged(self, key: str, result: UpdateResult) -> None:
+        """A completed update of a pipeline a job's gate judges adds its rows to those the next
+        gate judges (lake.Unjudged); one of a pipeline run after the gate has taken them."""
+        for _, judged, after in self._gates():
+            for pipeline in judged:
+                if key == pipeline:
+                    self._unjudged(pipeline).add(result.update_id, full_refresh=result.full_refresh)
+                elif key in after:
+                    self._unjudged(pipeline).published()
 
     def _unjudged(self, key: str) -> Unjudged:
         pipeline = self.bundle.pipelines[key]
@@ -258,7 +278,9 @@ class LocalProject:
                 )
             elif task.pipeline_key:
                 try:
-                    update = self.run_pipeline(task.pipeline_key, full_refresh=full_refresh)
+                    update = self.run_pipeline(
+                        task.pipeline_key, full_refresh=full_refresh, by_hand=False
+                    )
                 except Interrupted as stop:
                     if stop.result:
                         result.tasks.append(
