@@ -225,6 +225,16 @@ def test_check_names_the_files_threshold_and_quarantine_edited_by_hand(project, 
     out = capsys.readouterr().out.splitlines()
     assert "rules/silver/orders.yml: threshold: 0.5 in the file, 0.05 in the contract" in out
     assert "rules/silver/orders.yml: quarantine: 'view' in the file, 'table' in the contract" in out
+    # `medallion-dq check` says so too, as warnings: once it said nothing of the threshold (the
+    # view is an error of its own, DQC007: the pipeline defines the quarantine as a table).
+    assert cli.main(["--root", str(project), "check"]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert (
+        "DQC015 contracts/orders.odcs.yaml: rules/silver/orders.yml: threshold: 0.5 in the file, "
+        "0.05 in the contract; fix: `medallion-dq contract import contracts/orders.odcs.yaml` "
+        "writes its rules again, or change the contract"
+    ) in said
+    assert said[-1] == "check: 1 error(s), 2 warning(s)", said
 
 
 def test_check_compares_the_local_lakes_table(project, capsys):

@@ -60,12 +60,36 @@ def _code_problems(root: Path) -> list:
     return preflight.check_pipeline_code(files, root, search_paths=[root / "src"])
 
 
+def _contract_problems(root: Path) -> list:
+    """A warning per difference between a contract in contracts/ and the rule files it makes
+    (`contract check`, which CI runs): a rule file edited by hand is said at once."""
+    from medallion_dq import contract
+    from medallion_dq.problems import DataQualityError, Problem
+    from medallion_dq.text import relative_path
+
+    out = []
+    for path in sorted((root / "contracts").glob("*.odcs.yaml")):
+        where = relative_path(path, root)
+        fix = f"`{PROG} contract import {where}` writes its rules again, or change the contract"
+        try:
+            lines = contract.drift(root, contract.translate(contract.read(path, where), where))
+        except (contract.ContractError, DataQualityError) as error:
+            lines, fix = [str(error).splitlines()[0]], f"`{PROG} contract check {where}` says all"
+        out += [Problem("DQC015", where, line, fix, severity="warning") for line in lines]
+    return out
+
+
 def cmd_check(args) -> int:
     from medallion_dq import conventions
     from medallion_dq.bundle import validate_bundle
 
     root = _root(args.root)
-    problems = [*validate_bundle(root), *conventions.check(root), *_code_problems(root)]
+    problems = [
+        *validate_bundle(root),
+        *conventions.check(root),
+        *_code_problems(root),
+        *_contract_problems(root),
+    ]
     examples = ""
     if args.examples and not any(p.code.startswith("DQ0") for p in problems):
         from medallion_dq.local.machine import BackendUnavailable

@@ -73,6 +73,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC012": ("error", "references check names a dataset no pipeline defines"),
     "DQC013": ("error", "declared schema differs from the rule file's contract"),
     "DQC014": ("error", "decorator given an action its rule file has no rules of"),
+    "DQC015": ("warning", "a rule file differs from the data contract it was made from"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
