@@ -527,30 +527,7 @@ class Runner:
         assert journal is not None  # _prepare began it
         with shielded(self.log) as arrived:
             self.local.end_session(update.session)  # the engine stops before tables are put back
-            unput = None  # tables that could not be put back: the journal stays for the next run
-            try:
-                restored, removed = (
-                    put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
-                )
-            except lake.PutBackFailed as failure:
-                restored, removed, unput = failure.restored, failure.removed, failure
-                self.log(f"[{spec.name}] {failure}")
-            if not failed:
-                self._replace_views(spec)
-            if restored or removed:
-                self.log(
-                    f"[{spec.name}] {'canceled' if interrupted else 'failed'} update put back:"
-                    + (f" restored {', '.join(restored)}" if restored else "")
-                    + (";" if restored and removed else "")
-                    + (f" removed {', '.join(removed)} (created by it)" if removed else "")
-                )
-            if (
-                failed
-                and lake.FullRefresh(self.local.work_dir, spec.name, spec.database).unfinished()
-            ):
-                self.log(
-                    f"[{spec.name}] its full refresh did not finish: its next update is a full refresh too"
-                )
+            restored, removed, unput = self._put_back(update, journal)
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
@@ -624,6 +601,36 @@ class Runner:
         if interrupted is not None or arrived:
             raise Interrupted(interrupted or arrived[0], result)
         return result
+
+    def _put_back(
+        self, update: _Update, journal: Journal
+    ) -> tuple[list[str], list[str], lake.PutBackFailed | None]:
+        """A failed update's tables as they were, said in a line: (restored, removed, what could
+        not be put back: then the journal stays for the next run). A completed update's views
+        are replaced instead."""
+        spec, failed, unput = update.spec, update.failed, None
+        try:
+            restored, removed = (
+                put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
+            )
+        except lake.PutBackFailed as failure:
+            restored, removed, unput = failure.restored, failure.removed, failure
+            self.log(f"[{spec.name}] {failure}")
+        if not failed:
+            self._replace_views(spec)
+        if restored or removed:
+            self.log(
+                f"[{spec.name}] {'canceled' if update.interrupted else 'failed'} update put back:"
+                + (f" restored {', '.join(restored)}" if restored else "")
+                + (";" if restored and removed else "")
+                + (f" removed {', '.join(removed)} (created by it)" if removed else "")
+            )
+        if failed and lake.FullRefresh(self.local.work_dir, spec.name, spec.database).unfinished():
+            self.log(
+                f"[{spec.name}] its full refresh did not finish: its next update is a full "
+                "refresh too"
+            )
+        return restored, removed, unput
 
     def _say_judged(
         self, spec: PipelineSpec, declared: dict, flows: dict, metrics: dict[str, DatasetMetrics]
