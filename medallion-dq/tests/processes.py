@@ -34,7 +34,7 @@ def run_cli_and_kill_server(
     reader.start()
     try:
         deadline = time.monotonic() + 600
-        while not any(re.search(r"\] update \w+: \d+ files", line) for line in output):
+        while not any(re.search(r"\] update \w+: \d+ pipeline files", line) for line in output):
             assert cli.poll() is None, f"the run ended before its update:\n{''.join(output)}"
             assert time.monotonic() < deadline, "the update did not start within 10 minutes"
             time.sleep(0.2)

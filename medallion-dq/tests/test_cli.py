@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import medallion_dq
+from medallion_dq.local import server
 from processes import child_processes, run_cli_and_kill_server
 from sample import sample_project
 
@@ -170,7 +171,8 @@ def test_report_reads_both_days_with_their_checks(two_days):
     project, _ = two_days
     report = cli("report", cwd=project)
     assert report.returncode == 0, report.stdout + report.stderr
-    assert not list((project / ".local" / "spark").glob("*/server.json"))
+    running = [folder for folder, info in server.servers(project) if info]  # copies say None
+    assert [folder.parent.name for folder in running] == ["server"], running  # the lake's alone
     assert "silver_orders" in report.stdout and "valid_amount" in report.stdout
     checks = report.stdout.split("dataset checks, update ")[1]
     assert "silver_orders.daily_volume (volume)" in checks and "FAIL" in checks

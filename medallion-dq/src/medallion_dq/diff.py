@@ -413,7 +413,7 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int, log) ->
         for key in pipeline_order(project.bundle):
             if not pending:
                 break
-            result = project.run_pipeline(key)
+            result = project.run_pipeline(key, by_hand=False)  # a scratch lake: nothing published
             if not result.ok:
                 message = result.error.message if result.error else f"flows {result.flows}"
                 raise UpdateFailed(

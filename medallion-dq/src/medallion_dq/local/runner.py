@@ -597,7 +597,7 @@ class Runner:
             + (f": {error.message}" if error else "")
         )
         if status == "COMPLETED":
-            self._say_judged(spec, update.declared, flows, metrics)
+            self._say_judged(spec, update.declared, flows, metrics, output_rows)
         if interrupted is not None or arrived:
             raise Interrupted(interrupted or arrived[0], result)
         return result
@@ -605,9 +605,8 @@ class Runner:
     def _put_back(
         self, update: _Update, journal: Journal
     ) -> tuple[list[str], list[str], lake.PutBackFailed | None]:
-        """A failed update's tables as they were, said in a line: (restored, removed, what could
-        not be put back: then the journal stays for the next run). A completed update's views
-        are replaced instead."""
+        """A failed update's tables as they were, said: (restored, removed, what could not be put
+        back: its journal stays for the next run); a completed update's views replaced."""
         spec, failed, unput = update.spec, update.failed, None
         try:
             restored, removed = (
@@ -633,7 +632,7 @@ class Runner:
         return restored, removed, unput
 
     def _say_judged(
-        self, spec: PipelineSpec, declared: dict, flows: dict, metrics: dict[str, DatasetMetrics]
+        self, spec: PipelineSpec, declared: dict, flows: dict, metrics: dict, written: dict
     ) -> None:
         """A line per table with rules: the rows they judged and what became of them. A
         streaming table that read no new rows says so: a rule edited since judged none."""
@@ -642,10 +641,11 @@ class Runner:
             if flows.get(name) != "COMPLETED" or not rules:
                 continue
             if measured is None or not measured.input_records:
-                self.log(
-                    f"[{spec.name}] {name}: no new rows, so its rules judged none "
-                    "(--full-refresh judges every row again)"
-                )
+                if not written.get(name):  # rows but no metrics: rules lifted (a diff's update)
+                    self.log(
+                        f"[{spec.name}] {name}: no new rows, so its rules judged none "
+                        "(--full-refresh judges every row again)"
+                    )
                 continue
             said = [f"{measured.dropped_records:,} dropped"] * any(
                 r.action == "drop" for r in rules
