@@ -237,6 +237,20 @@ def test_check_names_the_files_threshold_and_quarantine_edited_by_hand(project, 
     assert said[-1] == "check: 1 error(s), 2 warning(s)", said
 
 
+def test_a_platform_team_can_make_contract_drift_an_error_of_check(project, capsys):
+    """DQC015 is a warning of `check`; [tool.medallion.conventions] severity makes it an error."""
+    path = project / "src/acme_orders/rules/silver/orders.yml"
+    path.write_text(path.read_text().replace("\nthreshold: 0.05 ", "\nthreshold: 0.5 "))
+    assert cli.main(["--root", str(project), "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "check: 0 error(s), 1 warning(s)"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace("\nseverity = {}", '\nseverity = {DQC015 = "error"}')
+    )
+    assert cli.main(["--root", str(project), "check"]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "check: 1 error(s), 0 warning(s)"
+
+
 def test_check_compares_the_local_lakes_table(project, capsys):
     """A table of `medallion-dq run`'s lake, read from its Delta log (no Spark)."""
     log = project / ".local/lake/dev/warehouse/dev.db/silver_orders/_delta_log"

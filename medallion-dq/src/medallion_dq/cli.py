@@ -86,9 +86,8 @@ def cmd_check(args) -> int:
     root = _root(args.root)
     problems = [
         *validate_bundle(root),
-        *conventions.check(root),
+        *conventions.check(root, more=_contract_problems(root)),
         *_code_problems(root),
-        *_contract_problems(root),
     ]
     examples = ""
     if args.examples and not any(p.code.startswith("DQ0") for p in problems):

@@ -632,12 +632,15 @@ def check(
     config: Mapping[str, Any] | None = None,
     *,
     sample_failures: Mapping[str, float] | None = None,
+    more: Iterable[Problem] = (),
 ) -> list[Problem]:
     """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project.
 
     `config`: the `[tool.medallion.conventions]` table (default: read from pyproject.toml).
     `sample_failures`: `{"dataset.rule": failed fraction}` from a run on the sample data (see
     `sample_failures_from_metrics`): a silver `fail` rule the sample violates is an error.
+    `more`: problems found elsewhere with a DQC code (DQC015, a contract's drift), given the
+    configured severity too.
     """
     root = Path(project_root)
     read_problems: list[Problem] = []
@@ -671,4 +674,5 @@ def check(
         else:
             collector.read_sql_file(path, layer)
     collector.judge()
+    collector.problems.extend(more)
     return collector.finish()
