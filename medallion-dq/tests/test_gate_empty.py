@@ -88,6 +88,16 @@ def test_allow_empty_reports_but_passes() -> None:
     assert rules and all(line[3] == "-" for line in rules), result.table()
 
 
+def test_the_summary_says_why_a_check_passed_where_its_row_cannot() -> None:
+    """`0 rows  -  PASS` for a volume check under --allow-empty said nothing of why."""
+    result = evaluate(NOTHING_ARRIVED, {}, allow_empty=True)
+    note = "an empty delivery, allowed (--allow-empty)"
+    result.checks = [
+        checks.CheckResult("silver_orders", "daily_volume", "volume", "0 rows", "-", True, note)
+    ]
+    assert f"note: silver_orders.daily_volume (volume): {note}" in result.summary().splitlines()
+
+
 def test_empty_and_over_threshold_are_both_reported() -> None:
     other = [{**m, "dataset": "silver_customers"} for m in NOTHING_ARRIVED]
     result = evaluate([*ARRIVED, *other], {}, default_threshold=0.0)

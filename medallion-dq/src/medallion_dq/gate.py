@@ -303,6 +303,13 @@ class GateResult:
                 text += "\n" + "\n".join(self.empty_messages)
             text += "".join(f"\n{check}" for check in failed_checks)
         text += "".join(f"\nwarning: {check}" for check in self.checks if check.warning)
+        # Why a check passed where its table row cannot say (an empty delivery allowed, no
+        # history yet): once only in the HTML report.
+        text += "".join(
+            f"\nnote: {c.dataset}.{c.name} ({c.kind}): {c.note}"
+            for c in self.checks
+            if c.passed and not c.warning and c.note
+        )
         return f"{text}\n{self.note}" if self.note else text
 
     def __str__(self) -> str:
