@@ -4,7 +4,6 @@ own JSON schema (vendored in `schemas/` with its licence), each problem one line
 from __future__ import annotations
 
 import json
-import re
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from medallion_dq import rule_fields, rules
+from medallion_dq.contract.values import SPARK_TYPE_NAMES, type_name
 from medallion_dq.problems import MedallionDQError
 
 ODCS_VERSION = "v3.1.0"
@@ -117,25 +117,18 @@ def read(path: Path, label: str | None = None) -> dict:
     if unknown:
         raise ContractError(unknown)
     validate(data, label)
+    # A physicalType that starts as a Spark type does must be one: Spark refuses decimal(12.2), and
+    # translating it as the logicalType's default type would change the column's type unsaid.
     malformed = [
         f"{label}: {_path([*where, 'physicalType'])}: {physical!r} is not a Spark SQL type; fix: "
         "write it as Spark does (decimal(12,2), array<string>), or leave it out for the "
         "logicalType's"
         for where, physical in _physical_types(data)
-        if re.match(_SPARK_NAMES, physical, re.IGNORECASE) and not rule_fields.spark_type(physical)
+        if type_name(physical) in SPARK_TYPE_NAMES and not rule_fields.spark_type(physical)
     ]
     if malformed:
         raise ContractError(malformed)
     return data
-
-
-#: A physicalType that starts as a Spark type does must be one: Spark refuses decimal(12.2), and
-#: translating it as the logicalType's default type would change the column's type unsaid.
-_SPARK_NAMES = (
-    r"\s*(string|varchar|char|tinyint|byte|smallint|short|int|integer|bigint|long|float|real|"
-    r"double|decimal|numeric|dec|boolean|date|timestamp|timestamp_ntz|timestamp_ltz|array|"
-    r"struct|map)\s*($|[(<])"
-)
 
 
 def _physical_types(doc: dict):

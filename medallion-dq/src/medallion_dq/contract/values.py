@@ -27,6 +27,8 @@ _KINDS = {
     "object": {"struct", "map"},
 }
 _KINDS["number"] |= _KINDS["integer"]
+#: Every Spark type name a physicalType may start with.
+SPARK_TYPE_NAMES = frozenset().union(*_KINDS.values())
 _DEFAULT_TYPES = {
     "string": "string",
     "integer": "bigint",
@@ -40,8 +42,10 @@ _DEFAULT_TYPES = {
 # --------------------------------------------------------------------------- types
 
 
-def _type_name(spark_type: str) -> str:
-    return re.findall(r"^\s*([A-Za-z_]*)", spark_type)[0].lower()  # one match, maybe ""
+def type_name(spark_type: str) -> str:
+    """`decimal(12,2)` -> `decimal`; `int64` stays `int64` (not Spark's `int`); "" for none."""
+    found = re.match(r"\s*([A-Za-z_]\w*)", spark_type)
+    return found.group(1).lower() if found else ""
 
 
 def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
@@ -49,7 +53,7 @@ def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
     logicalType's kind, else the logicalType's; nested properties and items spelt out."""
     logical = prop.get("logicalType")
     physical = str(prop.get("physicalType") or "").strip()
-    name = _type_name(physical)
+    name = type_name(physical)
     if logical == "object" or (not logical and prop.get("properties")):
         fields = []
         for child in prop.get("properties") or []:
@@ -62,7 +66,7 @@ def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
     if logical == "array" and isinstance(prop.get("items"), dict):
         item = column_type(prop["items"], f"{where}.items", skipped)
         return None if item is None else f"array<{item}>"
-    fits = name in (_KINDS.get(logical, set()) if logical else set().union(*_KINDS.values()))
+    fits = name in (_KINDS.get(logical, set()) if logical else SPARK_TYPE_NAMES)
     sized = "(" in physical and name not in ("decimal", "numeric", "dec")
     if fits and not sized and name not in ("varchar", "char") and rule_fields.spark_type(physical):
         return physical
@@ -84,7 +88,7 @@ def quote_field(name: str) -> str:
 
 def kind_of(spark_type: str) -> str:
     """The logicalType of a Spark type."""
-    name = _type_name(spark_type)
+    name = type_name(spark_type)
     for logical in ("integer", "string", "boolean", "date", "timestamp", "array", "object"):
         if name in _KINDS[logical]:
             return logical

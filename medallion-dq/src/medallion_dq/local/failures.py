@@ -11,6 +11,7 @@ from pathlib import Path
 
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import expectations, lake, pipeline_files, sql_files
+from medallion_dq.local.loading import first_line
 from medallion_dq.text import short_name
 
 
@@ -77,7 +78,7 @@ def explain(
         defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
         where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
         return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
-    return RunError("ENGINE", first_line(text), failed_flow)
+    return RunError("ENGINE", first_line(text)[:500] or text[:500], failed_flow)
 
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
@@ -88,8 +89,3 @@ def _bare(names: str) -> str:
     """The engine's suggested columns without their table: `spark_catalog`.`s`.`t`.`a` -> a."""
     listed = (name.strip().split(".")[-1].strip("`") for name in names.split(","))
     return ", ".join(dict.fromkeys(name for name in listed if name))
-
-
-def first_line(text: str) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), text)
-    return line[:500]

@@ -158,10 +158,7 @@ class Ungated:
 
     def add(self, update_id: str, status: str, rows: dict[str, int | None]) -> None:
         entries = [*self.entries(), {"update_id": update_id, "status": status, "rows": rows}]
-        self.marker.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.marker.with_suffix(".tmp")
-        partial.write_text(json.dumps(entries, indent=2), encoding="utf-8")
-        partial.replace(self.marker)
+        _write_json(self.marker, entries)
 
     def end(self) -> None:
         self.marker.unlink(missing_ok=True)
@@ -191,11 +188,7 @@ class Unjudged:
             return []
 
     def add(self, update_id: str, *, full_refresh: bool = False) -> None:
-        updates = [update_id] if full_refresh else [*self.updates(), update_id]
-        self.marker.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.marker.with_suffix(".tmp")
-        partial.write_text(json.dumps(updates), encoding="utf-8")
-        partial.replace(self.marker)
+        _write_json(self.marker, [update_id] if full_refresh else [*self.updates(), update_id])
 
     def published(self) -> None:
         self.marker.unlink(missing_ok=True)
@@ -228,9 +221,7 @@ class Journal:
         folder = work_dir / UPDATES / update_id
         folder.mkdir(parents=True)
         journal = cls(pipeline, update_id, tables, kinds, versions, str(storage), str(folder))
-        partial = folder / "journal.tmp"
-        partial.write_text(json.dumps(asdict(journal), indent=2), encoding="utf-8")
-        partial.replace(folder / "journal.json")  # written whole or not at all
+        _write_json(folder / "journal.json", asdict(journal))
         return journal
 
     def end(self) -> None:
@@ -627,10 +618,12 @@ def remember_landing(work_dir: Path, landing: Path, *, reset: bool = False) -> N
     (a full refresh), earlier folders no longer count."""
     landing = Path(landing).resolve()
     earlier = [] if reset else [p for p in landings(work_dir) if p != landing]
-    record = Path(work_dir) / LANDING
-    record.parent.mkdir(parents=True, exist_ok=True)
-    partial = record.with_suffix(".tmp")
-    partial.write_text(
-        json.dumps({"landings": [str(p) for p in [*earlier, landing]]}, indent=2), encoding="utf-8"
-    )
-    partial.replace(record)
+    _write_json(Path(work_dir) / LANDING, {"landings": [str(p) for p in [*earlier, landing]]})
+
+
+def _write_json(path: Path, value: object) -> None:
+    """`value` as JSON at `path`, written whole or not at all (a stop mid-write leaves the old)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(value, indent=2), encoding="utf-8")
+    partial.replace(path)
