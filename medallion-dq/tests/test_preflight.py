@@ -498,7 +498,7 @@ def test_cli_landing_one_level_too_deep_is_exit_2_before_spark(project):
     assert "Traceback" not in output and "Spark (" not in output  # Spark never started
 
 
-def test_cli_junit_xml_naming_a_folder_is_exit_2_before_spark(project):
+def test_cli_junit_xml_naming_a_folder_or_the_json_file_is_exit_2_before_spark(project):
     done = cli(project, "run", "--job", "medallion", "--junit-xml", "fixtures")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
@@ -507,6 +507,15 @@ def test_cli_junit_xml_naming_a_folder_is_exit_2_before_spark(project):
         "--junit-xml fixtures/dq-results.xml"
     ) in output
     assert "Traceback" not in output and "Spark (" not in output
+    same = ("--json", ".local/out.json", "--junit-xml", "./.local/out.json")
+    done = cli(project, "run", "--job", "medallion", *same)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert (
+        "RUN011 --junit-xml ./.local/out.json: is the file --json .local/out.json names too: one"
+        " would overwrite the other; fix: name two files"
+    ) in output
+    assert "Spark (" not in output and not (project / ".local" / "out.json").exists()
 
 
 def test_cli_syntax_error_is_exit_2_before_spark(project):
