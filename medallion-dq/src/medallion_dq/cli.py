@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from medallion_dq import __version__, config, scaffold
 from medallion_dq.config import STATE_DIR
-from medallion_dq.problems import MedallionDQError, Problem
+from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,23 +150,11 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
         job=args.job,
         landing=args.landing,
         json_path=args.json,
+        junit_path=args.junit_xml,
         lakes=None if args.fresh else root / STATE_DIR / "lake",
         new_delivery=args.new_delivery,
         full_refresh=args.full_refresh,
     )
-    problems += preflight.check_json_path(
-        args.junit_xml, option="--junit-xml", example_name="dq-results.xml"
-    )
-    if args.json and args.junit_xml and Path(args.json).resolve() == Path(args.junit_xml).resolve():
-        problems.append(
-            Problem(
-                "RUN011",
-                f"--junit-xml {args.junit_xml}",
-                f"is the file --json {args.json} names too: one would overwrite the other",
-                "name two files, e.g. --json .local/summary.json"
-                " --junit-xml .local/test-results/data-quality.xml",
-            )
-        )
     if not preflight.has_errors(problems):
         problems += [*validate_bundle(root), *conventions.check(root)]
     try:

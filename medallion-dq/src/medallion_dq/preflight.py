@@ -203,6 +203,27 @@ def check_json_path(
     return []
 
 
+def _check_outputs(
+    json_path: str | Path | None, junit_path: str | Path | None, cwd: Path
+) -> list[Problem]:
+    """RUN011 for the files --json and --junit-xml name: each writable, and not one file."""
+    problems = check_json_path(json_path, cwd=cwd)
+    problems += check_json_path(
+        junit_path, cwd=cwd, option="--junit-xml", example_name="dq-results.xml"
+    )
+    if json_path and junit_path and (cwd / json_path).resolve() == (cwd / junit_path).resolve():
+        problems.append(
+            Problem(
+                "RUN011",
+                f"--junit-xml {junit_path}",
+                f"is the file --json {json_path} names too: one would overwrite the other",
+                "name two files, e.g. --json .local/summary.json"
+                " --junit-xml .local/test-results/data-quality.xml",
+            )
+        )
+    return problems
+
+
 # --------------------------------------------------------------------------- landing
 
 
@@ -516,6 +537,7 @@ def check_run_options(
     job: str | None = None,
     landing: str | Path | None = None,
     json_path: str | Path | None = None,
+    junit_path: str | Path | None = None,
     source_folders: Iterable[str] | None = None,
     check_code: bool = True,
     cwd: Path | None = None,
@@ -534,7 +556,7 @@ def check_run_options(
       bundle is checked);
     * ``landing``: ``--landing`` as typed, relative to ``cwd`` (None: the default
       ``<root>/fixtures/landing``, checked only when a chosen pipeline reads the landing);
-    * ``json_path``: ``--json`` as typed, relative to ``cwd``;
+    * ``json_path`` / ``junit_path``: ``--json`` / ``--junit-xml`` as typed, relative to ``cwd``;
     * ``source_folders``: the landing sub-folders the pipelines read; None finds them in the
       pipeline files (``landing_folders``);
     * ``check_code``: also compile the chosen pipelines' .py files and check their imports
@@ -550,7 +572,7 @@ def check_run_options(
     root = Path(root).resolve()
     cwd = Path(cwd or Path.cwd())
     overrides, problems = parse_variables(variables)
-    json_problems = check_json_path(json_path, cwd=cwd)
+    json_problems = _check_outputs(json_path, junit_path, cwd)
     try:
         raw = load_raw(root)
     except BundleError as error:
