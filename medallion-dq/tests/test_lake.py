@@ -170,9 +170,9 @@ def test_full_refresh_recomputes_from_every_file_once(project, spark):
     assert silver.count() == silver.select("order_id").distinct().count() == 188
 
 
-def interrupt(project, send, *args, after=0.5):
-    """Start `run *args`, call send(process) `after` seconds into its first update; return
-    (exit code, output)."""
+def interrupt(project, send, *args, after=0.5, pipeline=None):
+    """Start `run *args`, call send(process) `after` seconds into its first update (of
+    `pipeline`, e.g. "acme_orders_publish", when given); return (exit code, output)."""
     cli_process = subprocess.Popen(
         [sys.executable, "-m", "medallion_dq", "run", *args],
         cwd=project,
@@ -183,7 +183,13 @@ def interrupt(project, send, *args, after=0.5):
     )
     updates = project / ".local" / "lake" / "dev" / "updates"
     deadline = time.monotonic() + 600
-    while not list(updates.glob("*/journal.json")):  # the update has begun
+    while (
+        not [  # the update has begun
+            journal
+            for journal in updates.glob("*/journal.json")
+            if pipeline in (None, json.loads(journal.read_text())["pipeline"])
+        ]
+    ):
         assert cli_process.poll() is None, cli_process.communicate()[0]
         assert time.monotonic() < deadline, "the update did not begin"
         time.sleep(0.1)
@@ -193,10 +199,12 @@ def interrupt(project, send, *args, after=0.5):
     return cli_process.returncode, output
 
 
-def interrupt_publish(project, send):
-    """A publish update, interrupted half a second in (on the lake's warm server a whole
-    publish takes a few seconds)."""
-    return interrupt(project, send, "--pipeline", "publish")
+def interrupt_publish(project, send, job=False):
+    """A publish update, alone or the job's, interrupted half a second in (on the lake's warm
+    server a whole publish takes a few seconds)."""
+    args = ("--job", "medallion", "--landing", "deliveries", "--allow-empty")
+    args = args if job else ("--pipeline", "publish")
+    return interrupt(project, send, *args, pipeline="acme_orders_publish")
 
 
 def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
@@ -227,19 +235,26 @@ def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
 
 
 @pytest.mark.parametrize(
-    ("how", "code"),
+    ("how", "code", "job"),
     [
-        (lambda p: os.killpg(p.pid, signal.SIGINT), 130),  # Ctrl-C in a terminal
-        (lambda p: p.send_signal(signal.SIGTERM), 143),  # kill, CI's cancel
+        (lambda p: os.killpg(p.pid, signal.SIGINT), 130, True),  # Ctrl-C in a terminal
+        (lambda p: p.send_signal(signal.SIGTERM), 143, False),  # kill, CI's cancel
     ],
-    ids=["SIGINT", "SIGTERM"],
+    ids=["SIGINT-job", "SIGTERM"],
 )
-def test_interrupted_publish_leaves_every_gold_table_as_it_was(project, spark, how, code):
+def test_interrupted_publish_leaves_every_gold_table_as_it_was(project, spark, how, code, job):
     before_versions = versions(spark, project)
     before = gold_rows(spark, project)
-    returncode, output = interrupt_publish(project, how)
+    returncode, output = interrupt_publish(project, how, job)
     assert returncode == code, output
-    assert "pipeline publish: CANCELED by SIG" in output
+    if job:  # its gate had passed the rows: the way to publish them is said
+        assert "job medallion: CANCELED by SIGINT; " in output
+        assert output.rstrip().endswith(
+            "; the rows its quality gate passed are not published: `medallion-dq run --job"
+            " medallion` judges them again and publishes them"
+        )
+    else:
+        assert "pipeline publish: CANCELED by SIGTERM" in output
     assert "Traceback" not in output and "at org.apache" not in output, output
     assert gold_rows(spark, project) == before == gold_rows(spark, project, before_versions)
     assert not list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))

@@ -274,6 +274,11 @@ def cmd_run(args) -> int:
             outcome = "the update was not put back yet: the next run on this lake puts it back"
         else:
             outcome = "nothing was put back"
+        if stop.job and any(t.gate and t.status == "SUCCESS" for t in stop.job.tasks):
+            outcome += (  # the lake keeps them unjudged: the next gate judges them again
+                "; the rows its quality gate passed are not published: `medallion-dq run --job"
+                f" {args.job}` judges them again and publishes them"
+            )
         print(f"{what}: CANCELED by {stop}; {outcome}", file=sys.stderr)
         return stop.exit_code
     except KeyboardInterrupt:  # before or between updates: nothing to put back
