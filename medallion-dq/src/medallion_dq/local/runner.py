@@ -265,7 +265,7 @@ class Runner:
                 stack.enter_context(block_session_mutations())
                 module_spec.loader.exec_module(module)
         elif file.suffix == ".sql":
-            sql_files.register(file.read_text(encoding="utf-8"), rel, registry, session)
+            sql_files.register(file.read_text(encoding="utf-8"), rel, registry, session, file)
         else:
             raise ValueError(f"{rel}: pipelines hold .py and .sql files only")
 

@@ -51,24 +51,31 @@ def _tokens(text: str) -> Iterator[tuple[Token, int]]:
         yield token, depth
 
 
-def _split(text: str, sep: TokenType) -> list[str]:
-    """``text`` cut at each ``sep`` (``;``, ``,``) outside parentheses; blank parts left out."""
+def _split(text: str, sep: TokenType) -> list[tuple[int, str]]:
+    """``text`` cut at each ``sep`` (``;``, ``,``) outside parentheses, each part with its
+    offset in ``text``; blank parts left out."""
     parts, start = [], 0
     for token, depth in _tokens(text):
         if token.token_type == sep and depth == 0:
-            parts.append(text[start : token.start])
+            parts.append((start, text[start : token.start]))
             start = token.end + 1
-    parts.append(text[start:])
-    return [p for p in parts if p.strip()]
+    parts.append((start, text[start:]))
+    return [(at, p) for at, p in parts if p.strip()]
 
 
 def statements(text: str) -> list[str]:
     """The statements of a SQL file, without the ``;`` between them (empty ones left out)."""
-    return _split(text, TokenType.SEMICOLON)
+    return [statement for _, statement in _split(text, TokenType.SEMICOLON)]
 
 
 def strip_comments(text: str) -> str:
-    return re.sub(r"--[^\n]*|/\*.*?\*/", " ", text, flags=re.DOTALL)
+    """``text`` with each comment blanked out: every other character keeps its offset."""
+    blank = lambda comment: re.sub(r"[^\n]", " ", comment[0])  # noqa: E731
+    return re.sub(r"--[^\n]*|/\*.*?\*/", blank, text, flags=re.DOTALL)
+
+
+def _lstripped(text: str) -> int:
+    return len(text) - len(text.lstrip())
 
 
 def created(statement: str) -> tuple[str, str] | None:
@@ -79,18 +86,21 @@ def created(statement: str) -> tuple[str, str] | None:
 
 
 def parse(statement: str, where: str) -> dict | None:
-    """Split a CREATE statement into name, kind, constraints, columns, comment and query."""
-    head = strip_comments(statement).strip()
+    """Split a CREATE statement into name, kind, constraints, columns, comment and query, and
+    the query's offset in ``statement`` (``query_at``)."""
+    text = strip_comments(statement)
+    head = text.strip()
     match = _CREATE.match(head)
     if not match:
         return None
+    rest_at = _lstripped(text) + match.end() + _lstripped(head[match.end() :])
     rest = head[match.end() :].lstrip()
     columns, constraints = [], []
     if rest.startswith("("):
         close = next(
             t.start for t, depth in _tokens(rest) if t.token_type == TokenType.R_PAREN and not depth
         )
-        for item in _split(rest[1:close], TokenType.COMMA):
+        for _, item in _split(rest[1:close], TokenType.COMMA):
             found = _CONSTRAINT.match(item.strip())
             if found:
                 action = (found["action"] or "").upper().split()
@@ -107,14 +117,15 @@ def parse(statement: str, where: str) -> dict | None:
                 )
             else:
                 columns.append(item.strip())
-        rest = rest[close + 1 :]
+        rest, rest_at = rest[close + 1 :], rest_at + close + 1
     as_at = next(
         (t.start for t, depth in _tokens(rest) if t.token_type == TokenType.ALIAS and not depth),
         None,
     )
     if as_at is None:
         raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
-    clauses, query = rest[:as_at], rest[as_at + 2 :].strip()
+    clauses, query = rest[:as_at], rest[as_at + 2 :]
+    query_at = rest_at + as_at + 2 + _lstripped(query)
     comment = re.search(r"COMMENT\s+'((?:[^'\\]|\\.)*)'", clauses, re.IGNORECASE)
     kind = _KINDS[" ".join(match["kind"].upper().split())]
     return {
@@ -123,7 +134,8 @@ def parse(statement: str, where: str) -> dict | None:
         "constraints": constraints,
         "columns": columns,
         "comment": comment[1] if comment else None,
-        "query": query,
+        "query": query.strip(),
+        "query_at": query_at,
     }
 
 
@@ -156,15 +168,48 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
     return out
 
 
-def register(text: str, rel_path: Path, registry, spark) -> None:
-    """Register one SQL file, lifting CONSTRAINT clauses into local expectations."""
+class ParseException(SyntaxError):
+    """The engine's parse error of a SQL pipeline file, at the file's line: the engine counts
+    lines from the start of the statement."""
+
+
+_PARSE_ERROR = re.compile(
+    r"(?P<message>.*?) \(line (?P<line>\d+), pos (?P<pos>\d+)\)\s*== SQL ==\n(?P<sql>.*)", re.DOTALL
+)
+
+
+def _parse_error(error: Exception, sent: str, text: str, file: Path) -> ParseException | None:
+    """``error`` of the engine at the line of the file ``text`` it is on; None when it is not
+    a parse error of ``sent`` (the file's statements as sent, each on its lines of the file)."""
+    found = _PARSE_ERROR.fullmatch(str(error).strip())
+    if not found:
+        return None
+    lines = found["sql"].split("\n")  # the statement, a line of carets under the error
+    statement = "\n".join(ln for ln in lines if not re.fullmatch(r"-*\^+", ln)).rstrip()
+    at = sent.find(statement)
+    if at < 0:
+        return None
+    line = sent.count("\n", 0, at) + int(found["line"])
+    source = (text.splitlines() or [""])[min(line, len(text.splitlines())) - 1]
+    return ParseException(found["message"], (str(file), line, int(found["pos"]) + 1, source))
+
+
+def register(text: str, rel_path: Path, registry, spark, file: Path | None = None) -> None:
+    """Register one SQL file (``file``, at ``rel_path`` in the project), lifting CONSTRAINT
+    clauses into local expectations."""
     from pyspark import pipelines as dp
 
-    plain = []
-    for statement in statements(text):
+    sql = ""  # what goes to the engine: each statement on its lines of the file, so that
+    # the engine's "line N" of an error is the file's line
+
+    def place(piece: str, at: int) -> None:
+        nonlocal sql
+        sql += "\n" * (text.count("\n", 0, at) - sql.count("\n")) + piece + ";"
+
+    for at, statement in _split(text, TokenType.SEMICOLON):
         parsed = parse(statement, str(rel_path))
         if not parsed or not parsed["constraints"]:
-            plain.append(statement.strip())
+            place(statement, at)
             continue
         if parsed["kind"] == "TemporaryView":
             raise ValueError(
@@ -189,7 +234,7 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
                 )
             names.add(e.name)
         source = f"{parsed['name'].replace('.', '_')}{SOURCE_VIEW}"
-        plain.append(f"CREATE TEMPORARY VIEW {source} AS {parsed['query']}")
+        place(f"CREATE TEMPORARY VIEW {source} AS {parsed['query']}", at + parsed["query_at"])
         streaming = parsed["kind"] == "StreamingTable"
 
         def query(source=source, streaming=streaming):
@@ -201,5 +246,8 @@ def register(text: str, rel_path: Path, registry, spark) -> None:
         if parsed["columns"]:
             options["schema"] = ", ".join(parsed["columns"])
         decorate(**options)(attach_expectations(parsed["constraints"])(query))
-    if plain:
-        registry.register_sql(";\n".join(plain), rel_path)
+    if sql:
+        try:
+            registry.register_sql(sql, rel_path)
+        except Exception as error:
+            raise _parse_error(error, sql, text, file or rel_path) or error from None
