@@ -69,6 +69,16 @@ def test_text_table_shows_the_latest_update_of_each_pipeline():
     assert re.search(r"^<script>.*silver_orders\s+0\s+0\s+–$", text, re.MULTILINE)
 
 
+def test_text_table_says_a_dataset_of_the_update_read_no_new_rows():
+    quiet = [*ROWS, row("u2", 24, "positive_quantity", 0, 0, dataset="silver_customers")]
+    text = report.text_table(quiet)
+    assert (
+        "silver_customers: no new rows in this update, so its rules judged none"
+        " (dq-report.html shows every update)"
+    ) in text.split("pipeline publish")[0].splitlines()  # under its update's table
+    assert "silver_orders: no new rows" not in text  # a rule of its judged no row, others did
+
+
 def test_text_table_all_updates_and_empty():
     text = report.text_table(ROWS, last_only=False)
     assert text.index("update u1") < text.index("update u2") < text.index("update p1")

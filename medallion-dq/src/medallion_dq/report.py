@@ -293,7 +293,17 @@ def text_table(
             if r["pipeline"] == pipeline and r["update_id"] == update_id
         ]
         title = f"pipeline {pipeline}, update {update_id}" + (f" at {_when(ts)}" if ts else "")
-        blocks.append("\n".join([title, *table_lines(header, body, right=(2, 3, 4))]))
+        judged: dict[str, int] = {}
+        for r in chosen:
+            if r["pipeline"] == pipeline and r["update_id"] == update_id:
+                judged[r["dataset"]] = judged.get(r["dataset"], 0) + r["passed"] + r["failed"]
+        notes = [  # a streaming table that read no new rows: its earlier updates' counts stand
+            f"{dataset}: no new rows in this update, so its rules judged none"
+            " (dq-report.html shows every update)"
+            for dataset, rows_judged in judged.items()
+            if not rows_judged
+        ]
+        blocks.append("\n".join([title, *table_lines(header, body, right=(2, 3, 4)), *notes]))
     return "\n\n".join(blocks)
 
 
