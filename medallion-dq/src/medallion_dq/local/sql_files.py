@@ -15,6 +15,7 @@ from pathlib import Path
 from sqlglot import Token, TokenError, TokenType, tokenize
 
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
+from medallion_dq.problems import MedallionDQError
 
 _CREATE = re.compile(
     r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?P<kind>MATERIALIZED\s+VIEW|STREAMING\s+TABLE|TEMPORARY\s+VIEW|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>[`\w.]+)",
@@ -168,7 +169,7 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
     return out
 
 
-class ParseException(SyntaxError):
+class ParseException(MedallionDQError, SyntaxError):
     """The engine's parse error of a SQL pipeline file, at the file's line: the engine counts
     lines from the start of the statement."""
 
