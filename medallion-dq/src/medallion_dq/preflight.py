@@ -572,19 +572,19 @@ def check_run_options(
     root = Path(root).resolve()
     cwd = Path(cwd or Path.cwd())
     overrides, problems = parse_variables(variables)
-    json_problems = _check_outputs(json_path, junit_path, cwd)
+    output_problems = _check_outputs(json_path, junit_path, cwd)
     try:
         raw = load_raw(root)
     except BundleError as error:
-        return [*problems, _unreadable(error), *json_problems]
+        return [*problems, _unreadable(error), *output_problems]
     target, target_problem = _target(raw.config, target)
     if target_problem:
-        return [target_problem, *problems, *json_problems]
+        return [target_problem, *problems, *output_problems]
     problems += _undeclared_variables(raw.config, overrides)
     try:
         bundle = load_bundle(root, target=target, variables=overrides)
     except BundleError as error:
-        return [*problems, _unreadable(error), *json_problems]
+        return [*problems, _unreadable(error), *output_problems]
 
     keys, choice_problem = _chosen_pipelines(bundle, pipeline, job)
     if choice_problem:
@@ -592,7 +592,7 @@ def check_run_options(
     if keys is None:
         if landing is not None:
             problems += check_landing(landing, [], root=root, cwd=cwd)
-        return [*problems, *json_problems]
+        return [*problems, *output_problems]
     problems += _check_names(bundle, keys, raw.config, overrides)
     files = list(dict.fromkeys(f for key in keys for f in bundle.pipelines[key].library_files))
     if check_code:
@@ -619,7 +619,7 @@ def check_run_options(
                 for name in datasets_defined(resource.library_files)
             },
         )
-    return [*problems, *json_problems]
+    return [*problems, *output_problems]
 
 
 def _unreadable(error: BundleError) -> Problem:

@@ -281,6 +281,7 @@ def text_table(
     header = ("rule", "dataset", "passed", "failed", "failed %")
     blocks = []
     for pipeline, update_id, ts in _updates(chosen):
+        here = [r for r in chosen if r["pipeline"] == pipeline and r["update_id"] == update_id]
         body = [
             (
                 _named(r, clauses),
@@ -289,14 +290,12 @@ def text_table(
                 f"{r['failed']:,}",
                 _pct(_rate(r)),
             )
-            for r in chosen
-            if r["pipeline"] == pipeline and r["update_id"] == update_id
+            for r in here
         ]
         title = f"pipeline {pipeline}, update {update_id}" + (f" at {_when(ts)}" if ts else "")
         judged: dict[str, int] = {}
-        for r in chosen:
-            if r["pipeline"] == pipeline and r["update_id"] == update_id:
-                judged[r["dataset"]] = judged.get(r["dataset"], 0) + r["passed"] + r["failed"]
+        for r in here:
+            judged[r["dataset"]] = judged.get(r["dataset"], 0) + r["passed"] + r["failed"]
         notes = [  # a streaming table that read no new rows: its earlier updates' counts stand
             f"{dataset}: no new rows in this update, so its rules judged none"
             " (dq-report.html shows every update)"

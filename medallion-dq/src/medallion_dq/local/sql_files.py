@@ -71,8 +71,9 @@ def statements(text: str) -> list[str]:
 
 def strip_comments(text: str) -> str:
     """``text`` with each comment blanked out: every other character keeps its offset."""
-    blank = lambda comment: re.sub(r"[^\n]", " ", comment[0])  # noqa: E731
-    return re.sub(r"--[^\n]*|/\*.*?\*/", blank, text, flags=re.DOTALL)
+    return re.sub(
+        r"--[^\n]*|/\*.*?\*/", lambda found: re.sub(r"[^\n]", " ", found[0]), text, flags=re.DOTALL
+    )
 
 
 def _lstripped(text: str) -> int:
@@ -185,13 +186,14 @@ def _parse_error(error: Exception, sent: str, text: str, file: Path) -> ParseExc
     found = _PARSE_ERROR.fullmatch(str(error).strip())
     if not found:
         return None
-    lines = found["sql"].split("\n")  # the statement, a line of carets under the error
-    statement = "\n".join(ln for ln in lines if not re.fullmatch(r"-*\^+", ln)).rstrip()
+    shown = found["sql"].split("\n")  # the statement, a line of carets under the error
+    statement = "\n".join(ln for ln in shown if not re.fullmatch(r"-*\^+", ln)).rstrip()
     at = sent.find(statement)
     if at < 0:
         return None
     line = sent.count("\n", 0, at) + int(found["line"])
-    source = (text.splitlines() or [""])[min(line, len(text.splitlines())) - 1]
+    lines = text.splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
     return ParseException(found["message"], (str(file), line, int(found["pos"]) + 1, source))
 
 
