@@ -264,7 +264,13 @@ def test_killed_publish_is_put_back_by_the_next_run(project, spark):
     before = gold_rows(spark, project)
     returncode, output = interrupt_publish(project, lambda p: os.killpg(p.pid, signal.SIGKILL))
     assert returncode == -signal.SIGKILL
-    assert list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))
+    (journal,) = (project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json")
+    checked = cli(project, "lake", "check")  # the tables are sound, the update not put back
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        f"acme_orders_publish: update {journal.parent.name} has not finished: a run is still on"
+        " it, or it ended mid-update and the next run on this lake puts its tables back"
+    ) in checked.stdout
     # The next run (a validation update, nothing new) puts the killed update back first.
     done = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -407,8 +407,7 @@ def cmd_lake(args) -> int:
         print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
         return 2
     found = lake.tables(work_dir / "warehouse")
-    damaged = {name: lake.damage(folder) for name, folder in found.items()}
-    damaged = {name: why for name, why in damaged.items() if why}
+    damaged = {name: why for name, folder in found.items() if (why := lake.damage(folder))}
     for name, why in damaged.items():
         print(f"{name}: damaged: {why}")
     if damaged:
@@ -418,6 +417,8 @@ def cmd_lake(args) -> int:
             f"or delete {where} to start over"
         )
         return 1
+    for line in lake.unfinished(work_dir):  # sound tables may hold what such an update wrote
+        print(line)
     print(f"lake check: {len(found)} table(s) of {where}, all sound")
     return 0
 

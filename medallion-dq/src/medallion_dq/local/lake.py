@@ -238,6 +238,16 @@ class Journal:
         return out
 
 
+def unfinished(work_dir: Path) -> list[str]:
+    """A line per update of the lake begun and not ended (its journal is there)."""
+    return [
+        f"{json.loads(journal.read_text(encoding='utf-8'))['pipeline']}: update"
+        f" {journal.parent.name} has not finished: a run is still on it, or it ended mid-update"
+        " and the next run on this lake puts its tables back"
+        for journal in sorted((Path(work_dir) / UPDATES).glob("*/journal.json"))
+    ]
+
+
 def current_version(spark, table: str) -> int | None:
     """The table's latest Delta version; None when it does not exist."""
     from pyspark.errors import AnalysisException
