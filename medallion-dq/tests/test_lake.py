@@ -172,7 +172,8 @@ def test_full_refresh_recomputes_from_every_file_once(project, spark):
 
 def interrupt(project, send, *args, after=0.5, pipeline=None):
     """Start `run *args`, call send(process) `after` seconds into its first update (of
-    `pipeline`, e.g. "acme_orders_publish", when given); return (exit code, output)."""
+    `pipeline`, e.g. "acme_orders_publish", when given), or once `after()` is true; return
+    (exit code, output)."""
     cli_process = subprocess.Popen(
         [sys.executable, "-m", "medallion_dq", "run", *args],
         cwd=project,
@@ -193,18 +194,30 @@ def interrupt(project, send, *args, after=0.5, pipeline=None):
         assert cli_process.poll() is None, cli_process.communicate()[0]
         assert time.monotonic() < deadline, "the update did not begin"
         time.sleep(0.1)
-    time.sleep(after)
+    while callable(after) and not after():
+        assert cli_process.poll() is None, cli_process.communicate()[0]
+        time.sleep(0.02)
+    time.sleep(0 if callable(after) else after)
     send(cli_process)
     output, _ = cli_process.communicate(timeout=300)
     return cli_process.returncode, output
 
 
-def interrupt_publish(project, send, job=False):
+def interrupt_publish(project, send, job=False, mid_write=False):
     """A publish update, alone or the job's, interrupted half a second in (on the lake's warm
-    server a whole publish takes a few seconds)."""
+    server a whole publish takes a few seconds), or `mid_write`: once the engine has emptied
+    every gold view (two commits each) and is computing their rows."""
     args = ("--job", "medallion", "--landing", "deliveries", "--allow-empty")
     args = args if job else ("--pipeline", "publish")
-    return interrupt(project, send, *args, pipeline="acme_orders_publish")
+    logs = [Path(table_path(project, name)) / "_delta_log" for name in GOLD]
+    commits = {log: len(list(log.glob("*.json"))) for log in logs}
+
+    def written() -> bool:
+        return all(len(list(log.glob("*.json"))) >= n + 2 for log, n in commits.items())
+
+    return interrupt(
+        project, send, *args, after=written if mid_write else 0.5, pipeline="acme_orders_publish"
+    )
 
 
 def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
@@ -235,18 +248,28 @@ def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
 
 
 @pytest.mark.parametrize(
-    ("how", "code", "job"),
+    ("how", "code", "job", "mid_write"),
     [
-        (lambda p: os.killpg(p.pid, signal.SIGINT), 130, True),  # Ctrl-C in a terminal
-        (lambda p: p.send_signal(signal.SIGTERM), 143, False),  # kill, CI's cancel
+        (lambda p: os.killpg(p.pid, signal.SIGINT), 130, True, False),  # Ctrl-C in a terminal
+        (lambda p: p.send_signal(signal.SIGTERM), 143, False, False),  # kill, CI's cancel
+        # The canceled flows go on with the jobs they start after the cancel, and commit: the
+        # put-back waits for them (before, RESTORE met their commit, or they wrote after it).
+        (lambda p: os.killpg(p.pid, signal.SIGINT), 130, False, True),
     ],
-    ids=["SIGINT-job", "SIGTERM"],
+    ids=["SIGINT-job", "SIGTERM", "SIGINT-mid-write"],
 )
-def test_interrupted_publish_leaves_every_gold_table_as_it_was(project, spark, how, code, job):
+def test_interrupted_publish_leaves_every_gold_table_as_it_was(
+    project, spark, how, code, job, mid_write
+):
     before_versions = versions(spark, project)
     before = gold_rows(spark, project)
-    returncode, output = interrupt_publish(project, how, job)
+    returncode, output = interrupt_publish(project, how, job, mid_write)
     assert returncode == code, output
+    assert "could not put back" not in output, output
+    if mid_write:  # nothing of the canceled update is written after its process ends
+        put_back = versions(spark, project)
+        time.sleep(3)
+        assert versions(spark, project) == put_back
     if job:  # its gate had passed the rows: the way to publish them is said
         assert "job medallion: CANCELED by SIGINT; " in output
         assert output.rstrip().endswith(
@@ -254,7 +277,7 @@ def test_interrupted_publish_leaves_every_gold_table_as_it_was(project, spark, h
             " medallion` judges them again and publishes them"
         )
     else:
-        assert "pipeline publish: CANCELED by SIGTERM" in output
+        assert f"pipeline publish: CANCELED by {signal.Signals(code - 128).name}" in output
     assert "Traceback" not in output and "at org.apache" not in output, output
     assert gold_rows(spark, project) == before == gold_rows(spark, project, before_versions)
     assert not list((project / ".local" / "lake" / "dev" / "updates").glob("*/journal.json"))

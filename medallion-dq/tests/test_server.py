@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from stat import S_IMODE
@@ -540,3 +541,23 @@ def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_on
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
         for coordinate in sorted(jars.delta_artifacts())
     ]
+
+
+def test_a_canceled_update_is_put_back_once_its_session_runs_nothing(local_spark):
+    """A canceled update's flows go on with the Spark jobs they start after the cancel, one
+    after another, and commit: its tables are put back only once its session has run nothing
+    for a while (the metrics listener keeps a file per session with work on the server)."""
+    with local_spark.update_session() as session:
+        done = threading.Event()
+
+        def flow():  # jobs of a second each, one after another, as a flow's
+            for _ in range(3):
+                session.sql("SELECT java_method('java.lang.Thread', 'sleep', 1000L)").collect()
+            done.set()
+
+        worker = threading.Thread(target=flow)
+        worker.start()
+        assert not local_spark.engine_stopped(session, timeout=0.2, quiet=3)  # still running
+        assert local_spark.engine_stopped(session, timeout=120)
+        assert done.is_set()
+        worker.join()

@@ -527,6 +527,8 @@ class Runner:
         assert journal is not None  # _prepare began it
         with shielded(self.log) as arrived:
             self.local.end_session(update.session)  # the engine stops before tables are put back
+            if failed and not self.local.engine_stopped(update.session):
+                self.log(f"[{spec.name}] the engine still wrote a minute after the update ended")
             restored, removed, unput = self._put_back(update, journal)
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
@@ -612,9 +614,8 @@ class Runner:
             restored, removed = (
                 put_back(self.spark, journal, self._warehouse()) if failed else ([], [])
             )
-        except lake.PutBackFailed as failure:
+        except lake.PutBackFailed as failure:  # said in the update's error
             restored, removed, unput = failure.restored, failure.removed, failure
-            self.log(f"[{spec.name}] {failure}")
         if not failed:
             self._replace_views(spec)
         if restored or removed:

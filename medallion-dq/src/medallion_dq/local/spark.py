@@ -292,6 +292,21 @@ class LocalSpark:
         finally:
             self.end_session(session, release=reachable)
 
+    def engine_stopped(self, session, timeout: float = 60.0, quiet: float = 0.5) -> bool:
+        """Wait until no execution of ``session`` has run on the server for ``quiet`` seconds: a
+        canceled update's flows go on with the Spark jobs they start after the cancel (one after
+        another, tens of ms apart), and a late commit would land on a table just put back. The
+        metrics listener keeps a file per session while one runs. False after ``timeout``."""
+        marker = self.metrics_file.with_name(f"{self.metrics_file.name}.running")
+        started = last_seen = time.monotonic()
+        while (now := time.monotonic()) - last_seen < quiet:
+            if (marker / session.session_id).exists():
+                if now - started > timeout:
+                    return False
+                last_seen = now
+            time.sleep(0.05)
+        return True
+
     @staticmethod
     def end_session(session, release: bool = True) -> None:
         """Close an update's session (once: later calls do nothing). Released, not stop()ped:
