@@ -470,6 +470,18 @@ def test_unparsable_pipeline_file(project: Path):
     assert (problem.code, problem.severity) == ("DQC000", "error")
 
 
+def test_a_misspelt_clause_in_sql_with_constraints_is_named_at_its_line(project: Path):
+    """Before, the runner dropped it unsaid and `check` passed the file."""
+    sql = (
+        "CREATE MATERIALIZED VIEW gold_x (\n  CONSTRAINT c EXPECT (x > 0)\n)\n"
+        "COMENT 'x'\nAS SELECT 1 AS x\n"
+    )
+    write(project, "src/pipelines/publish/gold/x.sql", sql)
+    (problem,) = conventions.check(project)
+    assert (problem.code, problem.file) == ("DQC000", "src/pipelines/publish/gold/x.sql:4")
+    assert problem.message == "cannot read 'COMENT' before AS"
+
+
 # --------------------------------------------------------------------------- configuration
 
 

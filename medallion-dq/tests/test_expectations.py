@@ -105,6 +105,27 @@ def test_a_sql_syntax_error_names_its_line_in_the_file(lake, tmp_path, broken):
     assert str(error).startswith(f"{error.file}:{error.line}: ParseException: [PARSE_SYNTAX_ERROR]")
 
 
+def test_a_sql_statement_with_constraints_keeps_its_table_properties(lake, tmp_path):
+    result = run(
+        lake,
+        tmp_path,
+        {
+            "b.sql": """
+            CREATE MATERIALIZED VIEW tagged (
+              CONSTRAINT positive EXPECT (amount > 0) ON VIOLATION DROP ROW
+            )
+            COMMENT 'positive amounts'
+            TBLPROPERTIES ('quality' = 'gold')
+            AS SELECT * FROM VALUES (1, 2), (2, -1) AS t(id, amount);
+        """
+        },
+    )
+    assert_update_ok(result)
+    assert ids(lake, "tagged") == [1]
+    properties = lake.spark.sql(f"SHOW TBLPROPERTIES {lake.schema}.tagged").collect()
+    assert ("quality", "gold") in [(row["key"], row["value"]) for row in properties]
+
+
 def test_fail_names_the_rule_and_shows_the_record(lake, tmp_path):
     result = run_view(lake, tmp_path, "strict", '@dp.expect_or_fail("non_negative", "amount >= 0")')
     assert result.status == "FAILED"

@@ -30,10 +30,10 @@ def test_statements_are_cut_at_semicolons_outside_quotes_comments_and_parenthese
 def test_a_create_statement_is_read_into_its_parts():
     parsed = sql_files.parse(sql_files.statements(TRICKY)[0], "t.sql")
     assert parsed is not None
-    assert (parsed["name"], parsed["kind"], parsed["comment"]) == (
+    assert (parsed["name"], parsed["kind"], parsed["options"]) == (
         "t",
         "StreamingTable",
-        "as it; is",
+        {"comment": "as it; is"},
     )
     [constraint] = parsed["constraints"]
     assert (constraint.name, constraint.action) == ("a;b", "drop")
@@ -51,3 +51,35 @@ def test_the_datasets_a_sql_file_defines(tmp_path: Path):
     assert datasets_defined([unreadable]) == set()
     with pytest.raises(ValueError, match="cannot read the SQL"):
         sql_files.statements(unreadable.read_text(encoding="utf-8"))
+
+
+def test_the_clauses_of_a_statement_with_constraints_are_kept():
+    """They become the options of the dataset registered from Python: before, all but the
+    COMMENT were dropped unsaid."""
+    parsed = sql_files.parse(
+        "CREATE MATERIALIZED VIEW m (CONSTRAINT c EXPECT (x > 0))\n"
+        "COMMENT 'it\\'s (x)' PARTITIONED BY (day, `channel`)\n"
+        "TBLPROPERTIES ('delta.appendOnly' = 'false', quality = gold) USING delta\n"
+        "AS SELECT 1 AS x",
+        "m.sql",
+    )
+    assert parsed is not None
+    assert parsed["options"] == {
+        "comment": "it's (x)",
+        "partition_cols": ["day", "channel"],
+        "table_properties": {"delta.appendOnly": "false", "quality": "gold"},
+        "format": "delta",
+    }
+
+
+def test_a_misspelt_clause_of_a_statement_with_constraints_names_its_line():
+    sql = "-- gold\n\nCREATE MATERIALIZED VIEW m (\n  CONSTRAINT c EXPECT (x > 0)\n)\nCOMENT 'x'\nAS SELECT 1 AS x"
+    (statement,) = sql_files.statements(sql)
+    with pytest.raises(sql_files.StatementError) as caught:
+        sql_files.parse(statement, "gold/m.sql")
+    assert str(caught.value) == (
+        "gold/m.sql:6: cannot read 'COMENT' before AS; fix: a statement with constraints takes"
+        " COMMENT, PARTITIONED BY, CLUSTER BY, TBLPROPERTIES and USING there (check the spelling)"
+    )
+    # Without constraints the engine reads the statement, and says what it cannot read.
+    assert sql_files.parse(statement.replace("CONSTRAINT c EXPECT (x > 0)", "x INT"), "m.sql")

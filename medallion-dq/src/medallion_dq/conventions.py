@@ -334,8 +334,12 @@ class _Collector:
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             return
         for statement in statements:
+            offset = max(text.find(statement), 0)
             try:
-                parsed = sql_files.parse(statement, rel)
+                parsed = sql_files.parse(statement, rel, text.count("\n", 0, offset) + 1)
+            except sql_files.StatementError as error:
+                self.add("DQC000", error.where, error.problem, error.fix)
+                continue
             except (ValueError, StopIteration) as error:
                 self.add(
                     "DQC000",
@@ -356,7 +360,6 @@ class _Collector:
                 else "table"
             )
             self.forms[short_name(parsed["name"])] = (form, rel, statement)
-            offset = max(text.find(statement), 0)
             for e in parsed["constraints"]:
                 found = re.search(
                     rf"CONSTRAINT\s+`?{re.escape(e.name)}\b", statement, re.IGNORECASE

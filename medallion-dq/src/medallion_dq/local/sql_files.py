@@ -25,6 +25,17 @@ _CONSTRAINT = re.compile(
     r"CONSTRAINT\s+(?P<name>`[^`]+`|\w+)\s+EXPECT\s*\((?P<cond>.*)\)\s*(?:ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE))?\s*$",
     re.IGNORECASE | re.DOTALL,
 )
+# What a statement with constraints may say between its columns and AS: each becomes the
+# decorator's option of that name (anything else, as a misspelt COMMENT, is an error).
+_CLAUSE = re.compile(
+    r"\s*(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'"
+    r"|PARTITIONED\s+BY\s*\((?P<partition_cols>[^()]*)\)"
+    r"|CLUSTER\s+BY\s*\((?P<cluster_by>[^()]*)\)"
+    r"|TBLPROPERTIES\s*\((?P<table_properties>(?:[^()']|'(?:[^'\\]|\\.)*')*)\)"
+    r"|USING\s+(?P<format>\w+))",
+    re.IGNORECASE,
+)
+_PROPERTY = re.compile(r"\s*('(?:[^'\\]|\\.)*'|[\w.]+)\s*=?\s*('(?:[^'\\]|\\.)*'|[\w.]+)\s*(?:,|$)")
 _KINDS = {
     "MATERIALIZED VIEW": "MaterializedView",
     "STREAMING TABLE": "StreamingTable",
@@ -87,9 +98,51 @@ def created(statement: str) -> tuple[str, str] | None:
     return (match["name"].strip("`"), " ".join(match["kind"].upper().split())) if match else None
 
 
-def parse(statement: str, where: str) -> dict | None:
-    """Split a CREATE statement into name, kind, constraints, columns, comment and query, and
-    the query's offset in ``statement`` (``query_at``)."""
+class StatementError(MedallionDQError, ValueError):
+    """A CREATE statement with constraints the runner cannot read, at its line in the file."""
+
+    def __init__(self, where: str, problem: str, fix: str):
+        self.where, self.problem, self.fix = where, problem, fix
+        super().__init__(f"{where}: {problem}; fix: {fix}")
+
+
+def _unquoted(text: str) -> str:
+    return text[1:-1].replace("\\'", "'") if text.startswith("'") else text
+
+
+def _options(clauses: str, where: str, line: int) -> dict:
+    """The decorator options the clauses before AS say (``comment``, ``partition_cols``...);
+    ``line``: the clauses' first line in the file."""
+    options: dict = {}
+    at = 0
+    while clauses[at:].strip():
+        found = _CLAUSE.match(clauses, at)
+        if not found:
+            skipped = _lstripped(clauses[at:])
+            word = clauses[at + skipped :].split()[0]
+            raise StatementError(
+                f"{where}:{line + clauses.count(chr(10), 0, at + skipped)}",
+                f"cannot read {word!r} before AS",
+                "a statement with constraints takes COMMENT, PARTITIONED BY, CLUSTER BY, "
+                "TBLPROPERTIES and USING there (check the spelling)",
+            )
+        key, value = found.lastgroup, found[found.lastgroup or ""]
+        if key == "comment":
+            options[key] = value.replace("\\'", "'")
+        elif key == "format":
+            options[key] = value.lower()
+        elif key == "table_properties":
+            options[key] = {_unquoted(k): _unquoted(v) for k, v in _PROPERTY.findall(value)}
+        else:
+            options[key] = [column.strip().strip("`") for column in value.split(",")]
+        at = found.end()
+    return options
+
+
+def parse(statement: str, where: str, line: int = 1) -> dict | None:
+    """Split a CREATE statement into name, kind, constraints, columns, the decorator options
+    of its clauses (``options``) and query, and the query's offset in ``statement``
+    (``query_at``). ``line``: the statement's first line in the file ``where``."""
     text = strip_comments(statement)
     head = text.strip()
     match = _CREATE.match(head)
@@ -128,14 +181,15 @@ def parse(statement: str, where: str) -> dict | None:
         raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
     clauses, query = rest[:as_at], rest[as_at + 2 :]
     query_at = rest_at + as_at + 2 + _lstripped(query)
-    comment = re.search(r"COMMENT\s+'((?:[^'\\]|\\.)*)'", clauses, re.IGNORECASE)
     kind = _KINDS[" ".join(match["kind"].upper().split())]
+    clauses_line = line + text.count("\n", 0, rest_at)
     return {
         "name": match["name"].strip("`"),
         "kind": kind,
         "constraints": constraints,
         "columns": columns,
-        "comment": comment[1] if comment else None,
+        # Without constraints the statement goes to the engine as written: it reads them.
+        "options": _options(clauses, where, clauses_line) if constraints else {},
         "query": query.strip(),
         "query_at": query_at,
     }
@@ -210,7 +264,7 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
         sql += "\n" * (text.count("\n", 0, at) - sql.count("\n")) + piece + ";"
 
     for at, statement in _split(text, TokenType.SEMICOLON):
-        parsed = parse(statement, str(rel_path))
+        parsed = parse(statement, str(rel_path), text.count("\n", 0, at) + 1)
         if not parsed or not parsed["constraints"]:
             place(statement, at)
             continue
@@ -245,7 +299,7 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
 
         query.__name__ = parsed["name"].split(".")[-1]
         decorate = dp.table if streaming else dp.materialized_view
-        options = {"name": parsed["name"], "comment": parsed["comment"]}
+        options = {"name": parsed["name"], **parsed["options"]}
         if parsed["columns"]:
             options["schema"] = ", ".join(parsed["columns"])
         decorate(**options)(attach_expectations(parsed["constraints"])(query))
