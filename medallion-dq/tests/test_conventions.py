@@ -482,6 +482,21 @@ def test_a_misspelt_clause_in_sql_with_constraints_is_named_at_its_line(project:
     assert problem.message == "cannot read 'COMENT' before AS"
 
 
+def test_a_broken_sql_constraint_is_named_at_its_line_before_spark(project: Path):
+    """Before, `check` passed it and the run said it with the file twice and no line."""
+    sql = (
+        "CREATE MATERIALIZED VIEW gold_x (\n  CONSTRAINT ok EXPECT (x > 0) ON VIOLATION FAIL UPDATE,\n"
+        "  CONSTRAINT broken EXPECT (x >> > 0) ON VIOLATION FAIL UPDATE\n) AS SELECT 1 AS x\n"
+    )
+    write(project, "src/pipelines/publish/gold/x.sql", sql)
+    (problem,) = conventions.check(project)
+    assert (problem.code, problem.file, problem.rule) == (
+        "DQ007",
+        "src/pipelines/publish/gold/x.sql:3",
+        "broken",
+    )
+
+
 # --------------------------------------------------------------------------- configuration
 
 

@@ -325,6 +325,7 @@ class _Collector:
 
     def read_sql_file(self, path: Path, layer: str | None) -> None:
         from medallion_dq.local import sql_files
+        from medallion_dq.local.expectations import check_expectation
 
         rel = relative_path(path, self.root)
         try:
@@ -361,10 +362,11 @@ class _Collector:
             )
             self.forms[short_name(parsed["name"])] = (form, rel, statement)
             for e in parsed["constraints"]:
-                found = re.search(
-                    rf"CONSTRAINT\s+`?{re.escape(e.name)}\b", statement, re.IGNORECASE
-                )
-                line = text[: offset + (found.start() if found else 0)].count("\n") + 1
+                line = parsed["lines"][e.name]
+                try:  # the runner would refuse it before Spark starts: say it here
+                    check_expectation(e.name, e.constraint, f"{rel}:{line}")
+                except DataQualityError as error:
+                    self.problems.extend(error.problems)
                 self.expectations.append(
                     _Expectation(
                         short_name(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"

@@ -150,14 +150,16 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         return None
     rest_at = _lstripped(text) + match.end() + _lstripped(head[match.end() :])
     rest = head[match.end() :].lstrip()
-    columns, constraints = [], []
+    columns, constraints, lines = [], [], {}
     if rest.startswith("("):
         close = next(
             t.start for t, depth in _tokens(rest) if t.token_type == TokenType.R_PAREN and not depth
         )
-        for _, item in _split(rest[1:close], TokenType.COMMA):
+        for item_at, item in _split(rest[1:close], TokenType.COMMA):
             found = _CONSTRAINT.match(item.strip())
+            item_line = line + text.count("\n", 0, rest_at + 1 + item_at + _lstripped(item))
             if found:
+                lines[found["name"].strip("`")] = item_line
                 action = (found["action"] or "").upper().split()
                 constraints.append(
                     Expectation(
@@ -167,8 +169,10 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
                     )
                 )
             elif item.strip().upper().startswith("CONSTRAINT"):
-                raise ValueError(
-                    f"{where}: cannot read constraint {item.strip()!r}: write CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]"
+                raise StatementError(
+                    f"{where}:{item_line}",
+                    f"cannot read constraint {' '.join(item.split())!r}",
+                    "write CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]",
                 )
             else:
                 columns.append(item.strip())
@@ -187,6 +191,7 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         "name": match["name"].strip("`"),
         "kind": kind,
         "constraints": constraints,
+        "lines": lines,  # each constraint's line in the file
         "columns": columns,
         # Without constraints the statement goes to the engine as written: it reads them.
         "options": _options(clauses, where, clauses_line) if constraints else {},
@@ -274,7 +279,7 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
             )
         names = set()
         for e in parsed["constraints"]:
-            check_expectation(e.name, e.constraint, f"{rel_path}: {parsed['name']}")
+            check_expectation(e.name, e.constraint, f"{rel_path}:{parsed['lines'][e.name]}")
             if e.name in names:
                 from medallion_dq.problems import DataQualityError, Problem
 
