@@ -119,3 +119,6 @@ def test_pytest_collects_each_example_of_a_rule_file_as_a_test(spark):
     failed = "FAILED src/acme_orders/rules/silver/orders.yml::valid_amount[fail {amount: 3}]"
     assert failed in done.stdout
     assert "Traceback" not in done.stdout
+    # The warm server it used runs on after it, holding its memory: said, with how to stop it.
+    assert "medallion-dq: the tests' Spark server (port " in done.stdout
+    assert "`medallion-dq spark stop` stops it now" in done.stdout

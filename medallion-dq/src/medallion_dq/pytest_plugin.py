@@ -97,6 +97,33 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     if tasks is not None:
         spread = ", ".join(f"{worker}: {n}" for worker, n in sorted(tasks.items()))
         terminalreporter.write_line(f"Spark cluster, tasks run per worker: {spread}")
+    if warm := _warm_server(config.rootpath):
+        terminalreporter.write_line(warm)
+
+
+def _warm_server(start: Path) -> str | None:
+    """A line on the tests' warm Spark server when one runs on after them: it holds its memory
+    (about 2 GB) until it has gone unused for DQ_SERVER_IDLE_TIMEOUT."""
+    from medallion_dq import config, settings
+    from medallion_dq.local import server
+
+    try:
+        root = config.find_root(start)
+        minutes = settings.SERVER_IDLE_TIMEOUT.get() / 60
+    except (config.ProjectNotFound, settings.SettingError):
+        return None
+    ports = [
+        info.port
+        for folder, info in server.servers(root)
+        if info is not None and folder.parent.name != server.LAKE_SERVER
+    ]
+    if not ports:
+        return None
+    return (
+        f"medallion-dq: the tests' Spark server (port {ports[0]}) stays up for the next run until"
+        f" unused for {minutes:.0f} min (DQ_SERVER_IDLE_TIMEOUT); `medallion-dq spark stop`"
+        " stops it now"
+    )
 
 
 @pytest.fixture(scope="session")
