@@ -518,6 +518,20 @@ def test_cli_junit_xml_naming_a_folder_or_the_json_file_is_exit_2_before_spark(p
     assert "Spark (" not in output and not (project / ".local" / "out.json").exists()
 
 
+def test_cli_misspelt_option_is_named(project):
+    """Before, argparse said that --pipeline or --job was missing, and not which option it did
+    not know."""
+    done = cli(project, "run", "--jobb", "medallion")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "medallion-dq: error: unrecognized arguments: --jobb medallion"
+    )
+    done = cli(project, "run", "--allow-empty")
+    assert done.returncode == 2
+    assert "run: error: one of the arguments --pipeline --job is required" in done.stderr
+    assert cli(project, "spark").returncode == 0  # the status, as `spark status`
+
+
 def test_cli_syntax_error_is_exit_2_before_spark(project):
     edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
     done = cli(project, "run", "--pipeline", "validation")

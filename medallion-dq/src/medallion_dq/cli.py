@@ -562,10 +562,10 @@ def cmd_contract(args) -> int:
     return contract.command(args.action, root, **options)
 
 
-def _add_run_parser(sub) -> None:
-    """`run`'s options."""
+def _add_run_parser(sub) -> argparse.ArgumentParser:
+    """`run`'s options; --pipeline or --job is checked after the parse, so --jobb is named."""
     run = sub.add_parser("run", help="run a pipeline or the whole job on this machine")
-    what = run.add_mutually_exclusive_group(required=True)
+    what = run.add_mutually_exclusive_group()
     what.add_argument("--pipeline", help="bundle pipeline key, e.g. validation")
     what.add_argument("--job", help="bundle job key, e.g. medallion")
     run.add_argument(
@@ -627,6 +627,7 @@ def _add_run_parser(sub) -> None:
         action="store_true",
         help="show the full traceback of an error in pipeline code (for a bug report)",
     )
+    return run
 
 
 def _add_profile_parser(sub) -> None:
@@ -721,23 +722,19 @@ def main(argv: list[str] | None = None) -> int:
         "--root", help="project folder (default: the one holding databricks.yml, here or above)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    check = sub.add_parser(
-        "check", help="validate rules, layer conventions and bundle YAML (no Spark)"
-    )
+    check = sub.add_parser("check", help="validate rules, conventions and bundle YAML (no Spark)")
     check.add_argument(
         "--examples",
         action="store_true",
         help="also judge every rule's example rows on Spark (one query; the warm server)",
     )
     check.add_argument("--backend", choices=BACKENDS, default=None)
-    _add_run_parser(sub)
+    run = _add_run_parser(sub)
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
     report.add_argument("--out", help="folder for dq-report.html (default: .local)")
     report.add_argument("--backend", choices=BACKENDS, default=None)
-    spark = sub.add_parser(
-        "spark", help="the warm Spark server test runs share: status, or stop it"
-    )
-    spark.add_argument("action", choices=["status", "stop"])
+    spark = sub.add_parser("spark", help="the warm Spark server of test runs: status, or stop it")
+    spark.add_argument("action", choices=["status", "stop"], nargs="?", default="status")
     spark.add_argument(
         "--wait", action="store_true", help="stop: wait for the runs using the server to finish"
     )
@@ -768,6 +765,8 @@ def main(argv: list[str] | None = None) -> int:
     lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
     scaffold.add_parsers(sub)  # add source / remove source
     args = parser.parse_args(argv)
+    if args.command == "run" and not (args.pipeline or args.job):
+        run.error("one of the arguments --pipeline --job is required")
     commands = {
         "check": cmd_check,
         "run": cmd_run,
