@@ -450,3 +450,29 @@ def test_bad_catalog_aliases_are_refused_before_any_is_set(catalogs, says):
     assert str(caught.value).startswith("pyproject.toml [tool.medallion.local] catalogs: ")
     assert says in str(caught.value) and 'catalogs = ["shop"]' in str(caught.value)
     assert session.conf.values == {}
+
+
+def test_a_grpc_thread_failing_as_its_channel_closes_prints_no_traceback(capsys):
+    """A Ctrl-C that broke a Spark Connect call left gRPC's channel thread to fail as the
+    update's session closed: its traceback reached the user after the run's own lines."""
+    import threading
+
+    namespace: dict = {}
+    exec(compile("def spin():\n    None()\n", "/site-packages/grpc/_channel.py", "exec"), namespace)
+
+    def ours():
+        raise RuntimeError("a thread of ours")
+
+    before = threading.excepthook
+    threading.excepthook = threading.__excepthook__  # Python's own, which prints (not pytest's)
+    try:
+        spark._quiet_grpc_threads()
+        for target in (namespace["spin"], ours):
+            worker = threading.Thread(target=target)
+            worker.start()
+            worker.join()
+    finally:
+        threading.excepthook = before
+    errors = capsys.readouterr().err
+    assert "RuntimeError: a thread of ours" in errors
+    assert "NoneType" not in errors and "grpc" not in errors

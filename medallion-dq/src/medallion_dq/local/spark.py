@@ -20,7 +20,9 @@ import re
 import secrets
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,6 +315,7 @@ class LocalSpark:
         stop() would end an own embedded server too."""
         if session.client.is_closed:
             return
+        _quiet_grpc_threads()
         if release:
             with contextlib.suppress(Exception):
                 session.client.release_session()
@@ -324,6 +327,25 @@ class LocalSpark:
             with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
         self._stop.clear()
+
+
+def _quiet_grpc_threads() -> None:
+    """A channel closed after a signal broke one of its calls can fail on gRPC's own thread
+    ("'NoneType' object is not callable" in channel_spin): the client's cleanup, not the run's.
+    Its traceback goes to the log (debug), not to the user; other threads' errors are kept."""
+    if getattr(threading.excepthook, "quiet_grpc", False):
+        return
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        frames = traceback.extract_tb(args.exc_traceback)
+        if any(f"{os.sep}grpc{os.sep}" in frame.filename for frame in frames):
+            logger.debug("gRPC's thread: %s", args.exc_value)
+        else:
+            previous(args)
+
+    hook.quiet_grpc = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 def _doubled(memory: str) -> str:
