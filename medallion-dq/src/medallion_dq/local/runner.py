@@ -528,7 +528,7 @@ class Runner:
         with shielded(self.log) as arrived:
             self.local.end_session(update.session)  # the engine stops before tables are put back
             if failed and not self.local.engine_stopped(update.session):
-                self.log(f"[{spec.name}] the engine still wrote a minute after the update ended")
+                self.log(f"[{spec.name}] its flows still ran a minute after it ended: put back now")
             restored, removed, unput = self._put_back(update, journal)
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
