@@ -235,6 +235,11 @@ def test_check_names_the_files_threshold_and_quarantine_edited_by_hand(project, 
         "writes its rules again, or change the contract"
     ) in said
     assert said[-1] == "check: 1 error(s), 2 warning(s)", said
+    # A rule's own threshold the contract does not set: said as `none`, not Python's None.
+    amount = "    contract: 'orders.amount: minimum'\n"
+    path.write_text(text.replace(amount, f"    threshold: 0.02\n{amount}"))
+    assert run(project, "check", "contracts/orders.odcs.yaml") == 1
+    assert "threshold 0.02 in the file, none in the contract" in capsys.readouterr().out
 
 
 def test_a_platform_team_can_make_contract_drift_an_error_of_check(project, capsys):

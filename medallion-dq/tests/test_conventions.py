@@ -495,6 +495,10 @@ def test_a_broken_sql_constraint_is_named_at_its_line_before_spark(project: Path
         "src/pipelines/publish/gold/x.sql:3",
         "broken",
     )
+    assert problem.message == (  # sqlglot's words, not its class paths
+        "SQL does not parse: Required keyword: 'expression' missing for BitwiseRightShift"
+        " (column 6 of the condition)"
+    )
 
 
 # --------------------------------------------------------------------------- configuration

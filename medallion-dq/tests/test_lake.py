@@ -266,6 +266,8 @@ def test_interrupted_publish_leaves_every_gold_table_as_it_was(
     returncode, output = interrupt_publish(project, how, job, mid_write)
     assert returncode == code, output
     assert "could not put back" not in output, output
+    said = signal.Signals(code - 128).name  # at once: the put-back takes a few seconds
+    assert f"{said}: canceling; tables are put back once its flows stop" in output
     if mid_write:  # nothing of the canceled update is written after its process ends
         put_back = versions(spark, project)
         time.sleep(3)

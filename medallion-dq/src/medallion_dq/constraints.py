@@ -8,6 +8,7 @@ run of the pipeline graph.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import resources
 
@@ -39,7 +40,10 @@ def constraint_errors(constraint: object) -> list[tuple[str, str, str]]:
     try:
         statements = [s for s in sqlglot.parse(constraint, read="spark") if s is not None]
     except (ParseError, TokenError) as error:
-        first = str(error).splitlines()[0][:160]
+        # sqlglot's words without its internals: a class path, and a place in the condition
+        first = re.sub(r"<class '[\w.]*\.(\w+)'>", r"\1", str(error).splitlines()[0])
+        first = re.sub(r"\. Line (\d+), Col: (\d+)\.?", r" (column \2 of the condition)", first)
+        first = first[:160]
         return [
             ("DQ007", f"SQL does not parse: {first}", "check parentheses, quotes and operators")
         ]

@@ -111,10 +111,15 @@ def drift(root: Path, translation: Translation) -> list[str]:
     return lines
 
 
+def _said(value: object) -> str:
+    """A setting's value as a difference says it: `none` where it is not set."""
+    return "none" if value is None else repr(value)
+
+
 def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
     # The file's own settings: `want` has the file's value where the contract sets none.
     lines = [
-        f"{key}: {getattr(now, field)!r} in the file, {getattr(want, field)!r} in the contract"
+        f"{key}: {_said(getattr(now, field))} in the file, {_said(getattr(want, field))} in the contract"
         for field, key in (("threshold", "threshold"), ("quarantine_declared", "quarantine"))
         if getattr(want, field) != getattr(now, field)
     ]
@@ -145,7 +150,8 @@ def _differences(want: rules.RuleSet, now: rules.RuleSet) -> list[str]:
                 a, b = getattr(item, attribute, None), getattr(other, attribute, None)
                 if a != b:
                     lines.append(
-                        f"{kind} {item.name}: {attribute} {b!r} in the file, {a!r} in the contract"
+                        f"{kind} {item.name}: {attribute} {_said(b)} in the file, {_said(a)} in"
+                        " the contract"
                     )
         lines += [
             f"{kind} {item.name}: made from clause {item.contract!r}, which the contract no longer has"

@@ -140,8 +140,7 @@ class Interrupted(BaseException):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.result = result
-        # The job's result so far, when a job was running: a project.JobResult (that module
-        # imports this one).
+        # The job's result so far, when a job ran (a project.JobResult: it imports this module).
         self.job: Any = None
 
     @property
@@ -490,6 +489,8 @@ class Runner:
                         failures.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:
             update.interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+            said = signal.Signals(update.interrupted).name
+            self.log(f"[{spec.name}] {said}: canceling; tables are put back once its flows stop")
             with contextlib.suppress(Exception):  # its session's end then stops the engine
                 update.session.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
@@ -517,12 +518,8 @@ class Runner:
     def _finish(self, update: _Update) -> UpdateResult:
         """Put a failed update back, read its metrics and rows, record it in the event log and
         end its journal, shielded from signals; then raise Interrupted if one came."""
-        spec, flows, tables, interrupted = (
-            update.spec,
-            update.flows,
-            update.tables,
-            update.interrupted,
-        )
+        spec, flows, tables = update.spec, update.flows, update.tables
+        interrupted = update.interrupted
         phases, failed, journal = update.phases, update.failed, update.journal
         assert journal is not None  # _prepare began it
         with shielded(self.log) as arrived:
