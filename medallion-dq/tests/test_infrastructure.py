@@ -458,7 +458,8 @@ def test_a_grpc_thread_failing_as_its_channel_closes_prints_no_traceback(capsys)
     import threading
 
     namespace: dict = {}
-    exec(compile("def spin():\n    None()\n", "/site-packages/grpc/_channel.py", "exec"), namespace)
+    spin = "def spin():\n    tag = None\n    tag()\n"  # as channel_spin met it
+    exec(compile(spin, "/site-packages/grpc/_channel.py", "exec"), namespace)
 
     def ours():
         raise RuntimeError("a thread of ours")
