@@ -253,7 +253,7 @@ def test_a_canceled_full_refresh_is_finished_by_the_next_run(project, spark):
         (lambda p: os.killpg(p.pid, signal.SIGINT), 130, True, False),  # Ctrl-C in a terminal
         (lambda p: p.send_signal(signal.SIGTERM), 143, False, False),  # kill, CI's cancel
         # The canceled flows go on with the jobs they start after the cancel, and commit: the
-        # put-back waits for them (before, RESTORE met their commit, or they wrote after it).
+        # put-back waits for them (before, RESTORE met their commit, or could have preceded it).
         (lambda p: os.killpg(p.pid, signal.SIGINT), 130, False, True),
     ],
     ids=["SIGINT-job", "SIGTERM", "SIGINT-mid-write"],
