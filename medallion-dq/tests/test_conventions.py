@@ -470,34 +470,37 @@ def test_unparsable_pipeline_file(project: Path):
     assert (problem.code, problem.severity) == ("DQC000", "error")
 
 
-def test_a_misspelt_clause_in_sql_with_constraints_is_named_at_its_line(project: Path):
-    """Before, the runner dropped it unsaid and `check` passed the file."""
-    sql = (
-        "CREATE MATERIALIZED VIEW gold_x (\n  CONSTRAINT c EXPECT (x > 0)\n)\n"
-        "COMENT 'x'\nAS SELECT 1 AS x\n"
-    )
+@pytest.mark.parametrize(
+    ("clauses", "problem"),
+    [
+        (  # before, the runner dropped it unsaid and `check` passed the file
+            "CONSTRAINT c EXPECT (x > 0)\n) COMENT 'x'",
+            ("DQC000", "x.sql:3", None, "cannot read 'COMENT' before AS"),
+        ),
+        (  # before, `check` passed it and the run said it with the file twice and no line
+            "CONSTRAINT ok EXPECT (x > 0) ON VIOLATION FAIL UPDATE,\n"
+            "  CONSTRAINT broken EXPECT (x >> > 0) ON VIOLATION FAIL UPDATE\n)",
+            (
+                "DQ007",
+                "x.sql:3",
+                "broken",  # sqlglot's words, not its class paths
+                "SQL does not parse: Required keyword: 'expression' missing for BitwiseRightShift"
+                " (column 6 of the condition)",
+            ),
+        ),
+    ],
+    ids=["misspelt-clause", "broken-constraint"],
+)
+def test_a_sql_statement_with_constraints_is_checked_at_its_lines(project: Path, clauses, problem):
+    sql = f"CREATE MATERIALIZED VIEW gold_x (\n  {clauses}\nAS SELECT 1 AS x\n"
     write(project, "src/pipelines/publish/gold/x.sql", sql)
-    (problem,) = conventions.check(project)
-    assert (problem.code, problem.file) == ("DQC000", "src/pipelines/publish/gold/x.sql:4")
-    assert problem.message == "cannot read 'COMENT' before AS"
-
-
-def test_a_broken_sql_constraint_is_named_at_its_line_before_spark(project: Path):
-    """Before, `check` passed it and the run said it with the file twice and no line."""
-    sql = (
-        "CREATE MATERIALIZED VIEW gold_x (\n  CONSTRAINT ok EXPECT (x > 0) ON VIOLATION FAIL UPDATE,\n"
-        "  CONSTRAINT broken EXPECT (x >> > 0) ON VIOLATION FAIL UPDATE\n) AS SELECT 1 AS x\n"
-    )
-    write(project, "src/pipelines/publish/gold/x.sql", sql)
-    (problem,) = conventions.check(project)
-    assert (problem.code, problem.file, problem.rule) == (
-        "DQ007",
-        "src/pipelines/publish/gold/x.sql:3",
-        "broken",
-    )
-    assert problem.message == (  # sqlglot's words, not its class paths
-        "SQL does not parse: Required keyword: 'expression' missing for BitwiseRightShift"
-        " (column 6 of the condition)"
+    (found,) = conventions.check(project)
+    code, file, rule, message = problem
+    assert (found.code, found.file, found.rule, found.message) == (
+        code,
+        f"src/pipelines/publish/gold/{file}",
+        rule,
+        message,
     )
 
 
