@@ -28,7 +28,7 @@ _CONSTRAINT = re.compile(
 # What a statement with constraints may say between its columns and AS: each becomes the
 # decorator's option of that name (anything else, as a misspelt COMMENT, is an error).
 _CLAUSE = re.compile(
-    r"\s*(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'"
+    r"\s*(?:COMMENT\s+(?P<comment>'(?:[^'\\]|\\.)*')"
     r"|PARTITIONED\s+BY\s*\((?P<partition_cols>[^()]*)\)"
     r"|CLUSTER\s+BY\s*\((?P<cluster_by>[^()]*)\)"
     r"|TBLPROPERTIES\s*\((?P<table_properties>(?:[^()']|'(?:[^'\\]|\\.)*')*)\)"
@@ -128,7 +128,7 @@ def _options(clauses: str, where: str, line: int) -> dict:
             )
         key, value = found.lastgroup, found[found.lastgroup or ""]
         if key == "comment":
-            options[key] = value.replace("\\'", "'")
+            options[key] = _unquoted(value)
         elif key == "format":
             options[key] = value.lower()
         elif key == "table_properties":
