@@ -532,6 +532,19 @@ def test_cli_misspelt_option_is_named(project):
     assert cli(project, "spark").returncode == 0  # the status, as `spark status`
 
 
+def test_run_without_spark_installed_is_one_line(project, monkeypatch, capsys):
+    """A tools-only install (`medallion-dq[tools]`, a team's check job) has no pyspark: `run`
+    ended in a ModuleNotFoundError traceback."""
+    from medallion_dq import cli
+
+    def no_spark(args):
+        raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
+
+    monkeypatch.setattr(cli, "cmd_run", no_spark)
+    assert cli.main(["--root", str(project), "run", "--job", "medallion"]) == 2
+    assert capsys.readouterr().err == "error: run runs Spark: install medallion-dq[local]\n"
+
+
 def test_cli_syntax_error_is_exit_2_before_spark(project):
     edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
     done = cli(project, "run", "--pipeline", "validation")

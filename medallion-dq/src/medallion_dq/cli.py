@@ -222,9 +222,7 @@ def cmd_run(args) -> int:
 
     problems, target = _preflight(root, args)
     for problem in problems:
-        print(
-            f"{'error' if problem.severity == 'error' else 'warning'}: {problem}", file=sys.stderr
-        )
+        print(f"{problem.severity}: {problem}", file=sys.stderr)  # error | warning
     if preflight.has_errors(problems):
         print(f"{what}: not started (fix the errors above)", file=sys.stderr)
         return 2
@@ -436,10 +434,7 @@ def cmd_report(args) -> int:
         ]
     )
     if not logs:
-        print(
-            f"report: no local runs yet: run `{PROG} run --job medallion` first",
-            file=sys.stderr,
-        )
+        print(f"report: no local runs yet: run `{PROG} run --job medallion` first", file=sys.stderr)
         return 1
     # Reads event logs by path, no table: any server serves it. A lake's warm server where one
     # runs (a run just ended), else the project's: not a second JVM beside the lake's.
@@ -788,6 +783,11 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except OutputNotWritten as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:  # an install without Spark, e.g. medallion-dq[tools]
+        if error.name != "pyspark":
+            raise
+        print(f"error: {args.command} runs Spark: install medallion-dq[local]", file=sys.stderr)
         return 2
     except Exception as error:
         local_spark = sys.modules.get("medallion_dq.local.spark")  # loaded by any server's user
