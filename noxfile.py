@@ -221,7 +221,8 @@ def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS
         digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes())
     folder = out / digest.hexdigest()[:16]
     if not list(folder.glob("medallion_dq-*.whl")):
-        session.run("uv", "build", "--wheel", "--quiet", "--out-dir", str(folder), str(source))
+        build = ("uv", "build", "--wheel", "--quiet", "--out-dir", str(folder), str(source))
+        session.run_install(*build)  # in --install-only too: the install needs the wheel
     (wheel,) = folder.glob("medallion_dq-*.whl")
     return wheel
 
@@ -231,7 +232,7 @@ def pyspark_wheel(session: nox.Session) -> None:
     PYSPARK_WHEELS.mkdir(parents=True, exist_ok=True)
     if not list(PYSPARK_WHEELS.glob(f"pyspark-{PYSPARK.split('==')[1]}-*.whl")):
         session.log(f"building the {PYSPARK} wheel once into {PYSPARK_WHEELS} (about a minute)")
-        session.run(
+        session.run_install(
             sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
             "-w", str(PYSPARK_WHEELS), PYSPARK, external=True,
         )  # fmt: skip
