@@ -535,12 +535,12 @@ def test_cli_misspelt_option_is_named(project):
 def test_run_without_spark_installed_is_one_line(project, monkeypatch, capsys):
     """A tools-only install (`medallion-dq[tools]`, a team's check job) has no pyspark: `run`
     ended in a ModuleNotFoundError traceback."""
-    from medallion_dq import cli
+    from medallion_dq import cli, run_command
 
-    def no_spark(args):
+    def no_spark(args, root):
         raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
 
-    monkeypatch.setattr(cli, "cmd_run", no_spark)
+    monkeypatch.setattr(run_command, "cmd_run", no_spark)
     assert cli.main(["--root", str(project), "run", "--job", "medallion"]) == 2
     assert capsys.readouterr().err == "error: run runs Spark: install medallion-dq[local]\n"
 
