@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from medallion_dq import gate
+from medallion_dq import gate, preflight
+from medallion_dq.bundle import load_bundle
 from medallion_dq.testing import Lake, assert_update_ok
 from sample import sample_project
 
@@ -227,14 +228,27 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
         assert (verdict.status, publish.status) == ("FAILED", "SKIPPED")
         assert "valid_order_id" in {row.rule for row in verdict.gate.failures}
     assert again.tasks[1].gate.earlier == [failed.tasks[0].update.update_id]
-    # A publish run by hand takes them, and says so: the next gate judges its own update alone.
+    # `run --pipeline publish` refuses the rows the gate failed before Spark starts (RUN018),
+    # unless --ungated; a publish run by hand takes them, and says so.
+    bundle = load_bundle(lake.project.root, variables={"schema": lake.schema})
+    work_dir = lake.project.local.work_dir
+    unjudged = ", ".join(run.tasks[0].update.update_id for run in (failed, again))
+    (refused,) = preflight.check_gate(bundle, work_dir, "publish", ungated=False)
+    assert str(refused) == (
+        f"RUN018 --pipeline publish: would publish the rows of validation update(s) {unjudged}, "
+        f"which job medallion's quality gate failed ({again.tasks[1].message}); fix: "
+        "`medallion-dq run --job medallion` judges them again with the next delivery; "
+        "--ungated publishes them as they are"
+    )
+    assert preflight.check_gate(bundle, work_dir, "publish", ungated=True) == []
+    assert preflight.check_gate(bundle, work_dir, "validation", ungated=False) == []
     capsys.readouterr()
     assert_update_ok(lake.project.run_pipeline("publish"))
-    unjudged = ", ".join(run.tasks[0].update.update_id for run in (failed, again))
     assert (
-        f"[publish] takes the rows of validation update(s) {unjudged}, which no quality gate "
-        "has passed (`run --job medallion` judges them first)"
+        f"[publish] takes the rows of validation update(s) {unjudged}, which job medallion's "
+        f"quality gate failed ({again.tasks[1].message})"
     ) in capsys.readouterr().out
+    assert preflight.check_gate(bundle, work_dir, "publish", ungated=False) == []
     last = lake.project.run_job("medallion", allow_empty=True)
     assert [task.status for task in last.tasks] == ["SUCCESS"] * 3, last.tasks[1].message
     assert (last.tasks[1].gate.earlier, last.tasks[1].gate.empty) == ([], ["silver_orders"])

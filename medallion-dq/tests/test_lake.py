@@ -105,7 +105,15 @@ def test_second_run_reads_only_the_new_file_and_duplicates_nothing(project):
 
 
 def test_publish_runs_after_validation_in_another_process(project, spark):
-    done = cli(project, "run", "--pipeline", "publish")
+    """After the gate failed the second day, a publish by hand is refused before Spark starts
+    (once, it published the rows the gate had failed with exit 0); --ungated publishes them."""
+    refused = cli(project, "run", "--pipeline", "publish")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    (line,) = [ln for ln in refused.stderr.splitlines() if "RUN018" in ln]
+    assert line.startswith("error: RUN018 --pipeline publish: would publish the rows of ")
+    assert "which job medallion's quality gate failed (failure rate over threshold)" in line
+    assert "Spark (" not in refused.stdout
+    done = cli(project, "run", "--pipeline", "publish", "--ungated")
     assert done.returncode == 0, done.stdout + done.stderr
     # Both days, each order once: 120 + 80 orders less the 13 quarantined in all.
     revenue = spark.read.format("delta").load(table_path(project, "gold_daily_revenue"))

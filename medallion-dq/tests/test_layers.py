@@ -26,9 +26,7 @@ PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines", "pyspark.errors")  # Datab
 # goes when its module is split; nothing may join them.
 KNOWN = {
     "medallion_dq.checks: medallion_dq.gate._details_json",
-    "medallion_dq.cli: medallion_dq.gate._load_rule_files",
     "medallion_dq.examples: medallion_dq.quarantine._group",
-    "medallion_dq.local.project: medallion_dq.gate._load_rule_files",
     "medallion_dq.local.server: medallion_dq.local.spark._java_binary",
 }
 

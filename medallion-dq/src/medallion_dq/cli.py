@@ -7,7 +7,8 @@ it) or given `--root`.
 Exit codes: 0 success; 1 an update failed (a full disk included), the quality gate stopped the
 job, `check` / `lake check` found errors, or `contract check` drift; 2 the command could not
 start (no project, a wrong option, an error in pipeline code, no Java/Docker, invalid rules or
-bundle or data contract, the lake busy, another landing folder or a damaged table in the lake);
+bundle or data contract, the lake busy, another landing folder or a damaged table in the lake,
+a publish of rows the quality gate failed);
 3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
 """

@@ -119,7 +119,7 @@ def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
     return out
 
 
-def _load_rule_files(paths: Iterable[Path | str]) -> list:
+def load_rule_files(paths: Iterable[Path | str]) -> list:
     """The rule sets of ``paths`` (files, or folders searched for *.yml / *.yaml), read by the
     rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
     its DataQualityError (a ValueError) with the DQ codes."""
@@ -137,12 +137,12 @@ def _thresholds(rulesets: Iterable) -> dict[str, float]:
 
 def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
     """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files."""
-    return _thresholds(_load_rule_files(paths))
+    return _thresholds(load_rule_files(paths))
 
 
 def rule_datasets(paths: Iterable[Path | str]) -> set[str]:
     """Names of the datasets the rule files hold rules for (files or folders, as above)."""
-    return {ruleset.dataset for ruleset in _load_rule_files(paths)}
+    return {ruleset.dataset for ruleset in load_rule_files(paths)}
 
 
 def package_rule_files(package: str) -> list[Path]:
@@ -518,7 +518,7 @@ def run_gate(
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
     ``allow_empty``."""
     update_id = update_id or latest_update_id(events_df)
-    rulesets = _load_rule_files(rule_files)  # once: thresholds and the datasets to expect
+    rulesets = load_rule_files(rule_files)  # once: thresholds and the datasets to expect
     thresholds = _thresholds(rulesets)
     if update_id is None:
         return GateResult(

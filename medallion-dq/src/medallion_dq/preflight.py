@@ -35,6 +35,8 @@ RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt 
 RUN016  ``--landing`` is not the folder the lasting lake was built from (its files would all be
         read again), or with ``--new-delivery`` it holds files the lake has read already
 RUN017  a table of the lasting lake is damaged (a Delta commit or a data file missing or cut)
+RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
+        (``--ungated`` publishes them all the same)
 ======  ==========================================================================================
 
 Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``
@@ -74,6 +76,7 @@ __all__ = [
     "DEFAULT_LANDING",
     "check_json_path",
     "check_lake",
+    "check_gate",
     "check_landing",
     "check_pipeline_code",
     "check_run_options",
@@ -434,6 +437,36 @@ def check_lake(
     return problems
 
 
+def check_gate(bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool) -> list[Problem]:
+    """RUN018: ``--pipeline`` runs after a job's quality gate (a publish) while the lasting lake
+    ``lake`` holds rows the last such gate failed, unless ``ungated``: on Databricks that job
+    skipped its publish, so one run by hand is refused unless asked for."""
+    from medallion_dq.local.lake import Unjudged
+
+    problems = []
+    for job in [] if ungated else bundle.jobs.values():
+        try:
+            gates = list(job.gates())
+        except BundleError:  # tasks that cannot be ordered: the bundle's checks say why
+            continue
+        for judged in (judged for _, judged, after in gates if pipeline in after):
+            for key in sorted(judged):
+                resource = bundle.pipelines[key]
+                unjudged = Unjudged(lake, resource.name, resource.schema)
+                if rejected := unjudged.rejected():
+                    message = (
+                        f"would publish the rows of {key} update(s) "
+                        f"{', '.join(unjudged.updates())}, which job {rejected['job']}'s "
+                        f"quality gate failed ({rejected['reason']})"
+                    )
+                    fix = (
+                        f"`medallion-dq run --job {rejected['job']}` judges them again with the "
+                        "next delivery; --ungated publishes them as they are"
+                    )
+                    problems.append(Problem("RUN018", f"--pipeline {pipeline}", message, fix))
+    return problems
+
+
 # --------------------------------------------------------------------------- catalog / schema
 
 
@@ -544,6 +577,7 @@ def check_run_options(
     lakes: Path | None = None,
     new_delivery: bool = False,
     full_refresh: bool = False,
+    ungated: bool = False,
 ) -> list[Problem]:
     """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
 
@@ -563,7 +597,8 @@ def check_run_options(
       (RUN012, RUN013);
     * ``cwd``: the folder relative paths are read from (default: the current folder);
     * ``lakes``: the folder of the lasting lakes, one per target (None: a new lake, ``--fresh``):
-      the target's lake is checked (``check_lake``) with ``--new-delivery`` / ``--full-refresh``.
+      the target's lake is checked (``check_lake``) with ``--new-delivery`` / ``--full-refresh``,
+      and a ``pipeline`` run after a job's gate (``check_gate``) with ``--ungated``.
 
     Returns problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a
     user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
@@ -619,6 +654,8 @@ def check_run_options(
                 for name in datasets_defined(resource.library_files)
             },
         )
+        if pipeline in bundle.pipelines:
+            problems += check_gate(bundle, Path(lakes) / target, pipeline, ungated=ungated)
     return [*problems, *output_problems]
 
 

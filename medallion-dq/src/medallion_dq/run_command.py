@@ -55,6 +55,7 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
         lakes=None if args.fresh else root / STATE_DIR / "lake",
         new_delivery=args.new_delivery,
         full_refresh=args.full_refresh,
+        ungated=args.ungated,
     )
     if not preflight.has_errors(problems):
         problems += [*validate_bundle(root), *conventions.check(root)]
@@ -95,7 +96,7 @@ def _write_junit(path: str | None, root: Path, result, what: str, error: str | N
     from medallion_dq import gate, junit
 
     try:
-        rulesets = gate._load_rule_files(config.rules_dirs(root))
+        rulesets = gate.load_rule_files(config.rules_dirs(root))
     except ValueError:  # invalid rule files stopped the run at its checks: none to list
         rulesets = []
     with _writing("--junit-xml", path):
@@ -334,6 +335,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--allow-empty",
         action="store_true",
         help="the gate reports a dataset that received no rows (an empty delivery) and passes",
+    )
+    run.add_argument(
+        "--ungated",
+        action="store_true",
+        help="--pipeline: publish rows the last quality gate failed (refused without it)",
     )
     run.add_argument(
         "--own-server",

@@ -155,6 +155,11 @@ class Task:
     run_if: str
     spec: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    @property
+    def is_gate(self) -> bool:
+        """The task runs medallion-dq's quality gate (its `quality_gate` entry point)."""
+        return self.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate"
+
 
 @dataclass(frozen=True)
 class JobResource:
@@ -199,6 +204,19 @@ class JobResource:
                 f"job {self.key!r}: tasks depend on each other in a cycle: {cycle}"
             ) from None
         return [by_key[key] for key in order]
+
+    def gates(self) -> Iterator[tuple[Task, set[str], set[str]]]:
+        """Each quality gate task, with the keys of the pipelines it judges (those of the tasks
+        it depends on) and of the pipelines run after it, directly or not."""
+        tasks = self.topological_order()
+        for gate in filter(lambda task: task.is_gate, tasks):
+            after = {gate.key}
+            for task in tasks:  # in run order: after a task that runs after the gate
+                if after & set(task.depends_on):
+                    after.add(task.key)
+            judged = {self.task(key).pipeline_key for key in gate.depends_on}
+            later = {task.pipeline_key for task in tasks if task.key in after - {gate.key}}
+            yield gate, set(filter(None, judged)), set(filter(None, later))
 
 
 def order_tasks(depends_on: Mapping[str, Sequence[str]]) -> list[str]:

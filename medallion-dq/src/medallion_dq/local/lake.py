@@ -170,7 +170,8 @@ class Unjudged:
     (`run --pipeline`), a job stopped before its gate, or a gate that failed. Their rows stay
     in the tables the publish reads, so the next gate judges them with its own update, as one
     delivery; a completed publish clears the list, and a completed full refresh starts it again
-    (it judges every row)."""
+    (it judges every row). A gate that failed them is kept with them: a publish run by hand
+    refuses them (preflight's RUN018) until a later gate passes them."""
 
     work_dir: Path
     pipeline: str
@@ -180,6 +181,10 @@ class Unjudged:
     def marker(self) -> Path:
         return self.work_dir / UPDATES / f"{self.pipeline}.{self.database or '-'}.unjudged.json"
 
+    @property
+    def _rejection(self) -> Path:
+        return self.marker.with_name(self.marker.name.replace(".unjudged.", ".rejected."))
+
     def updates(self) -> list[str]:
         """Their ids, oldest first."""
         try:
@@ -188,10 +193,29 @@ class Unjudged:
             return []
 
     def add(self, update_id: str, *, full_refresh: bool = False) -> None:
+        if full_refresh:
+            self._rejection.unlink(missing_ok=True)
         _write_json(self.marker, [update_id] if full_refresh else [*self.updates(), update_id])
+
+    def judged(self, job: str, failed: str | None) -> None:
+        """Job ``job``'s gate judged them: ``failed`` says why it failed them (None: passed)."""
+        if failed is None or not self.updates():
+            self._rejection.unlink(missing_ok=True)
+        else:
+            _write_json(self._rejection, {"job": job, "reason": failed})
+
+    def rejected(self) -> dict[str, str] | None:
+        """The job and reason of the gate that failed them, while they are not published."""
+        try:
+            return (
+                json.loads(self._rejection.read_text(encoding="utf-8")) if self.updates() else None
+            )
+        except (OSError, ValueError):
+            return None
 
     def published(self) -> None:
         self.marker.unlink(missing_ok=True)
+        self._rejection.unlink(missing_ok=True)
 
 
 @dataclass

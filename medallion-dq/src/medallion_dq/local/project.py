@@ -188,20 +188,24 @@ class LocalProject:
     def _gates(self) -> Iterator[tuple[str, set[str], set[str]]]:
         """(job, the pipelines its gate judges, the pipelines run after it) of each gate task."""
         for job in self.bundle.jobs.values():
-            tasks = {task.key: task for task in job.topological_order()}
-            for gate_task in filter(_is_gate, tasks.values()):
-                judged = {tasks[k].pipeline_key for k in gate_task.depends_on}
-                after = {tasks[k].pipeline_key for k in _downstream(tasks, gate_task.key)}
-                yield job.key, set(filter(None, judged)), set(filter(None, after))
+            for _, judged, after in job.gates():
+                yield job.key, judged, after
 
     def _say_unjudged(self, key: str) -> None:
-        """A pipeline run by hand after a gate says when it takes rows no gate has passed."""
+        """A pipeline run by hand after a gate says when it takes rows no gate has passed (the
+        CLI refuses those a gate failed unless --ungated: preflight's RUN018)."""
         for job, judged, after in self._gates():
             for pipeline in sorted(judged) if key in after else ():
-                if updates := self._unjudged(pipeline).updates():
+                unjudged = self._unjudged(pipeline)
+                if updates := ", ".join(unjudged.updates()):
+                    rejected = unjudged.rejected()
                     self.log(
-                        f"[{key}] takes the rows of {pipeline} update(s) {', '.join(updates)}, "
-                        f"which no quality gate has passed (`run --job {job}` judges them first)"
+                        f"[{key}] takes the rows of {pipeline} update(s) {updates}, which "
+                        + (
+                            f"job {rejected['job']}'s quality gate failed ({rejected['reason']})"
+                            if rejected
+                            else f"no quality gate has passed (`run --job {job}` judges them first)"
+                        )
                     )
 
     def _note_unjudged(self, key: str, result: UpdateResult) -> None:
@@ -292,8 +296,10 @@ class LocalProject:
                 outcome = TaskResult(
                     task.key, task.kind, "SUCCESS" if update.ok else "FAILED", update=update
                 )
-            elif _is_gate(task):
+            elif task.is_gate:
                 outcome = self._gate(task, upstream, pipelines_of_tasks, allow_empty)
+                for pipeline in filter(None, (pipelines_of_tasks[k] for k in task.depends_on)):
+                    self._unjudged(pipeline).judged(key, outcome.message or None)
             else:
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
@@ -388,7 +394,7 @@ class LocalProject:
             return {}
         rules = {
             (ruleset.dataset, rule.name): rule
-            for ruleset in gate._load_rule_files(rules_dirs(self.root))
+            for ruleset in gate.load_rule_files(rules_dirs(self.root))
             for rule in ruleset.rules
         }
         spark, found = self.spark, {}
@@ -411,19 +417,6 @@ class LocalProject:
                 continue
             found[f"{dataset}.{rule.name}"] = [record.asDict() for record in records]
         return found
-
-
-def _downstream(tasks: dict, key: str) -> set[str]:
-    """The keys of the tasks that run after task `key`, directly or not (`tasks` in order)."""
-    after: set[str] = set()
-    for task in tasks.values():
-        if key in task.depends_on or after & set(task.depends_on):
-            after.add(task.key)
-    return after
-
-
-def _is_gate(task) -> bool:
-    return task.spec.get("python_wheel_task", {}).get("entry_point") == "quality_gate"
 
 
 def _gate_reason(verdict: gate.GateResult) -> str:
