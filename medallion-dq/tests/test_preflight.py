@@ -520,11 +520,16 @@ def test_cli_junit_xml_naming_a_folder_or_the_json_file_is_exit_2_before_spark(p
 
 def test_cli_misspelt_option_is_named(project):
     """Before, argparse said that --pipeline or --job was missing, and not which option it did
-    not know."""
+    not know; then it named it under the usage of every command, with no guess."""
     done = cli(project, "run", "--jobb", "medallion")
     assert done.returncode == 2
+    assert done.stderr.startswith("usage: medallion-dq run [-h]")
     assert done.stderr.splitlines()[-1] == (
-        "medallion-dq: error: unrecognized arguments: --jobb medallion"
+        "medallion-dq run: error: unrecognized arguments: --jobb medallion (did you mean --job?)"
+    )
+    done = cli(project, "report", "--outt", "x")
+    assert done.stderr.splitlines()[-1] == (
+        "medallion-dq report: error: unrecognized arguments: --outt x (did you mean --out?)"
     )
     done = cli(project, "run", "--allow-empty")
     assert done.returncode == 2

@@ -16,6 +16,7 @@ a publish of rows the quality gate failed);
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import sys
@@ -414,7 +415,13 @@ def main(argv: list[str] | None = None) -> int:
     lake.add_argument("action", choices=["check"])
     lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
     scaffold.add_parsers(sub)  # add source / remove source
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage and the option meant
+        command = sub.choices[args.command]
+        options = [o for action in command._actions for o in action.option_strings]
+        meant = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
+        hint = f" (did you mean {meant[0]}?)" if meant else ""
+        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if args.command == "run" and not (args.pipeline or args.job):
         run.error("one of the arguments --pipeline --job is required")
     commands = {
