@@ -22,28 +22,6 @@ LAYERS = [
 ]
 ON_DATABRICKS = sorted(name.removeprefix("medallion_dq.") for name in LAYERS[-1])
 PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines", "pyspark.errors")  # Databricks has them
-# Private names used across modules today, in modules being split in parallel (issue 28): each
-# goes when its module is split; nothing may join them.
-KNOWN = {
-    "medallion_dq.checks: medallion_dq.gate._details_json",
-    "medallion_dq.examples: medallion_dq.quarantine._group",
-    "medallion_dq.local.server: medallion_dq.local.spark._java_binary",
-}
-
-
-# Errors not yet under the package's root, in modules being split in parallel (issue 28).
-PENDING_ERRORS = {
-    "medallion_dq.local.container.ContainerBackendError",
-    "medallion_dq.local.container.ContainerBackendUnavailable",
-    "medallion_dq.local.lake.LakeBusy",
-    "medallion_dq.local.lake.PutBackFailed",
-    "medallion_dq.local.server.ServerInUse",
-    "medallion_dq.local.server.ServerNotStarted",
-    "medallion_dq.local.spark.BackendUnavailable",
-    "medallion_dq.local.spark.ServerLost",
-    "medallion_dq.profile.ProfileError",
-    "medallion_dq.pytest_plugin.ExampleFailed",
-}
 
 
 def module_name(path: Path) -> str:
@@ -123,7 +101,7 @@ def test_what_runs_on_databricks_uses_no_pyspark_internals(name):
 def test_no_module_uses_private_names_of_another():
     """``from medallion_dq.x import _y`` and ``x._y`` alike (e.g. ``sql_files._split``)."""
     used = set().union(*(private_uses(*module) for module in package_modules()))
-    assert sorted(used - KNOWN) == []
+    assert sorted(used) == []
 
 
 def test_a_private_name_read_as_an_attribute_is_seen():
@@ -156,7 +134,7 @@ def test_every_error_the_package_raises_has_its_root():
             and value.__module__ == me
             and not issubclass(value, MedallionDQError)
         }
-    assert sorted(rootless - PENDING_ERRORS) == []
+    assert sorted(rootless) == []
 
 
 def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():

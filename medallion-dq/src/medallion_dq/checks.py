@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from medallion_dq import rules
+from medallion_dq.events import details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
 from medallion_dq.text import short_name, table_lines
 
@@ -104,9 +105,7 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
     """Per update and dataset: rows written and the update's time, from flow_progress events."""
     from pyspark.sql import functions as F
 
-    from medallion_dq.gate import _details_json
-
-    rows = F.get_json_object(_details_json(events_df), _ROWS_PATH).cast("bigint")
+    rows = F.get_json_object(details_json(events_df), _ROWS_PATH).cast("bigint")
     frame = (
         events_df.filter(F.col("event_type") == "flow_progress")
         .filter(F.col("origin.update_id").isNotNull())
@@ -131,8 +130,6 @@ def volume(
 ) -> CheckResult:
     """The rows the update wrote (or these updates, one delivery) against the check's bounds
     and the median of the updates before."""
-    from medallion_dq.gate import update_ids
-
     updates = update_ids(update_id)
     ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
     now = [w for w in ours if w["update_id"] in updates]
@@ -305,7 +302,6 @@ def landing_drift(
     from pyspark.errors import AnalysisException
 
     from medallion_dq import sources
-    from medallion_dq.gate import update_ids
 
     since, out = _update_time(events_df, update_ids(update_id)[0], first=True), []
     for name in sorted(datasets):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from medallion_dq import config, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.quarantine import _group
+from medallion_dq.quarantine import passes_all_sql
 from medallion_dq.text import sql_name, sql_string
 
 # A NULL example takes the type of the same column's other examples in the rule.
@@ -120,7 +120,8 @@ def case_sql(index: int, case: Case) -> str:
         for column, value in case.example.values
     )
     return (
-        f"SELECT {index} AS example, coalesce({_group(case.rule.constraint)}, false) AS passes "
+        f"SELECT {index} AS example, {passes_all_sql({case.rule.name: case.rule.constraint})} "
+        "AS passes "
         f"FROM (SELECT {values})"
     )
 

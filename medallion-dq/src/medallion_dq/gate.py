@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.events import details_json, update_ids
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -372,20 +373,6 @@ def evaluate(
 # --------------------------------------------------------------------------- Spark side
 
 
-def _details_json(events_df: DataFrame) -> Any:
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StringType
-
-    details_type = events_df.schema["details"].dataType
-    column = F.col("details")
-    return column if isinstance(details_type, StringType) else F.to_json(column)
-
-
-def update_ids(updates: str | Sequence[str]) -> tuple[str, ...]:
-    """One update id, or several judged together (oldest first), as a tuple."""
-    return (updates,) if isinstance(updates, str) else tuple(updates)
-
-
 def _of_updates(updates: str | Sequence[str]) -> Any:
     from pyspark.sql import functions as F
 
@@ -413,7 +400,7 @@ def expectation_metrics_frame(events_df: DataFrame, update_id: str | Sequence[st
     from pyspark.sql import functions as F
 
     expectations = F.from_json(
-        F.get_json_object(_details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
+        F.get_json_object(details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
     )
     return (
         events_df.filter(F.col("event_type") == "flow_progress")
@@ -442,7 +429,7 @@ def completed_datasets(events_df: DataFrame, update_id: str | Sequence[str]) -> 
     updates') events."""
     from pyspark.sql import functions as F
 
-    status = F.get_json_object(_details_json(events_df), _STATUS_PATH)
+    status = F.get_json_object(details_json(events_df), _STATUS_PATH)
     rows = (
         events_df.filter(F.col("event_type") == "flow_progress")
         .filter(_of_updates(update_id))

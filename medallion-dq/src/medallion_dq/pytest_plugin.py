@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from medallion_dq.problems import MedallionDQError
+
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local.container import ClusterServer
 
@@ -162,7 +164,7 @@ def pytest_collect_file(file_path: Path, parent):
     return None
 
 
-class ExampleFailed(AssertionError):
+class ExampleFailed(MedallionDQError, AssertionError):
     """An example row that does not behave as its rule file says (the message is the line)."""
 
 

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 FAILED_RULES = "_dq_failed_rules"
 QUARANTINED_AT = "_dq_quarantined_at"
-_literal = sql_string  # medallion_dq.contract imports it from here
 
 
 def _group(constraint: str) -> str:

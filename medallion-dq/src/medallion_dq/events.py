@@ -1,0 +1,25 @@
+"""The pipeline event log's columns, read alike by the quality gate and the dataset checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+
+def details_json(events_df: DataFrame) -> Any:
+    """The ``details`` column as JSON text: Databricks' event log holds a string, a Delta table
+    written from Python may hold a struct."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
+    details_type = events_df.schema["details"].dataType
+    column = F.col("details")
+    return column if isinstance(details_type, StringType) else F.to_json(column)
+
+
+def update_ids(updates: str | Sequence[str]) -> tuple[str, ...]:
+    """One update id, or several judged together (oldest first), as a tuple."""
+    return (updates,) if isinstance(updates, str) else tuple(updates)
