@@ -502,6 +502,25 @@ def damage(project):
     return log[-2].name
 
 
+def test_a_file_listed_in_the_tables_checkpoint_alone_is_checked_too(tmp_path, spark):
+    """Delta writes a checkpoint every 10 commits and `run` reads the log from the latest one:
+    a truncated file that only the checkpoint lists is found."""
+    from medallion_dq.local import lake
+
+    folder = tmp_path / "events"
+    for day in range(1, 13):  # versions 0-11: a checkpoint at 10
+        frame = spark.sql(f"SELECT {day} AS day, TIMESTAMP'2026-11-{day:02d} 10:00' AS at")
+        frame.write.format("delta").mode("append").save(str(folder))
+    assert (folder / "_delta_log" / f"{10:020d}.checkpoint.parquet").is_file()
+    assert lake.damage(folder) is None
+    first = min(folder.glob("*.parquet"), key=os.path.getmtime)  # version 0's
+    size = first.stat().st_size
+    first.write_bytes(first.read_bytes()[:100])
+    assert lake.damage(folder) == (
+        f"data file {first.name} is 100 bytes, its commit says {size:,} (truncated?)"
+    )
+
+
 def test_damaged_tables_are_named_and_rebuilt_by_a_full_refresh(project, spark):
     """A missing commit, a truncated parquet file: once a 38-line traceback naming no table,
     from --full-refresh too, and validation appended to the broken table before the gate
