@@ -477,3 +477,23 @@ def test_a_grpc_thread_failing_as_its_channel_closes_prints_no_traceback(capsys)
     errors = capsys.readouterr().err
     assert "RuntimeError: a thread of ours" in errors
     assert "NoneType" not in errors and "grpc" not in errors
+
+
+def test_a_signal_after_the_runs_updates_ended_is_said_not_raised(capsys):
+    """Ctrl-C while `run` closed its session after the last update: once a traceback from the
+    clean-up (`Interrupted: SIGINT`, exit 1), though nothing was left to cancel."""
+    import signal
+
+    from medallion_dq import run_command
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run_command._ended("pipeline publish")
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+            os.kill(os.getpid(), signum)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    assert (
+        capsys.readouterr().err == "pipeline publish: SIGINT after its updates ended: finishing\n"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 import uuid
 from datetime import datetime, timezone
@@ -109,12 +110,25 @@ def _terminated(signum, _frame):
     raise Interrupted(signum)
 
 
+def _ended(what: str) -> None:
+    """From here on the run's updates have ended: a signal has nothing to cancel, so it is said
+    and the run finishes (it was a traceback from the clean-up, or an exit with no line)."""
+    said: list[int] = []
+
+    def note(signum, _frame):
+        if not said:
+            name = signal.Signals(signum).name
+            print(f"{what}: {name} after its updates ended: finishing", file=sys.stderr)
+        said.append(signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, note)
+
+
 def cmd_run(args, root: Path) -> int:
     # First a line, then the imports: pyspark and sqlglot take seconds on a cold disk.
     what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
     print(f"medallion-dq: run {what} in {root} (checking it first)", file=sys.stderr, flush=True)
-
-    import signal
 
     from medallion_dq import preflight
     from medallion_dq.local import lake
@@ -157,6 +171,7 @@ def cmd_run(args, root: Path) -> int:
                 )
             else:
                 result = project.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+            _ended(what)
         summary = result.to_dict()
         print(f"{what}: {summary['status']} in {summary['seconds']} s")
         return 0 if result.ok else 1
@@ -187,6 +202,7 @@ def cmd_run(args, root: Path) -> int:
     except Exception as error:
         return _run_failed(error, what, summary, args, local, root, work_dir)
     finally:
+        _ended(what)
         if local is not None:
             local.stop()
         _write_summary(args.json, summary)
