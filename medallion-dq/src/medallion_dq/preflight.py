@@ -74,9 +74,9 @@ from medallion_dq.problems import Problem
 
 __all__ = [
     "DEFAULT_LANDING",
+    "check_gate",
     "check_json_path",
     "check_lake",
-    "check_gate",
     "check_landing",
     "check_pipeline_code",
     "check_run_options",
@@ -450,12 +450,11 @@ def check_gate(bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool) -> l
         except BundleError:  # tasks that cannot be ordered: the bundle's checks say why
             continue
         for judged in (judged for _, judged, after in gates if pipeline in after):
-            for key in sorted(judged):
-                resource = bundle.pipelines[key]
+            for resource in filter(None, map(bundle.pipelines.get, sorted(judged))):
                 unjudged = Unjudged(lake, resource.name, resource.schema)
                 if rejected := unjudged.rejected():
                     message = (
-                        f"would publish the rows of {key} update(s) "
+                        f"would publish the rows of {resource.key} update(s) "
                         f"{', '.join(unjudged.updates())}, which job {rejected['job']}'s "
                         f"quality gate failed ({rejected['reason']})"
                     )
