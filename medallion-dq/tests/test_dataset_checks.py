@@ -233,20 +233,21 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
     bundle = load_bundle(lake.project.root, variables={"schema": lake.schema})
     work_dir = lake.project.local.work_dir
     unjudged = ", ".join(run.tasks[0].update.update_id for run in (failed, again))
+    by_hand = lake.project.run_pipeline("validation")  # rows no gate has judged yet
     (refused,) = preflight.check_gate(bundle, work_dir, "publish", ungated=False)
     assert str(refused) == (
         f"RUN018 --pipeline publish: would publish the rows of validation update(s) {unjudged}, "
-        f"which job medallion's quality gate failed ({again.tasks[1].message}); fix: "
-        "`medallion-dq run --job medallion` judges them again with the next delivery; "
-        "--ungated publishes them as they are"
+        f"which job medallion's quality gate failed (failure rate over threshold), and of "
+        f"{by_hand.update_id}, which no gate has judged; fix: `medallion-dq run --job medallion` "
+        "judges them again with the next delivery; --ungated publishes them as they are"
     )
     assert preflight.check_gate(bundle, work_dir, "publish", ungated=True) == []
     assert preflight.check_gate(bundle, work_dir, "validation", ungated=False) == []
     capsys.readouterr()
     assert_update_ok(lake.project.run_pipeline("publish"))
     assert (
-        f"[publish] takes the rows of validation update(s) {unjudged}, which job medallion's "
-        f"quality gate failed ({again.tasks[1].message})"
+        f"[publish] takes the rows of validation update(s) {unjudged}, {by_hand.update_id}, "
+        "which job medallion's quality gate failed (failure rate over threshold)"
     ) in capsys.readouterr().out
     assert preflight.check_gate(bundle, work_dir, "publish", ungated=False) == []
     last = lake.project.run_job("medallion", allow_empty=True)

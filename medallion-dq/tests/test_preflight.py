@@ -527,6 +527,11 @@ def test_cli_misspelt_option_is_named(project):
     assert done.stderr.splitlines()[-1] == (
         "medallion-dq run: error: unrecognized arguments: --jobb medallion (did you mean --job?)"
     )
+    done = cli(project, "run", "--job", "medallion", "--ungated")
+    assert done.stderr.splitlines()[-1] == (
+        "medallion-dq run: error: --ungated goes with --pipeline: a job publishes only what its "
+        "gate passed"
+    )
     done = cli(project, "report", "--outt", "x")
     assert done.stderr.splitlines()[-1] == (
         "medallion-dq report: error: unrecognized arguments: --outt x (did you mean --out?)"

@@ -424,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
     if args.command == "run" and not (args.pipeline or args.job):
         run.error("one of the arguments --pipeline --job is required")
+    if args.command == "run" and args.job and args.ungated:
+        run.error("--ungated goes with --pipeline: a job publishes only what its gate passed")
     commands = {
         "check": cmd_check,
         "run": lambda args: run_command.cmd_run(args, _root(args.root)),

@@ -437,11 +437,14 @@ def check_lake(
     return problems
 
 
-def check_gate(bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool) -> list[Problem]:
+def check_gate(
+    bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool, root: Path | None = None
+) -> list[Problem]:
     """RUN018: ``--pipeline`` runs after a job's quality gate (a publish) while the lasting lake
     ``lake`` holds rows the last such gate failed, unless ``ungated``: on Databricks that job
-    skipped its publish, so one run by hand is refused unless asked for."""
-    from medallion_dq.local.lake import Unjudged
+    skipped its publish, so one run by hand is refused unless asked for. ``root``: the project,
+    to name the landing folder the lake reads (relative to it)."""
+    from medallion_dq.local.lake import Unjudged, gate_failed, landings
 
     problems = []
     for job in [] if ungated else bundle.jobs.values():
@@ -452,17 +455,24 @@ def check_gate(bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool) -> l
         for judged in (judged for _, judged, after in gates if pipeline in after):
             for resource in filter(None, map(bundle.pipelines.get, sorted(judged))):
                 unjudged = Unjudged(lake, resource.name, resource.schema)
-                if rejected := unjudged.rejected():
-                    message = (
-                        f"would publish the rows of {resource.key} update(s) "
-                        f"{', '.join(unjudged.updates())}, which job {rejected['job']}'s "
-                        f"quality gate failed ({rejected['reason']})"
-                    )
-                    fix = (
-                        f"`medallion-dq run --job {rejected['job']}` judges them again with the "
-                        "next delivery; --ungated publishes them as they are"
-                    )
-                    problems.append(Problem("RUN018", f"--pipeline {pipeline}", message, fix))
+                if not (rejected := unjudged.rejected()):
+                    continue
+                failed = rejected.get("updates") or unjudged.updates()
+                later = [u for u in unjudged.updates() if u not in failed]
+                message = (
+                    f"would publish the rows of {resource.key} update(s) {', '.join(failed)}, "
+                    f"which {gate_failed(rejected)}"
+                    + (f", and of {', '.join(later)}, which no gate has judged" if later else "")
+                )
+                built_from = landings(lake)
+                landing = ""
+                if built_from and root is not None and built_from[-1] != root / DEFAULT_LANDING:
+                    landing = f" --landing {relative(built_from[-1], root)}"
+                fix = (
+                    f"`medallion-dq run --job {rejected['job']}{landing}` judges them again with "
+                    "the next delivery; --ungated publishes them as they are"
+                )
+                problems.append(Problem("RUN018", f"--pipeline {pipeline}", message, fix))
     return problems
 
 
@@ -654,7 +664,8 @@ def check_run_options(
             },
         )
         if pipeline in bundle.pipelines:
-            problems += check_gate(bundle, Path(lakes) / target, pipeline, ungated=ungated)
+            lake = Path(lakes) / target
+            problems += check_gate(bundle, lake, pipeline, ungated=ungated, root=root)
     return [*problems, *output_problems]
 
 

@@ -355,7 +355,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     run.add_argument(
         "--ungated",
         action="store_true",
-        help="--pipeline: publish rows the last quality gate failed (refused without it)",
+        help="with --pipeline: run it although it would publish rows a job's quality gate "
+        "failed (refused without it: RUN018)",
     )
     run.add_argument(
         "--own-server",

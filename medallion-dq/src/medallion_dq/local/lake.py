@@ -202,10 +202,10 @@ class Unjudged:
         if failed is None or not self.updates():
             self._rejection.unlink(missing_ok=True)
         else:
-            _write_json(self._rejection, {"job": job, "reason": failed})
+            _write_json(self._rejection, {"job": job, "reason": failed, "updates": self.updates()})
 
-    def rejected(self) -> dict[str, str] | None:
-        """The job and reason of the gate that failed them, while they are not published."""
+    def rejected(self) -> dict | None:
+        """The job, reason and updates of the gate that failed them, while not published."""
         try:
             return (
                 json.loads(self._rejection.read_text(encoding="utf-8")) if self.updates() else None
@@ -216,6 +216,13 @@ class Unjudged:
     def published(self) -> None:
         self.marker.unlink(missing_ok=True)
         self._rejection.unlink(missing_ok=True)
+
+
+def gate_failed(rejected: dict) -> str:
+    """``Unjudged.rejected()`` in words, its first reason alone (the rest: `report`)."""
+    first, *more = str(rejected["reason"]).split("; ")
+    also = f"; {len(more)} more reason(s): `medallion-dq report`" if more else ""
+    return f"job {rejected['job']}'s quality gate failed ({first}{also})"
 
 
 @dataclass

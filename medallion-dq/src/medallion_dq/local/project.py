@@ -22,7 +22,13 @@ from medallion_dq.bundle import load_bundle
 from medallion_dq.checks import CheckResult
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
-from medallion_dq.local.lake import Ungated, Unjudged, register_tables, remember_landing
+from medallion_dq.local.lake import (
+    Ungated,
+    Unjudged,
+    gate_failed,
+    register_tables,
+    remember_landing,
+)
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
@@ -202,7 +208,7 @@ class LocalProject:
                     self.log(
                         f"[{key}] takes the rows of {pipeline} update(s) {updates}, which "
                         + (
-                            f"job {rejected['job']}'s quality gate failed ({rejected['reason']})"
+                            gate_failed(rejected)
                             if rejected
                             else f"no quality gate has passed (`run --job {job}` judges them first)"
                         )
