@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command = sub.choices[args.command]
-        options = [o for action in command._actions for o in action.option_strings]
+        options = [o for p in (command, parser) for a in p._actions for o in a.option_strings]
         meant = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
         hint = f" (did you mean {meant[0]}?)" if meant else ""
         command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
