@@ -197,12 +197,12 @@ class Unjudged:
             self._rejection.unlink(missing_ok=True)
         _write_json(self.marker, [update_id] if full_refresh else [*self.updates(), update_id])
 
-    def judged(self, job: str, failed: str | None) -> None:
-        """Job ``job``'s gate judged them: ``failed`` says why it failed them (None: passed)."""
-        if failed is None or not self.updates():
+    def judged(self, job: str, failed: list[str]) -> None:
+        """Job ``job``'s gate judged them: ``failed``, why it failed them (none: it passed)."""
+        if not failed or not self.updates():
             self._rejection.unlink(missing_ok=True)
         else:
-            _write_json(self._rejection, {"job": job, "reason": failed, "updates": self.updates()})
+            _write_json(self._rejection, {"job": job, "reasons": failed, "updates": self.updates()})
 
     def rejected(self) -> dict | None:
         """The job, reason and updates of the gate that failed them, while not published."""
@@ -220,7 +220,7 @@ class Unjudged:
 
 def gate_failed(rejected: dict) -> str:
     """``Unjudged.rejected()`` in words, its first reason alone (the rest: `report`)."""
-    first, *more = str(rejected["reason"]).split("; ")
+    first, *more = rejected.get("reasons") or ["see `medallion-dq report`"]
     also = f"; {len(more)} more reason(s): `medallion-dq report`" if more else ""
     return f"job {rejected['job']}'s quality gate failed ({first}{also})"
 

@@ -281,7 +281,7 @@ class LocalProject:
         done: dict[str, TaskResult] = {}
         pipelines_of_tasks = {t.key: t.pipeline_key for t in job.topological_order()}
         for task in job.topological_order():
-            upstream = [done[d] for d in task.depends_on]
+            upstream, reasons = [done[d] for d in task.depends_on], []
             if task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream):
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="upstream task did not succeed"
@@ -304,16 +304,17 @@ class LocalProject:
                 )
             elif task.is_gate:
                 outcome = self._gate(task, upstream, pipelines_of_tasks, allow_empty)
+                reasons = _gate_reasons(outcome.gate) if outcome.gate else []
                 for pipeline in filter(None, (pipelines_of_tasks[k] for k in task.depends_on)):
-                    self._unjudged(pipeline).judged(key, outcome.message or None)
+                    self._unjudged(pipeline).judged(key, reasons)
             else:
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="no local equivalent for this task type"
                 )
-            self.log(
-                f"[job {key}] {task.key}: {outcome.status}"
-                + (f" ({outcome.message})" if outcome.message else "")
-            )
+            said = outcome.message
+            if reasons:  # the gate's lines above said each reason in full
+                said = reasons[0] + (f"; {len(reasons) - 1} more above" if reasons[1:] else "")
+            self.log(f"[job {key}] {task.key}: {outcome.status}" + (f" ({said})" if said else ""))
             done[task.key] = outcome
             result.tasks.append(outcome)
         result.seconds = time.perf_counter() - started
@@ -352,7 +353,7 @@ class LocalProject:
             task.kind,
             "SUCCESS" if verdict.passed else "FAILED",
             gate=verdict,
-            message="" if verdict.passed else _gate_reason(verdict),
+            message="; ".join(_gate_reasons(verdict)),
             examples=self._failing_records(verdict, f"{schema}." if schema else ""),
         )
 
@@ -425,7 +426,10 @@ class LocalProject:
         return found
 
 
-def _gate_reason(verdict: gate.GateResult) -> str:
+def _gate_reasons(verdict: gate.GateResult) -> list[str]:
+    """Why the gate failed, each reason in a line's words (none when it passed)."""
+    if verdict.passed:
+        return []
     reasons = ["failure rate over threshold"] if verdict.failures else []
     if verdict.empty and not verdict.allow_empty:
         reasons.append(
@@ -433,7 +437,7 @@ def _gate_reason(verdict: gate.GateResult) -> str:
             "next delivery, or run again with --allow-empty where a day without data is normal"
         )
     reasons += [f"check {check}" for check in verdict.checks if not check.passed]
-    return "; ".join(reasons) or "nothing to evaluate"
+    return reasons or ["nothing to evaluate"]
 
 
 def _reads(file, name: str) -> bool:
