@@ -187,26 +187,29 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ.get("PYTHONPATH", "")]),
     }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "tests/silver/test_weather.py",
-            "tests/silver/test_planes.py",
-            "tests/silver/test_airports.py",
-            "tests/silver/test_events.py",
-            "src/acme_orders/rules/silver",
-        ],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/silver/test_weather.py",
+                "tests/silver/test_planes.py",
+                "tests/silver/test_airports.py",
+                "tests/silver/test_events.py",
+                "src/acme_orders/rules/silver",
+            ],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    finally:  # the project's test server: not left up for 15 minutes of the rest of the suite
+        cli.main(["--root", str(project), "spark", "stop"])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     summary = done.stdout.strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "skipped" not in summary
