@@ -92,6 +92,7 @@ def test_two_processes_starting_at_once_share_one_server_until_it_is_stopped(tmp
     assert (a["pid"], a["port"]) == (b["pid"], b["port"])  # one server for both
     started = [err for err in (a_err, b_err) if "started a shared Spark server" in err]
     assert len(started) == 1, (a_err, b_err)
+    assert "its first update takes longer" in started[0]  # a new user waits 30-40 s on it
 
     third, third_err = finish(client(root))  # a later process finds it again
     assert (third["pid"], third["port"]) == (a["pid"], a["port"])

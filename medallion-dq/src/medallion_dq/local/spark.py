@@ -442,7 +442,8 @@ def _connect_shared(
         raise BackendUnavailable(str(error)) from None
     if fresh:
         logger.info(
-            f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); later runs"
+            f"started a shared Spark server in {info.start_seconds:.0f} s ({folder}); its first"
+            " update takes longer (the JVM loads and compiles the engine's code); later runs"
             " of this project reuse it until it is unused for "
             f"{settings.SERVER_IDLE_TIMEOUT.get():.0f} s, or `medallion-dq spark stop`"
         )
