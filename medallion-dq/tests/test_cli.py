@@ -63,7 +63,7 @@ def two_days(tmp_path_factory):
     """The sample job run twice, as a team runs it, in the project's lasting local lake: a
     normal day, then the bad day's file added to the same landing folder."""
     root = tmp_path_factory.mktemp("two-days")
-    project, landing = root / "project", root / "landing"
+    project, landing = root / "project", root / "landing files"  # a space: said as written
     subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
     subprocess.run(["cp", "-r", str(project / "fixtures" / "landing"), str(landing)], check=True)
     days = []
@@ -156,7 +156,12 @@ def test_bad_day_stops_at_the_gate_exit_1(two_days):
         f"30 rows ({30 / 188:.2f}x the median)",
     )
     assert checks["known_customer"]["status"] == "FAIL"
-    assert checks["known_customer"]["note"] == "e.g. C-9001, C-9002, C-9003"
+    note = checks["known_customer"]["note"]  # the orphans' file, and how they leave silver
+    assert note.startswith("e.g. C-9001, C-9002, C-9003, from /")
+    assert note.endswith(
+        "/landing files/orders/orders-2026-11-07.json; they stay in silver_orders until silver_customers"
+        " has their customer_id, or until a --full-refresh run leaves out the files they came from"
+    )
     assert "quality gate FAILED" in done.stdout
     assert (
         "2 dataset check(s) failed: silver_orders.daily_volume, silver_orders.known_customer"

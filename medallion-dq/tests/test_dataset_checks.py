@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from medallion_dq import gate, preflight
+from medallion_dq import gate, preflight, report
 from medallion_dq.bundle import load_bundle
 from medallion_dq.testing import Lake, assert_update_ok
 from sample import sample_project
@@ -137,7 +137,12 @@ def test_the_bad_day_fails_each_check_with_its_value_and_bound(days):
     assert checks["known_customer"].value == (
         f"3 of {total:,} rows with a customer_id not in crm_customers"
     )
-    assert checks["known_customer"].note == "e.g. C-9000, C-9001, C-9002"
+    note = checks["known_customer"].note  # the orphans' file, and how they leave silver
+    assert note.startswith("e.g. C-9000, C-9001, C-9002, from /")
+    assert note.endswith(
+        "/orders/orders-2026-11-07.json; they stay in silver_orders until crm_customers has their"
+        " id, or until a --full-refresh run leaves out the files they came from"
+    )
     assert checks["schema"].value == "quantity is int, not bigint"
     # The gate's message names the check, the dataset, the value and the bound.
     summary = verdict.summary()
@@ -228,6 +233,10 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
         assert (verdict.status, publish.status) == ("FAILED", "SKIPPED")
         assert "valid_order_id" in {row.rule for row in verdict.gate.failures}
     assert again.tasks[1].gate.earlier == [failed.tasks[0].update.update_id]
+    (over,) = again.tasks[1].gate.failures  # the reason names the rule and its rate
+    reason = (
+        f"silver_orders.valid_order_id failed {over.failed_fraction:.2%} of rows (threshold 2.00%)"
+    )
     # `run --pipeline publish` refuses the rows the gate failed before Spark starts (RUN018),
     # unless --ungated; a publish run by hand takes them, and says so.
     bundle = load_bundle(lake.project.root, variables={"schema": lake.schema})
@@ -237,19 +246,30 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
     (refused,) = preflight.check_gate(bundle, work_dir, "publish", ungated=False)
     assert str(refused) == (
         f"RUN018 --pipeline publish: would publish the rows of validation update(s) {unjudged}, "
-        f"which job medallion's quality gate failed (failure rate over threshold), and of "
+        f"which job medallion's quality gate failed ({reason}), and of "
         f"{by_hand.update_id}, which no gate has judged; fix: `medallion-dq run --job medallion` "
         "judges them again with the next delivery; --ungated publishes them as they are"
     )
     assert preflight.check_gate(bundle, work_dir, "publish", ungated=True) == []
     assert preflight.check_gate(bundle, work_dir, "validation", ungated=False) == []
     capsys.readouterr()
-    assert_update_ok(lake.project.run_pipeline("publish"))
+    published = lake.project.run_pipeline("publish")
+    assert_update_ok(published)
     assert (
         f"[publish] takes the rows of validation update(s) {unjudged}, {by_hand.update_id}, "
-        "which job medallion's quality gate failed (failure rate over threshold)"
+        f"which job medallion's quality gate failed ({reason})"
     ) in capsys.readouterr().out
     assert preflight.check_gate(bundle, work_dir, "publish", ungated=False) == []
+    # `report` shows that a publish took the rows the gate failed, beside that gate's checks.
+    checks = report.checks_history(lake.project.runner.event_log.read())
+    (overruled,) = [c for c in report.latest_checks(checks) if c["check"] == "quality_gate"]
+    assert (overruled["update_id"], overruled["status"], overruled["value"]) == (
+        again.tasks[0].update.update_id,  # the last update the failed gate judged
+        "FAIL",
+        f"its rows published by publish update {published.update_id} (--ungated)",
+    )
+    assert overruled["note"] == f"job medallion's quality gate failed them, for {reason}"
+    assert "validation.quality_gate" in report.checks_table(checks)
     last = lake.project.run_job("medallion", allow_empty=True)
     assert [task.status for task in last.tasks] == ["SUCCESS"] * 3, last.tasks[1].message
     assert (last.tasks[1].gate.earlier, last.tasks[1].gate.empty) == ([], ["silver_orders"])

@@ -35,10 +35,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import unquote, urlsplit
 
 from medallion_dq import rules
 from medallion_dq.events import details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
+from medallion_dq.sources import SOURCE_FILE
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -196,11 +198,15 @@ def references(
 ) -> CheckResult:
     column, other = str(check.get("column")), str(check.get("dataset"))
     key = str(check.get("key") or column)
+    # The landing files the orphans came from, where the table keeps them (read_landing's
+    # _source_file): what a full refresh would have to leave out.
+    source = SOURCE_FILE in spark.table(table(dataset)).columns
     row = spark.sql(
         f"""SELECT count(*) AS total, count_if(r.k IS NULL) AS orphans,
-                   slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.v END)), 1, 5) AS keys
-            FROM (SELECT `{column}` AS v FROM {_quote(table(dataset))}
-                  WHERE `{column}` IS NOT NULL) AS d
+                   slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.v END)), 1, 5) AS keys,
+                   slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.f END)), 1, 3) AS files
+            FROM (SELECT `{column}` AS v, {f"`{SOURCE_FILE}`" if source else "NULL"} AS f
+                  FROM {_quote(table(dataset))} WHERE `{column}` IS NOT NULL) AS d
             LEFT JOIN (SELECT DISTINCT `{key}` AS k FROM {_quote(table(other))}) AS r
               ON d.v = r.k"""
     ).collect()[0]
@@ -215,7 +221,18 @@ def references(
         passed = orphans <= allowed
     value = f"{orphans:,} of {total:,} rows with a {column} not in {other}"
     note = f"e.g. {', '.join(map(str, row['keys']))}" if orphans else ""
+    if not passed:  # the check judges the whole table: say how its rows leave it
+        files = [_path(str(f)) for f in row["files"]]
+        note += (f", from {', '.join(files)}" if files else "") + (
+            f"; they stay in {dataset} until {other} has their {key}, or until a --full-refresh "
+            "run leaves out the files they came from"
+        )
     return CheckResult(dataset, check.name, "references", value, bound, passed, note)
+
+
+def _path(uri: str) -> str:
+    """A local file's path as its user wrote it (`file:/a%20b/x.json` is `/a b/x.json`)."""
+    return unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
 
 
 def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckResult:

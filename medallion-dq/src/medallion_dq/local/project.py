@@ -181,11 +181,11 @@ class LocalProject:
         if landing_folders(spec.libraries):  # the folder the lake's files are known from
             remember_landing(self.local.work_dir, self.landing, reset=full_refresh)
         unread = self._unread_landing_files(spec)
-        if by_hand:
-            self._say_unjudged(key)
+        overruled = self._say_unjudged(key) if by_hand else []
         result = self.runner.run(spec, full_refresh=full_refresh)
         result.unread_files = unread
         if result.ok:
+            self._record_overruled(key, result, overruled)
             self._note_unjudged(key, result)
         if result.error and result.error.kind == "ENGINE":
             self._name_missing_upstream(key, result)
@@ -197,14 +197,18 @@ class LocalProject:
             for _, judged, after in job.gates():
                 yield job.key, judged, after
 
-    def _say_unjudged(self, key: str) -> None:
+    def _say_unjudged(self, key: str) -> list[tuple[str, str, dict]]:
         """A pipeline run by hand after a gate says when it takes rows no gate has passed (the
-        CLI refuses those a gate failed unless --ungated: preflight's RUN018)."""
+        CLI refuses those a gate failed unless --ungated: preflight's RUN018). Gives (job,
+        pipeline, the gate's rejection) of those a gate failed."""
+        overruled = []
         for job, judged, after in self._gates():
             for pipeline in sorted(judged) if key in after else ():
                 unjudged = self._unjudged(pipeline)
                 if updates := ", ".join(unjudged.updates()):
                     rejected = unjudged.rejected()
+                    if rejected:
+                        overruled.append((job, pipeline, rejected))
                     self.log(
                         f"[{key}] takes the rows of {pipeline} update(s) {updates}, which "
                         + (
@@ -213,6 +217,26 @@ class LocalProject:
                             else f"no quality gate has passed (`run --job {job}` judges them first)"
                         )
                     )
+        return overruled
+
+    def _record_overruled(
+        self, key: str, result: UpdateResult, overruled: list[tuple[str, str, dict]]
+    ) -> None:
+        """A failed gate's rows that this update published (--ungated): a failed check beside
+        that gate's own, so `report` shows it until a later gate judges newer rows."""
+        for job, pipeline, rejected in overruled:
+            judged = rejected.get("updates") or self._unjudged(pipeline).updates()
+            ungated = CheckResult(
+                pipeline,
+                "quality_gate",
+                "ungated",
+                f"its rows published by {key} update {result.update_id} (--ungated)",
+                f"passed by job {job}'s quality gate",
+                passed=False,
+                note=f"job {job}'s quality gate failed them, {_reasons(rejected)}",
+            )
+            name = self.bundle.pipelines[pipeline].name
+            self.runner.event_log.append_checks(name, judged[-1], [ungated])
 
     def _note_unjudged(self, key: str, result: UpdateResult) -> None:
         """A completed update of a pipeline a job's gate judges adds its rows to those the next
@@ -430,7 +454,11 @@ def _gate_reasons(verdict: gate.GateResult) -> list[str]:
     """Why the gate failed, each reason in a line's words (none when it passed)."""
     if verdict.passed:
         return []
-    reasons = ["failure rate over threshold"] if verdict.failures else []
+    reasons = [
+        f"{short_name(row.dataset)}.{row.rule} failed {row.failed_fraction:.2%} of rows "
+        f"(threshold {row.threshold:.2%})"
+        for row in verdict.failures
+    ]
     if verdict.empty and not verdict.allow_empty:
         reasons.append(
             f"no rows arrived for {', '.join(verdict.empty)} since the last publish: land the "
@@ -438,6 +466,12 @@ def _gate_reasons(verdict: gate.GateResult) -> list[str]:
         )
     reasons += [f"check {check}" for check in verdict.checks if not check.passed]
     return reasons or ["nothing to evaluate"]
+
+
+def _reasons(rejected: dict) -> str:
+    """A failed gate's reasons in a report's note: how many, and the first."""
+    first, *more = rejected.get("reasons") or ["not recorded"]
+    return f"for {len(more) + 1} reason(s), the first: {first}" if more else f"for {first}"
 
 
 def _reads(file, name: str) -> bool:
