@@ -5,10 +5,11 @@ a third of the volume, only old orders, unknown customers and a contract the tab
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
-from medallion_dq import gate, preflight, report
+from medallion_dq import checks, gate, preflight, report, rules
 from medallion_dq.bundle import load_bundle
 from medallion_dq.testing import Lake, assert_update_ok
 from sample import sample_project
@@ -153,6 +154,36 @@ def test_the_bad_day_fails_each_check_with_its_value_and_bound(days):
     )
 
 
+def test_a_full_refresh_is_no_delivery_to_compare_or_count(days):
+    """A full refresh reads every delivery again: once, after a few days its rows were several
+    times the median of one and the volume check failed the gate it had been run to pass."""
+    first, second, bad = (days[d][0].output_rows["silver_orders"] for d in sorted(days))
+    lake = days["2026-11-07"][2]
+    refreshed = lake.run("validation", full_refresh=True)
+    assert_update_ok(refreshed)
+    assert refreshed.output_rows["silver_orders"] == first + second + bad  # every day again
+    written = checks.rows_written(lake.project.runner.event_log.read())
+    volume = rules.Check("daily_volume", "volume", (("max_ratio", 2.0), ("max_rows", 100)))
+    result = checks.volume(volume, "silver_orders", written, refreshed.update_id)
+    assert result.passed, str(result)
+    assert (result.value, result.bound, result.note) == (
+        f"{first + second + bad:,} rows",
+        "-",
+        "a full refresh: every delivery read again, not compared with one",
+    )
+    # The next delivery is compared with the days' median, not with the full refresh.
+    lake.land("orders", "orders-2026-11-08", [{**fixture("2026-11-04")[1][0], "order_id": "N-1"}])
+    update = lake.run("validation")
+    assert_update_ok(update)
+    written = checks.rows_written(lake.project.runner.event_log.read())
+    result = checks.volume(volume, "silver_orders", written, update.update_id)
+    median = statistics.median([first, second, bad])
+    assert (
+        result.bound
+        == f"0 to 100 rows; 0x to 2.0x the median {median:,.0f} of the last 3 update(s)"
+    )
+
+
 def databricks_event(update: str, day: str, status: str, rows: int | None) -> tuple:
     """A flow_progress row as Databricks' event_log() returns it: a catalog-qualified dataset,
     details as JSON text, rows per micro-batch in RUNNING events, none in COMPLETED."""
@@ -165,7 +196,6 @@ def databricks_event(update: str, day: str, status: str, rows: int | None) -> tu
 
 
 def test_volume_reads_the_databricks_event_log_shape(spark):
-    from medallion_dq import checks, rules
 
     schema = (
         "id STRING, timestamp TIMESTAMP, event_type STRING, level STRING, message STRING, "

@@ -47,8 +47,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
 DEFAULT_HISTORY = 7
+FULL_REFRESH_NOTE = "a full refresh: every delivery read again, not compared with one"
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _ROWS_PATH = "$.flow_progress.metrics.num_output_rows"
+_FULL_REFRESH_PATH = "$.create_update.full_refresh"
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,19 @@ def _quote(name: str) -> str:
 
 
 def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
-    """Per update and dataset: rows written and the update's time, from flow_progress events."""
+    """Per update and dataset: rows written and the update's time, from flow_progress events,
+    and whether the update was a full refresh (its create_update event says so)."""
     from pyspark.sql import functions as F
 
-    rows = F.get_json_object(details_json(events_df), _ROWS_PATH).cast("bigint")
+    details = details_json(events_df)
+    refreshed = {
+        row["update_id"]
+        for row in events_df.filter(F.col("event_type") == "create_update")
+        .filter(F.get_json_object(details, _FULL_REFRESH_PATH) == "true")
+        .select(F.col("origin.update_id").alias("update_id"))
+        .collect()
+    }
+    rows = F.get_json_object(details, _ROWS_PATH).cast("bigint")
     frame = (
         events_df.filter(F.col("event_type") == "flow_progress")
         .filter(F.col("origin.update_id").isNotNull())
@@ -120,7 +131,14 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
         .groupBy("update_id", "dataset")
         .agg(F.max("timestamp").alias("time"), F.sum("rows").alias("rows"))
     )
-    return [{**row.asDict(), "dataset": short_name(row["dataset"])} for row in frame.collect()]
+    return [
+        {
+            **row.asDict(),
+            "dataset": short_name(row["dataset"]),
+            "full_refresh": row["update_id"] in refreshed,
+        }
+        for row in frame.collect()
+    ]
 
 
 def volume(
@@ -131,7 +149,8 @@ def volume(
     allow_empty: bool = False,
 ) -> CheckResult:
     """The rows the update wrote (or these updates, one delivery) against the check's bounds
-    and the median of the updates before."""
+    and the median of the updates before. A full refresh read every delivery again: it is no
+    delivery, so it is neither compared with them nor counted in their history."""
     updates = update_ids(update_id)
     ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
     now = [w for w in ours if w["update_id"] in updates]
@@ -143,17 +162,23 @@ def volume(
         note = "an empty delivery, allowed (--allow-empty)"
         return CheckResult(dataset, check.name, "volume", "0 rows", "-", True, note)
     value, bounds, failed, note = f"{rows:,} rows", [], False, ""
+    refresh = any(w.get("full_refresh") for w in now)
     low, high = _number(check, "min_rows"), _number(check, "max_rows")
+    if refresh and high is not None:  # a delivery's ceiling, not every delivery's
+        high, note = None, FULL_REFRESH_NOTE
     if low is not None or high is not None:
         bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
     low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
     earlier = sorted(
-        (w for w in ours if w["time"] < start and int(w["rows"])), key=lambda w: w["time"]
+        (w for w in ours if w["time"] < start and int(w["rows"]) and not w.get("full_refresh")),
+        key=lambda w: w["time"],
     )
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
-    if (low_ratio is not None or high_ratio is not None) and not earlier:
+    if refresh and (low_ratio is not None or high_ratio is not None):
+        note = FULL_REFRESH_NOTE
+    elif (low_ratio is not None or high_ratio is not None) and not earlier:
         note = "first update: no history to compare with yet"
     elif low_ratio is not None or high_ratio is not None:
         median = statistics.median(int(w["rows"]) for w in earlier)

@@ -76,7 +76,8 @@ class EventLog:
                 "INFO",
                 f"Update {result.update_id} started.",
                 (pipeline, pipeline, result.update_id, None, None),
-                "{}",
+                # As the update was asked for (the Pipelines API's start-update fields).
+                json.dumps({"create_update": {"full_refresh": bool(result.full_refresh)}}),
             )
         ]
         for flow, state in sorted(result.flows.items()):

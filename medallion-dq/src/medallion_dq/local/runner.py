@@ -210,6 +210,7 @@ class _Update:
     error_text: str | None = None
     interrupted: int | None = None  # the signal that stopped it
     failed: bool = False
+    full_refresh: bool = False
 
 
 def _event_time(event) -> float | None:
@@ -372,7 +373,6 @@ class Runner:
             update = self._prepare(spec, session, full_refresh)
             self._execute(update, full_refresh, refresh)
             result = self._finish(update)
-        result.full_refresh = full_refresh
         if full_refresh and result.status == "COMPLETED":
             pending.end()
             lake.Ungated(self.local.work_dir, spec.name).end()  # the gate judges every row now
@@ -390,6 +390,7 @@ class Runner:
             # Bronze rows carry when they were ingested (the server's clock: this machine's).
             since=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f"),
             session=session,
+            full_refresh=full_refresh,
         )
         self.log(
             f"[{spec.name}] update {update.id}: {len(spec.libraries)} pipeline files{' (full refresh)' if full_refresh else ''}"
@@ -582,7 +583,7 @@ class Runner:
                 removed,
                 landing_drift=drift,
             )
-            result.streaming = streams
+            result.streaming, result.full_refresh = streams, update.full_refresh
             phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
             phases.lap("event_log")
