@@ -111,13 +111,12 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
     details = details_json(events_df)
-    refreshed = {
-        row["update_id"]
-        for row in events_df.filter(F.col("event_type") == "create_update")
+    refreshed = (
+        events_df.filter(F.col("event_type") == "create_update")
         .filter(F.get_json_object(details, _FULL_REFRESH_PATH) == "true")
-        .select(F.col("origin.update_id").alias("update_id"))
-        .collect()
-    }
+        .select(F.col("origin.update_id").alias("update_id"), F.lit(True).alias("full_refresh"))
+        .distinct()
+    )
     rows = F.get_json_object(details, _ROWS_PATH).cast("bigint")
     frame = (
         events_df.filter(F.col("event_type") == "flow_progress")
@@ -130,12 +129,13 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
         )
         .groupBy("update_id", "dataset")
         .agg(F.max("timestamp").alias("time"), F.sum("rows").alias("rows"))
+        .join(refreshed, "update_id", "left")  # one query: no second job per gate
     )
     return [
         {
             **row.asDict(),
             "dataset": short_name(row["dataset"]),
-            "full_refresh": row["update_id"] in refreshed,
+            "full_refresh": bool(row["full_refresh"]),
         }
         for row in frame.collect()
     ]
@@ -164,23 +164,22 @@ def volume(
     value, bounds, failed, note = f"{rows:,} rows", [], False, ""
     refresh = any(w.get("full_refresh") for w in now)
     low, high = _number(check, "min_rows"), _number(check, "max_rows")
-    if refresh and high is not None:  # a delivery's ceiling, not every delivery's
-        high, note = None, FULL_REFRESH_NOTE
+    low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
+    ratios = low_ratio is not None or high_ratio is not None
+    if refresh and (ratios or high is not None):  # bounds of one delivery, not of them all
+        high, ratios, note = None, False, FULL_REFRESH_NOTE
     if low is not None or high is not None:
         bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
-    low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
     earlier = sorted(
         (w for w in ours if w["time"] < start and int(w["rows"]) and not w.get("full_refresh")),
         key=lambda w: w["time"],
     )
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
-    if refresh and (low_ratio is not None or high_ratio is not None):
-        note = FULL_REFRESH_NOTE
-    elif (low_ratio is not None or high_ratio is not None) and not earlier:
+    if ratios and not earlier:
         note = "first update: no history to compare with yet"
-    elif low_ratio is not None or high_ratio is not None:
+    elif ratios:
         median = statistics.median(int(w["rows"]) for w in earlier)
         ratio = rows / median if median else (float("inf") if rows else 1.0)
         span = f"{low_ratio or 0}x to {'any' if high_ratio is None else f'{high_ratio}x'}"
