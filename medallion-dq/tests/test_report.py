@@ -85,6 +85,37 @@ def test_text_table_all_updates_and_empty():
     assert "no expectation metrics" in report.text_table([])
 
 
+def check(update: str, hours: int, pipeline: str, dataset: str, name: str, status: str) -> dict:
+    return {
+        "update_id": update,
+        "timestamp": T0 + timedelta(hours=hours),
+        "pipeline": pipeline,
+        "dataset": dataset,
+        "check": name,
+        "kind": "volume",
+        "value": "1",
+        "bound": "1",
+        "status": status,
+        "note": "",
+    }
+
+
+def test_checks_table_heads_each_pipelines_rows_with_its_own_update():
+    text = report.checks_table(
+        [
+            check("u1", 0, "validation", "silver_orders", "daily_volume", "FAIL"),
+            check("u2", 24, "validation", "silver_orders", "daily_volume", "PASS"),
+            check("p1", 25, "publish", "gold_revenue", "daily_rows", "WARN"),
+        ]
+    )
+    validation, publish = text.split("\n\n")
+    assert validation.startswith("dataset checks, pipeline validation, update u2\n")
+    assert "silver_orders.daily_volume (volume)" in validation and "FAIL" not in validation
+    assert publish.startswith("dataset checks, pipeline publish, update p1\n")
+    assert "gold_revenue.daily_rows (volume)" in publish and "silver_orders" not in publish
+    assert report.checks_table([]) == ""
+
+
 # --------------------------------------------------------------------------- HTML
 
 

@@ -161,16 +161,20 @@ def latest_checks(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
-    """Plain-text table of the latest update's dataset checks: check, value, bound, status."""
-    rows = latest_checks(rows)
-    if not rows:
-        return ""
+    """Plain-text tables of the dataset checks (check, value, bound, status), one per pipeline:
+    its latest judged update's."""
     from medallion_dq import checks
 
-    table = checks.table(
-        (r["dataset"], r["check"], r["kind"], r["value"], r["bound"], r["status"]) for r in rows
-    )
-    return f"dataset checks, update {rows[0]['update_id']}\n{table}"
+    rows = latest_checks(rows)
+    blocks = []
+    for pipeline, update_id in dict.fromkeys((r["pipeline"], r["update_id"]) for r in rows):
+        table = checks.table(
+            (r["dataset"], r["check"], r["kind"], r["value"], r["bound"], r["status"])
+            for r in rows
+            if (r["pipeline"], r["update_id"]) == (pipeline, update_id)
+        )
+        blocks.append(f"dataset checks, pipeline {pipeline}, update {update_id}\n{table}")
+    return "\n\n".join(blocks)
 
 
 _TAGS = {"PASS": "ok", "WARN": "warn"}
