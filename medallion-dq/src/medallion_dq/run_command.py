@@ -187,7 +187,7 @@ def cmd_run(args, root: Path) -> int:
         elif any((work_dir / lake.UPDATES).glob("*/journal.json")):  # a second signal cut it
             outcome = "the update was not put back yet: the next run on this lake puts it back"
         else:
-            outcome = "nothing was put back"
+            outcome = "its update had written no table yet, so none was put back"
         if stop.job and any(t.gate and t.status == "SUCCESS" for t in stop.job.tasks):
             outcome += (  # the lake keeps them unjudged: the next gate judges them again
                 "; the rows its quality gate passed are not published: `medallion-dq run --job"
