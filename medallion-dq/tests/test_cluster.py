@@ -1,17 +1,17 @@
 """The cluster backend: a Spark standalone cluster in Docker (a master, two workers, the Spark
 Connect server as the driver), where executors run in other containers than the driver."""
 
-import os
 import textwrap
 
 import pytest
 
 from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.settings import BACKEND
 from medallion_dq.testing import assert_expectations, assert_nothing_lost, assert_update_ok
 
 pytestmark = pytest.mark.spark
 
-if os.environ.get("DQ_BACKEND") != "cluster":
+if BACKEND.get() != "cluster":
     pytest.skip("runs with DQ_BACKEND=cluster (nox -s cluster)", allow_module_level=True)
 
 

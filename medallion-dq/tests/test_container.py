@@ -1,19 +1,19 @@
 """The container backend: a Spark Connect server in Docker, started by testcontainers."""
 
-import os
 import textwrap
 
 import pytest
 
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.runner import PipelineSpec, Runner
+from medallion_dq.settings import BACKEND
 from medallion_dq.testing import assert_expectations, assert_update_ok
 from processes import run_cli_and_kill_server
 from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
-if os.environ.get("DQ_BACKEND") != "container":
+if BACKEND.get() != "container":
     pytest.skip("runs with DQ_BACKEND=container (nox -s container)", allow_module_level=True)
 
 

@@ -13,7 +13,6 @@ changed on one backend must show as a difference (1 more update there).
 from __future__ import annotations
 
 import datetime as dt
-import os
 import textwrap
 import time
 import warnings
@@ -26,17 +25,18 @@ from medallion_dq import parity
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.loading import PipelineCodeError
 from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.settings import BACKEND, PARITY_BACKENDS
 from medallion_dq.testing import Lake
 from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
-if "DQ_PARITY_BACKENDS" not in os.environ:
+BACKENDS = list(PARITY_BACKENDS.get())
+if not BACKENDS:
     pytest.skip(
         "runs with DQ_PARITY_BACKENDS=embedded,container[,cluster] (starts every backend)",
         allow_module_level=True,
     )
-BACKENDS = [b.strip() for b in os.environ["DQ_PARITY_BACKENDS"].split(",") if b.strip()]
 SECONDS: dict[str, float] = defaultdict(float)  # time spent in the cases, per backend
 
 
@@ -45,7 +45,7 @@ def backends(tmp_path_factory, request):
     """One LocalSpark per backend that can start here; the module skips with fewer than two.
     The session's own backend ($DQ_BACKEND, the `local_spark` fixture) is reused, not started
     again: `nox -s cluster` starts one cluster for its tests and this suite."""
-    started, unavailable, own = {}, {}, os.environ.get("DQ_BACKEND")
+    started, unavailable, own = {}, {}, BACKEND.get()
     try:
         for name in BACKENDS:
             try:

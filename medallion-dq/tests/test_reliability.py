@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.settings import PROPERTY_EXAMPLES
 from medallion_dq.testing import assert_nothing_lost, assert_update_ok
 from strategies import rows, rule_sets
 
@@ -35,7 +36,7 @@ def held():
 
 
 @settings(
-    max_examples=int(__import__("os").environ.get("DQ_PROPERTY_EXAMPLES", "6")),
+    max_examples=PROPERTY_EXAMPLES.get(),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
