@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 import nox
-import tomli_w
 
 try:
     import tomllib
@@ -97,6 +96,7 @@ def template_ruff_config() -> Path:
     project will apply to them.
     """
     import jinja2  # cookiecutter's
+    import tomli_w  # the runner's (requirements/ci.txt)
 
     lines, keep = [], False
     for line in (PROJECT_TEMPLATE / "pyproject.toml").read_text(encoding="utf-8").splitlines():
