@@ -179,7 +179,7 @@ def test_report_reads_both_days_with_their_checks(two_days):
     running = [folder for folder, info in server.servers(project) if info]  # copies say None
     assert [folder.parent.name for folder in running] == ["server"], running  # the lake's alone
     assert "silver_orders" in report.stdout and "valid_amount" in report.stdout
-    checks = report.stdout.split("dataset checks, pipeline validation, update ")[1]
+    checks = report.stdout.split("dataset checks, pipeline acme_orders_validation, update ")[1]
     assert "silver_orders.daily_volume (volume)" in checks and "FAIL" in checks
     page = (project / ".local" / "dq-report.html").read_text()
     assert "Dataset checks (latest gate)" in page and "silver_orders.known_customer" in page
