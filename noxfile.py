@@ -238,8 +238,10 @@ def find_links(*folders: Path) -> dict[str, str]:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff check and format check of hooks/, tests/, the package and plain template Python;
-    the package's layers (import-linter's contracts) and types (mypy), set in its pyproject.toml."""
-    session.install(*group("lint"), *package_group("lint"), "-e", str(PACKAGE))
+    the package's layers (import-linter's contracts) and types (mypy, with pyspark installed),
+    set in its pyproject.toml."""
+    pyspark_wheel(session)  # mypy checks the engine against pyspark's own types
+    session.install(*group("lint"), *package_group("lint"), "-e", f"{PACKAGE}[local]")
     session.run("ruff", "check", *OURS)
     session.run("ruff", "format", "--check", "--diff", *OURS)
     with session.chdir(PACKAGE):  # the package's own [tool.ruff], [tool.importlinter], [tool.mypy]

@@ -109,3 +109,19 @@ def test_field_names_of_a_ddl_schema() -> None:
         "`odd, name` STRING, d DECIMAL(12,2), m MAP<STRING, INT>, s STRUCT<a: INT, b: STRING>, "
         "c STRING COMMENT 'a, b'"
     ) == ["odd, name", "d", "m", "s", "c"]
+
+
+def test_a_pipeline_without_a_landing_path_is_told_where_to_set_it() -> None:
+    """A pipeline whose configuration lacks medallion.source.path (a bundle edited by hand)
+    gets one line naming the setting and the file, not an AttributeError on None."""
+    from medallion_dq.sources import SourceNotConfigured, read_landing
+
+    class Conf:  # a pipeline configuration with no keys set, as Spark's conf.get answers
+        def get(self, key: str, default: str | None = None) -> str | None:
+            return default
+
+    class Session:
+        conf = Conf()
+
+    with pytest.raises(SourceNotConfigured, match=r"medallion\.source\.path.*pipeline\.yml"):
+        read_landing(Session(), "orders", "order_id STRING")  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import functools
 import logging
 import os
 import sys
@@ -168,10 +169,8 @@ def cmd_report(args) -> int:
     try:
         with local.reporting_loss():
             spark = local.spark
-            events = None
-            for log in logs:
-                frame = spark.read.format("delta").load(str(log.parent))
-                events = frame if events is None else events.unionByName(frame)
+            frames = [spark.read.format("delta").load(str(log.parent)) for log in logs]
+            events = functools.reduce(lambda a, b: a.unionByName(b), frames)
             rows = report.history(events)
             clauses = report.clauses_from_rule_files(config.rules_dirs(root))
             print(report.text_table(rows, clauses=clauses))

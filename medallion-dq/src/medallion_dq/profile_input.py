@@ -8,7 +8,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.sources import EXTENSIONS, unread_files
@@ -146,7 +146,8 @@ def read_landing_batch(
             "medallion.source.path": str(folder.parent.resolve()),
         },
     )
-    return read_landing(session, folder.name, schema)
+    # read_landing uses only a session's conf.get, readStream and read: _BatchSession's.
+    return read_landing(cast("SparkSession", session), folder.name, schema)
 
 
 def landing_input(

@@ -89,6 +89,10 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {"json": ("json", "jsonl"), "csv": ("cs
 local_text_reader: Callable[[SparkSession, str, str, str | StructType], DataFrame] | None = None
 
 
+class SourceNotConfigured(MedallionDQError, ValueError):
+    """The pipeline's configuration does not say where its landing files are."""
+
+
 class LocalReaderMissing(MedallionDQError, RuntimeError):
     """json / csv files to read without Auto Loader, and no local engine to read them."""
 
@@ -217,10 +221,16 @@ def read_landing(
     `_rescued_data`, `_source_file` and `_ingested_at` (see the module docstring).
     `file_format`: this source's (json, csv, parquet, ...), else the pipeline's."""
     file_format = (
-        file_format or spark.conf.get("medallion.source.file_format", FILE_FORMAT)
+        file_format or spark.conf.get("medallion.source.file_format", FILE_FORMAT) or FILE_FORMAT
     ).lower()
-    reader_format = spark.conf.get("medallion.source.format", file_format)
-    path = f"{spark.conf.get('medallion.source.path').rstrip('/')}/{folder}"
+    reader_format = spark.conf.get("medallion.source.format", file_format) or file_format
+    landing = spark.conf.get("medallion.source.path", None)
+    if not landing:
+        raise SourceNotConfigured(
+            f"read_landing({folder!r}): the pipeline sets no medallion.source.path; set it in the"
+            " `configuration` of its resources/*.pipeline.yml (the landing folder or volume)"
+        )
+    path = f"{landing.rstrip('/')}/{folder}"
     if reader_format == "cloudFiles":
         return _auto_loader(spark, path, file_format, schema)
     if file_format in ("json", "csv"):
@@ -336,6 +346,7 @@ def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
             for i, f in enumerate(fields)
         ),
     ).first()
+    assert counts is not None  # an aggregate without grouping has one row
     new_fields = {}
     if counts["rescued"]:
         keys = df.where(F.col(RESCUED_DATA).isNotNull()).select(

@@ -213,14 +213,14 @@ def apply(df, dataset: str, expectations: list[Expectation], update_id: str | No
             ok = F.when(ok, F.lit(True)).otherwise(F.raise_error(message).cast("boolean"))
         flags.append(ok.alias(f"{FLAG}{i}"))
     df = df.select("*", *flags)
-    ok = {i: F.col(f"{FLAG}{i}") for i in range(len(expectations))}
+    passed = {i: F.col(f"{FLAG}{i}") for i in range(len(expectations))}
 
     drop_ok = F.lit(True)
     for i, e in enumerate(expectations):
         if e.action == "drop":
-            drop_ok = drop_ok & ok[i]
+            drop_ok = drop_ok & passed[i]
     metrics = [F.count(F.lit(1)).alias("input")]
-    metrics += [F.count_if(~ok[i]).alias(f"failed_{i}") for i in ok]
+    metrics += [F.count_if(~passed[i]).alias(f"failed_{i}") for i in passed]
     metrics.append(F.count_if(~drop_ok).alias("dropped"))
     df = df.observe(observation_name(update_id or _update["id"], dataset), *metrics).filter(drop_ok)
     # Every column but the flags, resolved lazily (no analysis in a query function).

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from medallion_dq import settings
@@ -71,7 +71,8 @@ QUIET_LOGGERS = (
 
 # A local server that stops answering has died; it is not restarting. Give up after about
 # 15 s (6 retries, backoff capped at 5 s) instead of pyspark's default of over 10 minutes.
-LOCAL_RETRY_POLICY = {"max_retries": 6, "max_backoff": 5000}
+#: A local server that stops answering this long has died (Spark Connect retries, then gives up).
+LOCAL_RETRIES, LOCAL_MAX_BACKOFF_MS = 6, 5000
 
 
 class ServerLost(MedallionDQError, RuntimeError):
@@ -194,6 +195,12 @@ def alias_catalogs(session, names) -> None:
             session.conf.set(f"spark.sql.catalog.{name}", CATALOG_ALIAS_CLASS)
 
 
+def _session(builder: Any) -> SparkSession:
+    """A Connect session from ``builder``, typed as pyspark's public ``SparkSession``: the API
+    the pipelines and tools use, and the type pyspark's own ``builder.remote()`` gives it."""
+    return cast("SparkSession", builder.create())
+
+
 @dataclass
 class LocalSpark:
     """A running Spark Connect session and the folder its server writes to."""
@@ -278,14 +285,19 @@ class LocalSpark:
 
         main = self.spark
         # The same server and token (the client's own channel builder); a new session id.
-        session = ConnectSession.builder.channelBuilder(main.client._builder).create()
-        session.client.set_retry_policies(main.client.get_retry_policies())
+        # (pyspark annotates the builder narrower than it takes: any ChannelBuilder works.)
+        builder = ConnectSession.builder.channelBuilder(main.client._builder)  # type: ignore[arg-type]
+        connect = builder.create()
+        connect.client.set_retry_policies(main.client.get_retry_policies())
+        session = cast("SparkSession", connect)
         reachable = True
         try:
-            fresh = session.conf.getAll
-            changed = {k: v for k, v in main.conf.getAll.items() if fresh.get(k) != v}
+            fresh = connect.conf.getAll
+            changed: dict[str, str | int | bool] = {
+                k: v for k, v in main.conf.getAll.items() if fresh.get(k) != v
+            }
             if changed:  # silent: a static conf, the same for every session, is skipped
-                session.conf._set_all(changed, silent=True)
+                connect.conf._set_all(changed, silent=True)
             yield session
         except BaseException as error:
             # A lost server: nothing left to stop, and a release would retry until it gave up.
@@ -415,7 +427,7 @@ def _start_embedded(confs: dict[str, str], log: Path):
             else:
                 os.environ[name] = value
     # The Connect builder itself: the classic one would reconnect to sc://localhost:15002.
-    return ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}").create()
+    return _session(ConnectSession.builder.remote(f"sc://localhost:{port}/;token={token}"))
 
 
 def _connect_shared(
@@ -450,7 +462,7 @@ def _connect_shared(
         if jars is None:
             jar_files.keep_fetched_delta_jars()
     try:
-        spark = _give_up_soon(ConnectSession.builder.remote(info.url).create())
+        spark = _give_up_soon(_session(ConnectSession.builder.remote(info.url)))
     except BaseException:
         lease.release()
         raise
@@ -517,10 +529,11 @@ def start(
 
 
 def _give_up_soon(spark):
-    """`spark` with LOCAL_RETRY_POLICY: a local server that stops answering has died."""
+    """`spark` with LOCAL_RETRIES: a local server that stops answering has died."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    spark.client.set_retry_policies([DefaultPolicy(**LOCAL_RETRY_POLICY)])
+    policy = DefaultPolicy(max_retries=LOCAL_RETRIES, max_backoff=LOCAL_MAX_BACKOFF_MS)
+    spark.client.set_retry_policies([policy])
     return spark
 
 
@@ -614,7 +627,7 @@ def _in_docker(backend: str, work_dir: Path, mounts: Sequence[Path], started: fl
         raise BackendUnavailable(str(error)) from error
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    spark = _give_up_soon(ConnectSession.builder.remote(server.url).create())
+    spark = _give_up_soon(_session(ConnectSession.builder.remote(server.url)))
     stops = [server.stop, spark.stop]
     return LocalSpark(spark, backend, work_dir, time.perf_counter() - started, stops, server)
 
@@ -624,7 +637,7 @@ def _remote(url: str, work_dir: Path, shared_dir: Path, started: float) -> Local
     policy: a remote server may be restarting)."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    spark = ConnectSession.builder.remote(url).create()
+    spark = _session(ConnectSession.builder.remote(url))
     try:
         _check_remote(spark, url, shared_dir)
     except BaseException:
