@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from medallion_dq import rules
 from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.problems import MedallionDQError
 
@@ -272,18 +273,22 @@ class Bundle:
 
 
 def read_yaml(path: Path) -> Any:
-    """``yaml.safe_load`` of a file, with errors turned into ``BundleError``."""
+    """A bundle file's YAML (`rules.BoundedLoader`: no alias bomb), with errors turned into
+    ``BundleError``."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=rules.BoundedLoader)
+    except RecursionError:
+        raise BundleError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise BundleError(f"{path}: invalid YAML{where}: {problem}") from None
+        fix = f"; fix: {exc.fix}" if isinstance(exc, rules.YAMLTooLarge) else ""
+        raise BundleError(f"{path}: invalid YAML{where}: {problem}{fix}") from None
 
 
 @dataclass
