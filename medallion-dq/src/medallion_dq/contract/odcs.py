@@ -155,7 +155,8 @@ def _unsafe_calls(label: str, where: list, rule: Any) -> list[str]:
         tree = sqlglot.parse_one(query, dialect="spark")
     except (ParseError, TokenError, RecursionError):
         return []  # `import` says it does not parse, and translates nothing of it
-    name = f" {rule['name']!r}" if isinstance(rule.get("name"), str) else ""
+    named = rule.get("name") or rule.get("id")
+    name = f" {named!r}" if isinstance(named, str) else ""
     return [
         f"{code} {label}: {_path([*where, 'query'])}: sql rule{name}: {message}; fix: {fix}"
         for code, message, fix in function_errors(query, tree)
