@@ -116,7 +116,12 @@ _LIST_MERGE_KEYS = {
 
 
 class BundleError(MedallionDQError):
-    """The bundle cannot be read (missing file, invalid YAML, unknown target...)."""
+    """The bundle cannot be read (missing file, invalid YAML, unknown target...); `fix`, when
+    the message alone does not say it."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.fix = fix
 
 
 # --------------------------------------------------------------------------- data model
@@ -287,8 +292,11 @@ def read_yaml(path: Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        fix = f"; fix: {exc.fix}" if isinstance(exc, rules.YAMLTooLarge) else ""
-        raise BundleError(f"{path}: invalid YAML{where}: {problem}{fix}") from None
+        if isinstance(exc, rules.YAMLTooLarge):
+            raise BundleError(f"{path}: YAML refused{where}: {problem}", exc.fix) from None
+        raise BundleError(
+            f"{path}: invalid YAML{where}: {problem}", "fix the YAML syntax"
+        ) from None
 
 
 @dataclass
