@@ -13,9 +13,8 @@ from functools import cache
 from importlib import resources
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
 
 
 # The functions a rule may call: Spark's built-ins whose answer depends on the row alone,
@@ -212,7 +211,7 @@ def constraint_errors(constraint: object) -> list[tuple[str, str, str]]:
     return errors + function_errors(constraint, tree)
 
 
-def calls(text: str, tree: exp.Expression) -> dict[str, bool]:
+def calls(text: str, tree: exp.Expr) -> dict[str, bool]:
     """`{name: qualified}` of every function `text` calls, lower case, however it is written:
     any case, backticked, qualified (`system.builtin.reflect`), in a lambda, or niladic
     (`current_user`). Read from the tokens, as written (sqlglot's tree renames many functions,
@@ -236,7 +235,7 @@ def calls(text: str, tree: exp.Expression) -> dict[str, bool]:
     return found
 
 
-def function_errors(text: str, tree: exp.Expression) -> list[tuple[str, str, str]]:
+def function_errors(text: str, tree: exp.Expr) -> list[tuple[str, str, str]]:
     """DQ010 for each function of `text` (parsed as `tree`) that is not on the allow-list."""
     builtins = spark_builtin_functions()
     errors = []

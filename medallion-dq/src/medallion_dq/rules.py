@@ -279,7 +279,8 @@ class BoundedLoader(yaml.SafeLoader):
 
     def compose_document(self):
         node = super().compose_document()
-        _expanded(node)
+        if node is not None:
+            _expanded(node)
         return node
 
 
