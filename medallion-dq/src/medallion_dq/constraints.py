@@ -1,7 +1,8 @@
 """Static checks of expectation constraints, before any data is touched.
 
 A constraint must be one boolean SQL expression over the dataset's own columns: no statements, no
-subqueries, no Python UDFs or other non-built-in functions (Databricks refuses the same).
+subqueries, and only functions on ALLOWED, Spark's built-ins whose answer depends on the row
+alone: rule SQL is data a data owner edits, not code that reaches the JVM (DQ010).
 Unknown columns can only be found against the real schema: the local runner does that in a dry
 run of the pipeline graph.
 """
