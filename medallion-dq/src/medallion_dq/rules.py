@@ -55,7 +55,7 @@ from pathlib import Path
 import yaml
 
 from medallion_dq.constraints import constraint_errors
-from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as rules.X)
     CHECK_FIELDS,
     CHECK_KINDS,
@@ -262,7 +262,7 @@ FILE_FIELDS = {*model_keys(RuleSet), "description"}
 MAX_ALIAS_VALUES = 10_000
 
 
-class YAMLTooLarge(yaml.YAMLError):
+class YAMLTooLarge(MedallionDQError, yaml.YAMLError):
     """A document whose aliases expand past MAX_ALIAS_VALUES values."""
 
     fix = "write the values out, or use fewer aliases (an alias expanding to aliases multiplies)"
