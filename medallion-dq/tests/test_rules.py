@@ -666,6 +666,7 @@ def test_a_function_a_rule_may_not_call_is_refused_however_written(constraint, f
         "trim(BOTH ' ' FROM code) <> '' AND substring(code FROM 1 FOR 2) = 'AB'",
         "parse_url(url, 'HOST') IS NOT NULL AND sha2(email, 256) <> ''",
         "payload.amount >= 0 AND `odd name` IS NOT NULL",
+        "note NOT LIKE '%java_method(%' AND version IS NOT NULL",  # text, and a column's name
     ],
 )
 def test_deterministic_functions_and_their_lambdas_are_allowed(constraint):
