@@ -391,6 +391,20 @@ def test_invalid_yaml_is_a_problem_not_a_traceback(project: Path) -> None:
     assert "invalid YAML" in problem.message
 
 
+def test_an_alias_bomb_in_a_bundle_file_is_one_line_at_once(project: Path) -> None:
+    """Anchors are common in bundle YAML, so a few aliases read; nine levels of nine do not."""
+    from test_rules import alias_bomb
+
+    path = project / JOB_FILE
+    path.write_text(path.read_text() + "x-bomb:\n" + alias_bomb(indent="  "), encoding="utf-8")
+    problems = validate_bundle(project)
+    assert [str(p) for p in problems] == [
+        f"BND001 {JOB_FILE}: YAML refused (line {len(path.read_text().splitlines()) - 5}, column "
+        "7): its aliases expand to more than 10000 values (an alias bomb); fix: write the values "
+        "out, or use fewer aliases (an alias expanding to aliases multiplies)"
+    ]
+
+
 # --------------------------------------------------------------------------- gate arithmetic
 
 

@@ -688,3 +688,66 @@ def test_export_says_what_a_contract_cannot_hold(project, capsys):
         "contract export: not in the contract: daily_volume: min_ratio, max_ratio: ODCS counts "
         "rows, not ratios"
     ]
+
+
+# --------------------------------------------------------------------------- hostile contracts
+
+
+@pytest.mark.parametrize(
+    ("query", "function"),
+    [
+        (
+            "SELECT COUNT(*) FROM {object} WHERE java_method('java.lang.System', 'exit', 0) = 0",
+            "java_method",
+        ),
+        ("SELECT COUNT(*) FROM ${object} WHERE NOT JAVA_METHOD('a', 'b') = ''", "java_method"),
+        ("SELECT count(*) FROM {object} WHERE `reflect`('a', 'b') IS NULL", "reflect"),
+        ("SELECT COUNT(*) FROM orders WHERE try_reflect('a', 'b') IS NULL", "try_reflect"),
+        ("SELECT COUNT(*) FROM read_files('/etc/passwd')", "read_files"),
+    ],
+    ids=["where", "upper-case", "backticked", "try-reflect", "table-function"],
+)
+def test_a_sql_clause_calling_what_a_rule_may_not_is_refused_and_nothing_written(
+    project, capsys, query, function
+):
+    """Before: `import` wrote the clause's java_method into the rule file, where `check` passed
+    it and `check --examples` ran it on the Spark server."""
+
+    def change(doc):
+        props(doc)[6]["quality"][0]["query"] = query
+
+    changed = edited(project, change)
+    before = snapshot(project)
+    for action in ("import", "check"):
+        assert run(project, action, str(changed)) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1, err
+        assert err[0].startswith(
+            "error: DQ010 changed.odcs.yaml: schema[0].properties[6].quality[0].query: sql rule "
+            f"'positive_quantity': function {function}() "
+        ), err
+        assert "; fix: " in err[0]
+    assert snapshot(project) == before
+
+
+def test_an_alias_bomb_in_a_contract_is_one_line_at_once(project, capsys):
+    """Before: 4 GB and 72-106 s in `check` and `contract check`, then a MemoryError."""
+    from test_rules import alias_bomb
+
+    path = project / "contracts" / "orders.odcs.yaml"
+    bomb = "".join(f"      {line}\n" for line in alias_bomb().splitlines())
+    path.write_text(path.read_text() + f"customProperties:\n  - property: x\n    value:\n{bomb}")
+    before = snapshot(project)
+    said = (
+        "orders.odcs.yaml: YAML is refused at line {}: its aliases expand to more than "
+        "10000 values (an alias bomb); fix: write the values out, or use fewer aliases (an alias "
+        "expanding to aliases multiplies)"
+    )
+    line = len(path.read_text().splitlines()) - 5  # a4: 9**5 values
+    for action in ("import", "check"):
+        assert run(project, action, "contracts/orders.odcs.yaml") == 2
+        assert capsys.readouterr().err == f"error: {said.format(line)}\n"
+    assert cli.main(["--root", str(project), "check"]) == 0  # a warning, as any contract's
+    out = capsys.readouterr().out
+    assert f"DQC015 contracts/orders.odcs.yaml: contracts/{said.format(line)}" in out
+    assert snapshot(project) == before

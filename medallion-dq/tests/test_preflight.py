@@ -604,3 +604,22 @@ def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypa
     monkeypatch.setattr(pipeline_files, "_importable", lambda name, paths: name != "pyspark")
     files = sorted((project / "src" / "pipelines").rglob("*.py"))
     assert [p for p in preflight.check_pipeline_code(files, project) if p.code == "RUN013"] == []
+
+
+def test_cli_a_rule_calling_the_jvm_is_exit_2_before_spark(project):
+    """Before: `run` started Spark and the rule's java_method ran on the server, as any rule."""
+    rules = project / "src/acme_orders/rules/silver/orders.yml"
+    edit(
+        rules,
+        "constraint: amount >= 0",
+        "constraint: JAVA_METHOD('java.lang.System', 'exit', 0) = 0",
+    )
+    done = cli(project, "run", "--pipeline", "validation")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert (
+        "error: DQ010 src/acme_orders/rules/silver/orders.yml: rule 'valid_amount': function "
+        "java_method() calls Java code in the Spark JVM; fix: a rule is data, not code: compare "
+        "the row's columns with built-in SQL functions\n"
+    ) in output
+    assert "Traceback" not in output and "Spark (" not in output

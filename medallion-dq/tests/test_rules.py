@@ -479,7 +479,8 @@ def test_yaml_bomb_gives_short_messages_fast():
         "\n".join(levels) + "\ndataset: silver_orders\nrules: *a8\n"
     )  # 10**9 leaves once spelt out
     error = problems_of(text)
-    assert {p.code for p in error.problems} == {"DQ012", "DQ005"}
+    assert [p.code for p in error.problems] == ["DQ002"]  # refused as read: nothing walks it
+    assert "an alias bomb" in str(error)
     assert_readable(error)
 
 
@@ -593,3 +594,141 @@ def test_valid_decorators_return_the_function():
         expectations.expect_all_or_drop({"valid_amount": "amount >= 0"})(query)
     )
     assert decorated is query
+
+
+# --------------------------------------------------------------------------- rule SQL is data
+
+# A function a rule may not call, in each form sqlglot and Spark read: (id, constraint, the
+# function the line names). Before the allow-list, each of the JVM's passed `check` with no error,
+# and `check --examples` ran java_method('java.lang.System', 'exit', 0), which killed the server.
+REFUSED_CALLS = [
+    (
+        "java_method",
+        "java_method('java.lang.System', 'getProperty', 'java.home') IS NOT NULL",
+        "java_method",
+    ),
+    ("upper_case", "JAVA_METHOD('java.lang.System', 'exit', 0) = 0", "java_method"),
+    ("backticked", "`reflect`('java.lang.System', 'getenv', 'HOME') IS NULL", "reflect"),
+    ("backticked_spaced", "`Try_Reflect` ('java.util.UUID', 'randomUUID') <> ''", "try_reflect"),
+    (
+        "qualified",
+        "system.builtin.java_method('java.lang.Runtime', 'getRuntime') IS NULL",
+        "java_method",
+    ),
+    ("commented", "reflect /* x */ ('java.lang.System', 'lineSeparator') = ''", "reflect"),
+    ("in_a_lambda", "exists(tags, t -> reflect('java.lang.String', 'valueOf', t) = t)", "reflect"),
+    ("input_file", "input_file_name() LIKE '%.json'", "input_file_name"),
+    ("file_block", "input_file_block_start() >= 0", "input_file_block_start"),
+    ("session_user_bare", "current_user = 'alice'", "current_user"),
+    ("session_user_call", "session_user() <> ''", "session_user"),
+    ("database", "current_database() = 'prod'", "current_database"),
+    ("engine_version", "version() LIKE '4%'", "version"),
+    ("partition", "spark_partition_id() = 0", "spark_partition_id"),
+    ("row_id", "monotonically_increasing_id() > 0", "monotonically_increasing_id"),
+    ("uuid", "uuid() <> order_id", "uuid"),
+    ("raise_error", "amount >= 0 OR raise_error('negative') IS NULL", "raise_error"),
+    ("assert_true", "assert_true(amount >= 0) IS NULL", "assert_true"),
+    ("aes_key_in_rule", "aes_decrypt(secret, 'abcdefghijklmnop') IS NOT NULL", "aes_decrypt"),
+    ("xml_parser", "xpath_string(payload, '/a') = 'x'", "xpath_string"),
+    ("table_function", "read_files('/etc/passwd') IS NULL", "read_files"),
+    ("generator", "explode(tags) = 'x'", "explode"),
+    ("not_reviewed", "hll_sketch_estimate(sketch) > 0", "hll_sketch_estimate"),
+    ("catalog_function", "finance.upper(currency) = 'EUR'", "upper"),
+]
+
+
+@pytest.mark.parametrize(
+    ("constraint", "function"),
+    [pytest.param(*case[1:], id=case[0]) for case in REFUSED_CALLS],
+)
+def test_a_function_a_rule_may_not_call_is_refused_however_written(constraint, function):
+    error = problems_of(one_rule(constraint))
+    assert [(p.code, p.rule) for p in error.problems] == [("DQ010", "valid_amount")], str(error)
+    assert f"function {function}()" in str(error)
+    assert_readable(error)
+    # the same in a pipeline's own decorator (the local engine, before Spark reads a row)
+    with pytest.raises(DataQualityError) as caught:
+        expectations.expect("valid_amount", constraint)
+    assert [p.code for p in caught.value.problems] == ["DQ010"]
+
+
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        "exists(tags, t -> t LIKE 'a%') AND forall(tags, t -> length(t) < 9)",
+        "aggregate(lines, 0, (total, x) -> total + x.amount) = amount",
+        "size(filter(tags, t -> t = 'x')) = 0 AND transform(tags, t -> upper(t)) IS NOT NULL",
+        "instr(email, '@') > 1 AND locate('.', email) > 0 AND position('@' IN email) > 1",
+        "try_cast(amount AS DECIMAL(12,2)) >= 0 AND CAST(code AS VARCHAR(3)) = 'abc'",
+        "order_ts <= current_timestamp() AND order_date <= current_date AND now() > order_ts",
+        "channel LIKE ANY ('web%', 'shop%') AND extract(YEAR FROM order_ts) > 2000",
+        "if(amount > 0, true, false) AND coalesce(left(code, 2), '') <> 'XX'",
+        "trim(BOTH ' ' FROM code) <> '' AND substring(code FROM 1 FOR 2) = 'AB'",
+        "parse_url(url, 'HOST') IS NOT NULL AND sha2(email, 256) <> ''",
+        "payload.amount >= 0 AND `odd name` IS NOT NULL",
+        "note NOT LIKE '%java_method(%' AND version IS NOT NULL",  # text, and a column's name
+    ],
+)
+def test_deterministic_functions_and_their_lambdas_are_allowed(constraint):
+    assert rules.parse(one_rule(constraint), FILE).rules[0].constraint == constraint
+
+
+def test_the_allow_list_names_spark_functions_only():
+    """Each allowed name is a function of pyspark 4.2.0 (or the syntax Spark reads as one), and
+    none is also refused: a name Spark adds later is on neither list, so refused."""
+    from medallion_dq import constraints
+
+    syntax = {"try_cast", "timestampadd", "timestampdiff"}
+    assert constraints.ALLOWED - constraints.spark_builtin_functions() == syntax
+    assert not constraints.ALLOWED & set(constraints.REFUSED)
+    assert constraints.AGGREGATES <= constraints.ALLOWED
+
+
+def test_a_dataset_check_takes_names_not_sql():
+    """The checks' options are names, durations and numbers: SQL in them is refused (DQ023)."""
+    text = HEAD_CHECKS + (
+        "checks:\n  - name: fresh\n    freshness: {column: \"java_method('a', 'b')\", max_age: 2d}\n"
+    )
+    error = problems_of(text)
+    assert [p.code for p in error.problems] == ["DQ023"]
+    assert "freshness.column must be a column or dataset name" in str(error)
+
+
+# --------------------------------------------------------------------------- YAML is bounded
+
+
+def alias_bomb(levels: int = 9, indent: str = "") -> str:
+    """Nine levels of nine aliases: 387 million values from 500 bytes."""
+    lines = [f"{indent}a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [
+        f"{indent}a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, levels + 1)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_in_a_rule_file_is_one_line_at_once(tmp_path):
+    """Before: a contract holding it took 4 GB and 72-106 s in `check`, then a MemoryError."""
+    path = write_rule_file(
+        tmp_path, (HEAD_CHECKS + "description:\n" + alias_bomb(indent="  ")).encode()
+    )
+    with pytest.raises(DataQualityError) as caught:
+        rules.load(path)
+    assert [str(p) for p in caught.value.problems] == [
+        "DQ002 rules/silver/orders.yml: YAML is refused at line 11, column 7: its aliases expand "
+        "to more than 10000 values (an alias bomb); fix: write the values out, or use fewer "
+        "aliases (an alias expanding to aliases multiplies)"
+    ]
+
+
+def test_an_alias_inside_its_own_value_is_refused():
+    error = problems_of(HEAD_CHECKS + "description: &a [x, *a]\n")
+    assert [p.code for p in error.problems] == ["DQ002"]
+    assert "an alias refers to the value it is part of" in str(error)
+
+
+def test_a_few_aliases_still_read():
+    text = HEAD + (
+        "  - name: valid_amount\n    constraint: amount >= 0\n    owner: &team orders-team\n"
+        "  - name: valid_quantity\n    constraint: quantity > 0\n    owner: *team\n"
+    )
+    assert [r.owner for r in rules.parse(text, FILE).rules] == ["orders-team"] * 2

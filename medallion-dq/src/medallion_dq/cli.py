@@ -108,7 +108,7 @@ def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
     local = local_spark.start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
     try:
         with local.reporting_loss():
-            return examples.check(local.spark, root)
+            return examples.check(local.spark, root, lost=local.lost)
     finally:
         local.stop()
 

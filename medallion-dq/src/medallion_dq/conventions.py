@@ -259,8 +259,8 @@ class _Collector:
     def read_rule_file(self, path: Path) -> None:
         where = relative_path(path, self.root)
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
         native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)
         # A Lakehouse Plumber file names no dataset (the pipeline passes it): use the file name.

@@ -95,8 +95,8 @@ def _parse(text: str, file: str) -> rules.RuleSet:
     """A rule file's text; a Lakehouse Plumber file names no dataset: its file name does (as in
     `medallion-dq check`)."""
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError:
+        raw = yaml.load(text, Loader=rules.StrictLoader)
+    except (yaml.YAMLError, RecursionError):
         raw = None  # rules.parse reports it
     native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)
     stem = Path(file.split(":")[-1]).stem if isinstance(raw, dict) and not native else None

@@ -17,7 +17,7 @@ fail; only then each example is judged alone, to name the ones that do not fit.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -27,6 +27,9 @@ from medallion_dq import config, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.quarantine import passes_all_sql
 from medallion_dq.text import sql_name, sql_string
+
+# An error -> the server's loss to raise instead (LocalSpark.lost), or None: any other error.
+Lost = Callable[[BaseException], Exception | None] | None
 
 # A NULL example takes the type of the same column's other examples in the rule.
 _NULL_TYPES = {
@@ -148,13 +151,15 @@ def _misfit(case: Case, error: Exception) -> Problem:
     )
 
 
-def judge(spark, all_cases: list[Case]) -> list[Problem | None]:
+def judge(spark, all_cases: list[Case], lost: Lost = None) -> list[Problem | None]:
     """Each case's problem (None when it behaves as written), from one query; only when that
-    query fails does each case run alone, to find the ones Spark cannot judge."""
+    query fails does each case run alone, to find the ones Spark cannot judge. `lost`: what
+    turns an error into the server's loss (LocalSpark.lost), raised at once, not taken for
+    each example's misfit."""
     if not all_cases:
         return []
     with _quiet_query_errors():
-        return _judge(spark, all_cases)
+        return _judge(spark, all_cases, lost or (lambda error: None))
 
 
 @contextmanager
@@ -171,11 +176,13 @@ def _quiet_query_errors():
         logger.disabled = disabled
 
 
-def _judge(spark, all_cases: list[Case]) -> list[Problem | None]:
+def _judge(spark, all_cases: list[Case], lost: Callable) -> list[Problem | None]:
     try:
         rows = spark.sql("\nUNION ALL\n".join(map(case_sql, range(len(all_cases)), all_cases)))
         outcome = {row.example: row.passes for row in rows.collect()}
-    except Exception:  # noqa: BLE001 - every Spark error is narrowed down below
+    except Exception as error:  # noqa: BLE001 - every Spark error is narrowed down below
+        if gone := lost(error):
+            raise gone from None
         outcome = None
     result: list[Problem | None] = []
     for index, case in enumerate(all_cases):
@@ -183,6 +190,8 @@ def _judge(spark, all_cases: list[Case]) -> list[Problem | None]:
             try:
                 passes = spark.sql(case_sql(index, case)).collect()[0].passes
             except Exception as error:  # noqa: BLE001 - Spark's analysis or cast error
+                if gone := lost(error):
+                    raise gone from None
                 result.append(_misfit(case, error))
                 continue
         else:
@@ -192,7 +201,9 @@ def _judge(spark, all_cases: list[Case]) -> list[Problem | None]:
     return result
 
 
-def check(spark, root: Path, layer: str | None = None) -> tuple[int, list[Problem]]:
+def check(
+    spark, root: Path, layer: str | None = None, lost: Lost = None
+) -> tuple[int, list[Problem]]:
     """(number of examples, problems) of the project's rule files."""
     all_cases = cases(project_rule_sets(root, layer))
-    return len(all_cases), [p for p in judge(spark, all_cases) if p is not None]
+    return len(all_cases), [p for p in judge(spark, all_cases, lost) if p is not None]

@@ -55,7 +55,7 @@ from pathlib import Path
 import yaml
 
 from medallion_dq.constraints import constraint_errors
-from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as rules.X)
     CHECK_FIELDS,
     CHECK_KINDS,
@@ -256,9 +256,68 @@ class RuleSet:
 FILE_FIELDS = {*model_keys(RuleSet), "description"}
 
 
-class StrictLoader(yaml.SafeLoader):
-    """`yaml.safe_load`'s loader (no Python tags), refusing a key given twice in one mapping:
-    plain YAML keeps the last one, so a rule missing its '- ' would silently replace another."""
+# What aliases (`*a`) may add to a file, in values: a YAML alias bomb (nine levels of
+# `&a [*a, *a, ...]`, a few hundred bytes) expands to 387 million values in whatever walks it
+# (a schema check, a copy), taking gigabytes and minutes. Files of ours use a few aliases at most.
+MAX_ALIAS_VALUES = 10_000
+
+
+class YAMLTooLarge(MedallionDQError, yaml.YAMLError):
+    """A document whose aliases expand past MAX_ALIAS_VALUES values."""
+
+    fix = "write the values out, or use fewer aliases (an alias expanding to aliases multiplies)"
+
+    def __init__(self, problem: str, mark: yaml.Mark):
+        self.problem, self.problem_mark = problem, mark
+        super().__init__(problem)
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """`yaml.safe_load`'s loader (no Python tags), refusing a document whose aliases expand to
+    more than MAX_ALIAS_VALUES values (YAMLTooLarge), before anything walks it. Every YAML file
+    a user gives is read with it (or StrictLoader)."""
+
+    def compose_document(self):
+        node = super().compose_document()
+        if node is not None:
+            _expanded(node)
+        return node
+
+
+def _expanded(root: yaml.Node) -> None:
+    """Count the values `root` expands to, each node once (aliases share their node): an
+    iterative walk, since a bomb nests deeply and an alias may point into its own anchor."""
+    size: dict[int, int] = {}
+    distinct = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        children = [] if isinstance(node, yaml.ScalarNode) else node.value
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in children for part in pair]
+        if done:
+            open_nodes.discard(id(node))
+            size[id(node)] = 1 + sum(size[id(child)] for child in children)
+            if size[id(node)] - distinct > MAX_ALIAS_VALUES:
+                raise YAMLTooLarge(
+                    f"its aliases expand to more than {MAX_ALIAS_VALUES} values (an alias bomb)",
+                    node.start_mark,
+                )
+            continue
+        if id(node) in size:
+            continue
+        if id(node) in open_nodes:  # an alias inside its own anchor: an endless value
+            raise YAMLTooLarge("an alias refers to the value it is part of", node.start_mark)
+        open_nodes.add(id(node))
+        distinct += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in size)
+
+
+class StrictLoader(BoundedLoader):
+    """BoundedLoader, refusing a key given twice in one mapping: plain YAML keeps the last one,
+    so a rule missing its '- ' would silently replace another."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -309,9 +368,10 @@ def _yaml(text: str, reader: Reader) -> dict:
         fix = (
             "start each rule with '- ' and give each key once"
             if problem.startswith("duplicate key")
-            else "fix the indentation or quoting there"
+            else getattr(error, "fix", "fix the indentation or quoting there")
         )
-        reader.add("DQ002", f"YAML does not parse{where}: {problem}", fix)
+        verdict = "is refused" if isinstance(error, YAMLTooLarge) else "does not parse"
+        reader.add("DQ002", f"YAML {verdict}{where}: {problem}", fix)
         raise DataQualityError(reader.problems) from None
     if data is None:
         reader.add(

@@ -35,6 +35,7 @@ from typing import Any
 
 import yaml
 
+from medallion_dq import rules
 from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.problems import MedallionDQError
 
@@ -115,7 +116,12 @@ _LIST_MERGE_KEYS = {
 
 
 class BundleError(MedallionDQError):
-    """The bundle cannot be read (missing file, invalid YAML, unknown target...)."""
+    """The bundle cannot be read (missing file, invalid YAML, unknown target...); `fix`, when
+    the message alone does not say it."""
+
+    def __init__(self, message: str, fix: str = ""):
+        super().__init__(message)
+        self.fix = fix
 
 
 # --------------------------------------------------------------------------- data model
@@ -272,18 +278,25 @@ class Bundle:
 
 
 def read_yaml(path: Path) -> Any:
-    """``yaml.safe_load`` of a file, with errors turned into ``BundleError``."""
+    """A bundle file's YAML (`rules.BoundedLoader`: no alias bomb), with errors turned into
+    ``BundleError``."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=rules.BoundedLoader)
+    except RecursionError:
+        raise BundleError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise BundleError(f"{path}: invalid YAML{where}: {problem}") from None
+        if isinstance(exc, rules.YAMLTooLarge):
+            raise BundleError(f"{path}: YAML refused{where}: {problem}", exc.fix) from None
+        raise BundleError(
+            f"{path}: invalid YAML{where}: {problem}", "fix the YAML syntax"
+        ) from None
 
 
 @dataclass

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from medallion_dq import rules
 from medallion_dq.bundle.model import join_path
 from medallion_dq.problems import Problem
 from medallion_dq.text import relative_path
@@ -65,7 +66,7 @@ def _line_map(text: str) -> dict[str, int]:
             for i, item in enumerate(node.value):
                 walk(item, f"{path}[{i}]")
 
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    node = yaml.compose(text, Loader=rules.BoundedLoader)
     if node is not None:
         walk(node, "")
     return out

@@ -691,7 +691,7 @@ def validate_bundle(
                 file if message else root / BUNDLE_FILE,
                 "",
                 message or text,
-                "fix the YAML syntax" if "invalid YAML" in text else "",
+                exc.fix,
             )
             return report.problems
         _check_structure(report, raw)

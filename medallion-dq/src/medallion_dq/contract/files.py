@@ -51,7 +51,7 @@ def render(data: dict) -> str:
 def raw(path: Path) -> dict:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -33,6 +33,7 @@ class Translation:
     notes: list[str] = field(default_factory=list)  # what the team has to do
     contract: dict = field(default_factory=dict)  # {id, version}
     whole: bool = True  # every object of the contract, not one (--dataset)
+    refused: list[str] = field(default_factory=list)  # clauses that would call unsafe code
 
 
 def snake(name: str) -> str:
@@ -92,6 +93,12 @@ class Context:
 
     def add_rule(self, target: RuleFile, rule: dict, where: str) -> None:
         errors = constraint_errors(rule["constraint"])
+        # A function a rule may not call is refused, not skipped: nothing is written (DQ010).
+        for code, message, fix in errors:
+            if code == "DQ010":
+                self.out.refused.append(
+                    f"{code} {self.label}: {where}: {rule['constraint']}: {message}; fix: {fix}"
+                )
         if errors:
             self.out.skipped.append(
                 f"{where}: {rule['constraint']}: {errors[0][1]}: not translated"

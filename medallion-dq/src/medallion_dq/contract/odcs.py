@@ -9,9 +9,12 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import sqlglot
 import yaml
+from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields, rules
+from medallion_dq.constraints import function_errors
 from medallion_dq.contract.values import SPARK_TYPE_NAMES, type_name
 from medallion_dq.problems import MedallionDQError
 
@@ -77,10 +80,15 @@ def _load_yaml(path: Path, label: str) -> Any:
         raise ContractError([f"{label}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ContractError([f"{label}: cannot be read ({error})"]) from None
+    except RecursionError:
+        raise ContractError([f"{label}: YAML does not parse: nested too deeply"]) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
+        if isinstance(error, rules.YAMLTooLarge):
+            fix = f"; fix: {error.fix}"
+            raise ContractError([f"{label}: YAML is refused{where}: {problem}{fix}"]) from None
         raise ContractError([f"{label}: YAML does not parse{where}: {problem}"]) from None
 
 
@@ -128,7 +136,31 @@ def read(path: Path, label: str | None = None) -> dict:
     ]
     if malformed:
         raise ContractError(malformed)
+    unsafe = [
+        line for where, rule in _qualities(data) for line in _unsafe_calls(label, where, rule)
+    ]
+    if unsafe:
+        raise ContractError(unsafe)
     return data
+
+
+def _unsafe_calls(label: str, where: list, rule: Any) -> list[str]:
+    """A sql quality rule's query calls only functions a rule may call (DQ010), wherever in the
+    query: it is SQL a team would run, and `import` makes rules of it."""
+    if not isinstance(rule, dict) or rule.get("type") != "sql" or not rule.get("query"):
+        return []
+    query = str(rule["query"]).replace("${", "{")
+    query = query.replace("{object}", "object").replace("{property}", "property")
+    try:
+        tree = sqlglot.parse_one(query, dialect="spark")
+    except (ParseError, TokenError, RecursionError):
+        return []  # `import` says it does not parse, and translates nothing of it
+    named = rule.get("name") or rule.get("id")
+    name = f" {named!r}" if isinstance(named, str) else ""
+    return [
+        f"{code} {label}: {_path([*where, 'query'])}: sql rule{name}: {message}; fix: {fix}"
+        for code, message, fix in function_errors(query, tree)
+    ]
 
 
 def _physical_types(doc: dict):

@@ -106,6 +106,8 @@ class Translator(DatasetChecks):
         self.sla([self.dataset_of(o) for o in chosen])
         if not self.objects:
             self.out.skipped.append(f"{self.label}: schema: no objects: no rule file written")
+        if self.out.refused:
+            raise ContractError(self.out.refused)
         return self.out
 
     # ----------------------------------------------------------------------- an object
