@@ -3,7 +3,7 @@ weekday once two weeks are there), its verdict and the validation of its fields.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
@@ -83,8 +83,6 @@ def test_warn_passes_the_gate_with_a_warning():
 def test_the_event_log_series_leaves_out_empty_days_and_full_refreshes():
     """Without date_column the series is the volume check's: rows per update, dated by the
     update; an empty update and a full refresh are no delivery to learn from."""
-    from datetime import datetime
-
     written = [
         {
             "update_id": f"u{d}",
@@ -129,8 +127,6 @@ def test_the_event_log_series_leaves_out_empty_days_and_full_refreshes():
 
 
 def test_a_failure_rate_is_judged_against_the_rules_earlier_rates():
-    from datetime import datetime
-
     def rate(update: str, day: int, name: str, failed: int) -> dict:
         time = datetime(2026, 11, day, 6)
         return {
@@ -202,4 +198,37 @@ def test_a_valid_anomaly_check_is_read_with_its_options():
         "anomaly",
         "valid_amount",
         "warn",
+    )
+
+
+def test_the_report_draws_each_series_with_its_band_and_marks_the_anomalies():
+    from medallion_dq import report
+
+    def judged(day: str, value: float, status: str, dataset: str = "silver_<b>orders</b>") -> dict:
+        return {
+            "update_id": f"u-{day}",
+            "timestamp": datetime(2026, 11, int(day[-2:]), 6, tzinfo=timezone.utc),
+            "pipeline": "validation",
+            "dataset": dataset,
+            "check": "daily_anomaly",
+            "kind": "anomaly",
+            "value": f"{value} rows",
+            "bound": "expected 18–22",
+            "status": status,
+            "note": "",
+            "band": [day, value, 18.0, 22.0],
+        }
+
+    rows = [judged("2026-11-16", 20, "PASS"), judged("2026-11-17", 21, "PASS")]
+    rows += [judged("2026-11-18", 10, "FAIL"), judged("2026-11-18", 10, "FAIL")]  # judged again
+    page = report.html([], checks=rows)
+    section = page[page.index("<h2>Anomaly checks") :]
+    assert "<code>silver_&lt;b&gt;orders&lt;/b&gt;.daily_anomaly</code>" in section
+    assert "<b>orders" not in page
+    assert section.count("<circle") == 3  # one per business day
+    assert section.count('fill="#e15759"') == 1
+    assert "2026-11-18: 10, expected 18–22; FAIL" in section
+    assert "3 deliveries; the shaded band is the expected range; 1 judged anomalous" in section
+    assert "Anomaly checks" not in report.html(
+        [], checks=[{**rows[0], "band": None, "kind": "volume"}]
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from datetime import date, timedelta
 
 import pytest
 
@@ -329,3 +330,72 @@ def test_rows_an_interrupted_update_committed_fail_the_gate_until_a_full_refresh
     refreshed = lake.project.run_job("medallion", full_refresh=True)
     assert not [c for c in refreshed.tasks[1].gate.checks if c.kind == "ungated"]
     assert ungated.entries() == []
+
+
+ANOMALY_RULES = """dataset: silver_orders
+layer: silver
+rules:
+  - name: valid_order_id
+    constraint: order_id IS NOT NULL
+    action: drop
+checks:
+  - name: daily_anomaly
+    anomaly: {metric: rows, date_column: order_ts, sensitivity: 3.5, by_weekday: true}
+"""
+
+
+def orders_of(day: date, count: int) -> list[dict]:
+    """`count` valid orders of `day`."""
+    order = {"customer_id": "C-0037", "channel": "web", "currency": "EUR", "amount": "10.00"}
+    return [
+        {
+            **order,
+            "quantity": "1",
+            "order_id": f"A-{day:%m%d}-{i:03d}",
+            "order_ts": f"{day}T10:00:{i:02d}",
+        }
+        for i in range(count)
+    ]
+
+
+def test_a_quiet_sunday_passes_and_a_half_wednesday_fails_the_anomaly_check(local_spark, tmp_path):
+    """Two weeks of orders (20 a day, 8 on Sundays; landed as one backfill, dated by order_ts),
+    then two deliveries: a Sunday as quiet as the Sundays before passes, although it is 0.4x the
+    volume check's median; a Wednesday at half its usual volume fails, naming the range."""
+    lake = Lake(local_spark, sample_project())
+    (tmp_path / "orders.yml").write_text(ANOMALY_RULES)
+    first = date(2026, 11, 1)  # a Sunday
+    history = [
+        row
+        for day in (first + timedelta(d) for d in range(14))
+        for row in orders_of(day, 8 if day.weekday() == 6 else 20)
+    ]
+
+    def deliver(name: str, rows: list[dict]) -> gate.GateResult:
+        lake.land("orders", name, rows)
+        update = lake.run("validation")
+        assert_update_ok(update)
+        return gate.run_gate(
+            lake.project.runner.event_log.read(),
+            update_id=update.update_id,
+            rule_files=[tmp_path],
+            table_prefix=f"{lake.schema}.",
+            default_threshold=0.05,
+            allow_empty=True,  # no customer files land in this test
+        )
+
+    backfill = deliver("orders-backfill", history)
+    assert backfill.passed, str(backfill)
+    sunday = deliver("orders-2026-11-15", orders_of(date(2026, 11, 15), 7))
+    assert sunday.passed, str(sunday)
+    (quiet,) = sunday.checks
+    assert (quiet.value, quiet.bound) == (
+        "7 rows on Sun 2026-11-15",
+        "expected 7–9 (Sunday median 8 over 2 weeks)",
+    )
+    wednesday = deliver("orders-2026-11-18", orders_of(date(2026, 11, 18), 10))
+    assert not wednesday.passed
+    assert (
+        "silver_orders.daily_anomaly (anomaly): 10 rows on Wed 2026-11-18; bound expected 18–22 "
+        "(Wednesday median 20 over 2 weeks); FAIL"
+    ) in wednesday.summary()

@@ -10,6 +10,11 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   Without history (the first update) the ratios pass, with a note. Empty updates (0 rows) are
   left out of the history: a day without data would pull the median down. An empty update
   itself passes when the gate allows empty deliveries (`--allow-empty`).
+- anomaly: a delivery's rows (or a rule's failure rate) against a robust band learned from the
+  dataset's own history (anomaly.py: median and MAD, by weekday): the rows of each update from
+  the event log (the volume check's history), or with `date_column` the table's rows per day
+  of the data (a replayed or backfilled history keeps its days); failure rates from the event
+  log's expectation metrics. A full refresh and an empty delivery are allowed for as by volume.
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -39,7 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
 from medallion_dq import anomaly, rules
-from medallion_dq.events import details_json, update_ids
+from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
 from medallion_dq.sources import SOURCE_FILE
 from medallion_dq.text import short_name, table_lines
@@ -214,8 +219,6 @@ def failure_rates(events_df: DataFrame) -> list[dict[str, Any]]:
     flow_progress events' expectation metrics (the gate's own figures)."""
     from pyspark.sql import functions as F
 
-    from medallion_dq.gate import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA
-
     found = F.from_json(
         F.get_json_object(details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
     )
@@ -302,9 +305,9 @@ def anomaly_check(
     if found is None:
         return passes("-", NO_ROWS_NOTE)
     rows, refresh, earlier = found
-    if rows == 0:  # the gate's empty-delivery rule judges it: no day to date it by
-        return passes("0 rows", "an empty delivery" + (", allowed (--allow-empty)" * allow_empty))
     column = check.get("date_column")
+    if rows == 0 and (allow_empty or column is not None):  # no day of data to judge
+        return passes("0 rows", "an empty delivery" + (", allowed (--allow-empty)" * allow_empty))
     if column is None:
         if refresh:
             return passes(f"{rows:,} rows", FULL_REFRESH_NOTE)
