@@ -158,7 +158,8 @@ HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ("{metric: lag}", "anomaly.metric must be one of rows, failure_rate, got 'lag'"),
+        ("{metric: latency}", "anomaly.metric must be one of rows, lag, failure_rate, got"),
+        ("{metric: lag}", "anomaly metric lag needs date_column, the timestamp whose age"),
         ("{metric: rows, sensitivity: 0}", "anomaly.sensitivity must be a number > 0, got 0"),
         ("{metric: rows, sensitivity: -1}", "anomaly.sensitivity must be a number > 0, got -1"),
         ("{metric: rows, history: 2}", "anomaly.history must be a whole number >= 3, got 2"),
@@ -174,7 +175,7 @@ HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: 
         ),
         (
             "{metric: failure_rate, date_column: order_ts}",
-            "anomaly.date_column dates the table's rows: metric rows only",
+            "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
         ),
     ],
 )

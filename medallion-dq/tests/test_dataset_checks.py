@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import statistics
-from datetime import date, timedelta
+import uuid
+from datetime import date, datetime, timedelta
 
 import pytest
 
@@ -399,3 +400,30 @@ def test_a_quiet_sunday_passes_and_a_half_wednesday_fails_the_anomaly_check(loca
         "silver_orders.daily_anomaly (anomaly): 10 rows on Wed 2026-11-18; bound expected 18–22 "
         "(Wednesday median 20 over 2 weeks); FAIL"
     ) in wednesday.summary()
+
+
+def test_the_lag_of_a_late_delivery_is_judged_against_the_earlier_deliveries(spark):
+    """Each delivery's lag: its ingestion time (read_landing's _ingested_at) minus its newest
+    order_ts. Eight daily deliveries came two to three hours after their last order; the ninth
+    brings a day's orders 30 hours late."""
+    table = f"lag_{uuid.uuid4().hex[:8]}"
+    deliveries = [(day, 2 + day % 2) for day in range(1, 9)] + [(9, 30)]
+    values = ", ".join(
+        f"(TIMESTAMP'2026-11-{day:02d} 20:00:00', "
+        f"TIMESTAMP'2026-11-{day:02d} 20:00:00' + INTERVAL {hours} HOURS)"
+        for day, hours in deliveries
+    )
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY VIEW {table} AS SELECT * FROM VALUES {values} "
+        "AS t(order_ts, _ingested_at)"
+    )
+    check = rules.Check("late", "anomaly", (("metric", "lag"), ("date_column", "order_ts")))
+    now = datetime(2026, 11, 11, 2)
+    written = [{"update_id": "u9", "dataset": "silver_orders", "time": now, "rows": 1}]
+    series = {"written": written, "rates": []}
+    result = checks.anomaly_check(spark, check, "silver_orders", table, series, "u9")
+    assert not result.passed
+    assert (result.value, result.bound) == (
+        "30.0 h old on Mon 2026-11-09",
+        "expected 0.0 h–5.1 h (median 2.5 h over the last 8 deliveries)",
+    )

@@ -8,8 +8,8 @@ neither. With `by_weekday`, the baseline is the delivery's weekday's alone once 
 `WEEKS` (2) deliveries of that weekday: a Sunday is compared with Sundays. Before, all days.
 
 A flat history (MAD 0) would flag every wobble: the band's half-width is at least `min_width`
-(a fraction of the median, default 10 %) and at least one unit of the metric's floor (a row;
-one percentage point of failure rate).
+(a fraction of the median, default 10 %) and at least the metric's floor (a row, an hour of
+lag, one percentage point of failure rate).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ MIN_POINTS = 3  # earlier deliveries before there is a baseline at all
 DEFAULT_SENSITIVITY = 3.5
 DEFAULT_HISTORY = 28
 DEFAULT_MIN_WIDTH = 0.1
-METRICS = ("rows", "failure_rate")
-FLOOR = {"rows": 1.0, "failure_rate": 0.01}  # the band's least half-width, in the metric's unit
+METRICS = ("rows", "lag", "failure_rate")
+FLOOR = {"rows": 1.0, "lag": 1.0, "failure_rate": 0.01}  # least half-width: a row, an hour, 1 %
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
@@ -88,4 +88,4 @@ def describe(found: Band, metric: str, unit: str) -> str:
 def show(value: float, metric: str) -> str:
     if metric == "failure_rate":
         return f"{value:.2%}"
-    return f"{value:,.0f}"
+    return f"{value:,.1f} h" if metric == "lag" else f"{value:,.0f}"

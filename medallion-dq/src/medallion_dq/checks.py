@@ -10,11 +10,12 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   Without history (the first update) the ratios pass, with a note. Empty updates (0 rows) are
   left out of the history: a day without data would pull the median down. An empty update
   itself passes when the gate allows empty deliveries (`--allow-empty`).
-- anomaly: a delivery's rows (or a rule's failure rate) against a robust band learned from the
+- anomaly: a delivery's rows (or its lag, or a rule's failure rate) against a robust band learned from the
   dataset's own history (anomaly.py: median and MAD, by weekday): the rows of each update from
   the event log (the volume check's history), or with `date_column` the table's rows per day
   of the data (a replayed or backfilled history keeps its days); failure rates from the event
-  log's expectation metrics. A full refresh and an empty delivery are allowed for as by volume.
+  log's expectation metrics; the lag of each delivery (read_landing's `_ingested_at` minus its
+  newest `date_column`) from the table. A full refresh and an empty delivery are allowed for.
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -46,7 +47,7 @@ from urllib.parse import unquote, urlsplit
 from medallion_dq import anomaly, rules
 from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
-from medallion_dq.sources import SOURCE_FILE
+from medallion_dq.sources import INGESTED_AT, SOURCE_FILE
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -256,7 +257,7 @@ def judge_anomaly(
     metric = str(check.get("metric"))
     rule = check.get("rule")
     shown = anomaly.show(value, metric)
-    shown += " rows" if metric == "rows" else f" failed ({rule or 'all rules'})"
+    shown += {"rows": " rows", "lag": " old"}.get(metric, f" failed ({rule or 'all rules'})")
     shown += f" on {anomaly.DAYS[day.weekday()][:3]} {day:%Y-%m-%d}"
     found = anomaly.band(
         history,
@@ -308,6 +309,8 @@ def anomaly_check(
     column = check.get("date_column")
     if rows == 0 and (allow_empty or column is not None):  # no day of data to judge
         return passes("0 rows", "an empty delivery" + (", allowed (--allow-empty)" * allow_empty))
+    if check.get("metric") == "lag":
+        return _lag_anomaly(spark, check, dataset, table)
     if column is None:
         if refresh:
             return passes(f"{rows:,} rows", FULL_REFRESH_NOTE)
@@ -326,6 +329,25 @@ def anomaly_check(
         return passes(f"{rows:,} rows", f"no {column} in {dataset}: no day to judge")
     history = [anomaly.Point(r["day"], int(r["n"])) for r in days[:-1]]
     return judge_anomaly(check, dataset, int(days[-1]["n"]), days[-1]["day"], history, "days")
+
+
+def _lag_anomaly(spark: SparkSession, check: Check, dataset: str, table: str) -> CheckResult:
+    """How old the newest `date_column` value of each delivery was when it was ingested (rows
+    grouped by read_landing's `_ingested_at`), the latest delivery against the earlier ones."""
+    column = str(check.get("date_column"))
+    if INGESTED_AT not in spark.table(_quote(table)).columns:
+        value, fix = f"no {INGESTED_AT} in {dataset}", "carry read_landing's column to it"
+        return CheckResult(dataset, check.name, "anomaly", value, fix, False)
+    found = spark.sql(
+        f"SELECT max(CAST(`{column}` AS TIMESTAMP)) AS newest, "
+        f"unix_timestamp(`{INGESTED_AT}`) - unix_timestamp(max(CAST(`{column}` AS TIMESTAMP))) "
+        f"AS age FROM {_quote(table)} GROUP BY `{INGESTED_AT}` ORDER BY `{INGESTED_AT}`"
+    ).collect()
+    ages = [anomaly.Point(r["newest"].date(), r["age"] / 3600) for r in found if r["newest"]]
+    if not ages:
+        value = f"no {column} in {dataset}"
+        return CheckResult(dataset, check.name, "anomaly", value, "-", True, "no delivery to judge")
+    return judge_anomaly(check, dataset, ages[-1].value, ages[-1].day, ages[:-1], "deliveries")
 
 
 def _rate_anomaly(
@@ -463,7 +485,7 @@ def judge(
     if not chosen:
         return []
     kinds = [(c.kind, c.get("metric")) for r in chosen for c in r.checks]
-    volumes = any(k == "volume" or m == "rows" for k, m in kinds)
+    volumes = any(k == "volume" or m in ("rows", "lag") for k, m in kinds)
     written = rows_written(events_df) if volumes else []
     rates = failure_rates(events_df) if ("anomaly", "failure_rate") in kinds else []
     if as_of is not None:

@@ -484,11 +484,17 @@ def _anomaly_pairs(check: Entry, value: Mapping) -> None:
             f"anomaly.rule names the rule of metric failure_rate, not of {show(metric)}",
             "write anomaly: {metric: failure_rate, rule: valid_amount}, or leave out rule",
         )
-    if value.get("date_column") is not None and metric != "rows":
+    if value.get("date_column") is not None and metric == "failure_rate":
         check.add(
             "DQ023",
-            f"anomaly.date_column dates the table's rows: metric rows only, not {show(metric)}",
+            "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
             "leave out date_column: a failure rate is dated by its update",
+        )
+    if metric == "lag" and value.get("date_column") is None:
+        check.add(
+            "DQ023",
+            "anomaly metric lag needs date_column, the timestamp whose age it measures",
+            "write anomaly: {metric: lag, date_column: order_ts}",
         )
 
 
