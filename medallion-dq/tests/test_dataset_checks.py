@@ -376,14 +376,17 @@ def test_a_quiet_sunday_passes_and_a_half_wednesday_fails_the_anomaly_check(loca
         lake.land("orders", name, rows)
         update = lake.run("validation")
         assert_update_ok(update)
-        return gate.run_gate(
-            lake.project.runner.event_log.read(),
+        log = lake.project.runner.event_log
+        verdict = gate.run_gate(
+            log.read(),
             update_id=update.update_id,
             rule_files=[tmp_path],
             table_prefix=f"{lake.schema}.",
             default_threshold=0.05,
             allow_empty=True,  # no customer files land in this test
         )
+        log.append_checks("validation", update.update_id, verdict.checks)  # as the job does
+        return verdict
 
     backfill = deliver("orders-backfill", history)
     assert backfill.passed, str(backfill)
@@ -400,6 +403,11 @@ def test_a_quiet_sunday_passes_and_a_half_wednesday_fails_the_anomaly_check(loca
         "silver_orders.daily_anomaly (anomaly): 10 rows on Wed 2026-11-18; bound expected 18–22 "
         "(Wednesday median 20 over 2 weeks); FAIL"
     ) in wednesday.summary()
+    # The report draws the three judged days against their bands, the Wednesday in red.
+    page = report.html([], checks=report.checks_history(lake.project.runner.event_log.read()))
+    section = page[page.index("<h2>Anomaly checks") :]
+    assert section.count("<circle") == 3 and section.count('fill="#e15759"') == 1
+    assert "2026-11-18: 10, expected 18–22; FAIL" in section
 
 
 def test_the_lag_of_a_late_delivery_is_judged_against_the_earlier_deliveries(spark):
@@ -427,3 +435,51 @@ def test_the_lag_of_a_late_delivery_is_judged_against_the_earlier_deliveries(spa
         "30.0 h old on Mon 2026-11-09",
         "expected 0.0 h–5.1 h (median 2.5 h over the last 8 deliveries)",
     )
+
+
+def test_failure_rates_read_the_databricks_event_log_shape(spark):
+    """A rule's failed share of each update, from the expectation metrics of Databricks'
+    event_log() (details as JSON text, a catalog-qualified dataset): 2 % a day, then 9 %."""
+    rows = []
+    for update, day, failed in (
+        ("u1", 2, 2),
+        ("u2", 3, 2),
+        ("u3", 4, 3),
+        ("u4", 5, 2),
+        ("u5", 6, 9),
+    ):
+        expectations = [
+            {
+                "name": "valid_amount",
+                "dataset": "silver_orders",
+                "passed_records": 100 - failed,
+                "failed_records": failed,
+            },
+            {
+                "name": "valid_id",
+                "dataset": "silver_orders",
+                "passed_records": 100,
+                "failed_records": 0,
+            },
+        ]
+        details = json.dumps({"flow_progress": {"data_quality": {"expectations": expectations}}})
+        rows.append(
+            f"('{update}', TIMESTAMP'2026-11-{day:02d} 06:00:00', 'flow_progress', "
+            f"named_struct('update_id', '{update}', 'dataset_name', '`dev`.`acme`.`silver_orders`'), "
+            f"'{details}')"
+        )
+    events = spark.sql(
+        f"SELECT * FROM VALUES {', '.join(rows)} AS t(id, timestamp, event_type, origin, details)"
+    )
+    rates = checks.failure_rates(events)
+    check = rules.Check(
+        "amount_failures", "anomaly", (("metric", "failure_rate"), ("rule", "valid_amount"))
+    )
+    result = checks.anomaly_check(spark, check, "silver_orders", "t", {"rates": rates}, "u5")
+    assert not result.passed
+    assert (result.value, result.bound) == (
+        "9.00% failed (valid_amount) on Fri 2026-11-06",
+        "expected 1.00%–3.00% (median 2.00% over the last 4 updates)",
+    )
+    ok = checks.anomaly_check(spark, check, "silver_orders", "t", {"rates": rates}, "u4")
+    assert ok.passed and ok.value.startswith("2.00% failed")

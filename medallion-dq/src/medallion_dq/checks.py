@@ -354,14 +354,14 @@ def _rate_anomaly(
     check: Check, dataset: str, rates: list[dict], update_id: str | Sequence[str]
 ) -> CheckResult:
     rule, updates = check.get("rule"), update_ids(update_id)
-    per_update: dict[str, list] = {}  # update -> [time, failed, judged]
+    per_update: dict[str, tuple[Any, int, int]] = {}  # update -> (time, failed, judged)
     for r in rates:
         if r["dataset"] == dataset and rule in (None, r["name"]):
-            entry = per_update.setdefault(r["update_id"], [r["time"], 0, 0])
-            entry[0], entry[1], entry[2] = (
-                max(entry[0], r["time"]),
-                entry[1] + r["failed"],
-                entry[2] + r["judged"],
+            time_, failed, judged = per_update.get(r["update_id"], (r["time"], 0, 0))
+            per_update[r["update_id"]] = (
+                max(time_, r["time"]),
+                failed + r["failed"],
+                judged + r["judged"],
             )
     now = [per_update[u] for u in updates if u in per_update]
     failed, judged = sum(n[1] for n in now), sum(n[2] for n in now)
