@@ -455,10 +455,16 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Bake into build/bench/ and run benchmarks/run.py on it; arguments after `--` pass through."""
+    """Bake into build/bench/ and run benchmarks/run.py on it; arguments after `--` pass through
+    (`-- --anomalies`: benchmarks/anomalies.py alone, no bake)."""
     script = ROOT / "benchmarks" / "run.py"
     if not script.is_file():
         session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
+    if "--anomalies" in session.posargs:  # pure Python, the checks' own decision functions
+        session.install(*group("anomalies"), str(ROOT / "medallion-dq"))
+        args = [a for a in session.posargs if a != "--anomalies"]
+        session.run("python", str(ROOT / "benchmarks" / "anomalies.py"), *args)
+        return
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
     wheel = build_wheel(session)

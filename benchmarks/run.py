@@ -54,7 +54,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-import peers  # beside this script
+import anomalies  # beside this script
+import peers
 import session_ready
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1282,6 +1283,7 @@ def markdown(results: dict) -> str:
     md += _large_file_md(results)
     md += _pieces_md(results)
     md += peers.markdown(results.get("peers"))
+    md += anomalies.markdown(results.get("anomaly"))
     return "\n".join(md) + "\n"
 
 
@@ -1658,6 +1660,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError):
             before = {}
         kept = ("pieces", "peers", "cli_loop", "large_file", "profile", "cluster", "dataset_checks")
+        kept += ("anomaly",)
         results = {**{k: before[k] for k in kept if k in before}, **results}
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
     text = markdown(results)

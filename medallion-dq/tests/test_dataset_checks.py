@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import statistics
+import uuid
+from datetime import date, datetime, timedelta
 
 import pytest
 
@@ -329,3 +331,155 @@ def test_rows_an_interrupted_update_committed_fail_the_gate_until_a_full_refresh
     refreshed = lake.project.run_job("medallion", full_refresh=True)
     assert not [c for c in refreshed.tasks[1].gate.checks if c.kind == "ungated"]
     assert ungated.entries() == []
+
+
+ANOMALY_RULES = """dataset: silver_orders
+layer: silver
+rules:
+  - name: valid_order_id
+    constraint: order_id IS NOT NULL
+    action: drop
+checks:
+  - name: daily_anomaly
+    anomaly: {metric: rows, date_column: order_ts, sensitivity: 3.5, by_weekday: true}
+"""
+
+
+def orders_of(day: date, count: int) -> list[dict]:
+    """`count` valid orders of `day`."""
+    order = {"customer_id": "C-0037", "channel": "web", "currency": "EUR", "amount": "10.00"}
+    return [
+        {
+            **order,
+            "quantity": "1",
+            "order_id": f"A-{day:%m%d}-{i:03d}",
+            "order_ts": f"{day}T10:00:{i:02d}",
+        }
+        for i in range(count)
+    ]
+
+
+def test_a_quiet_sunday_passes_and_a_half_wednesday_fails_the_anomaly_check(local_spark, tmp_path):
+    """Two weeks of orders (20 a day, 8 on Sundays; landed as one backfill, dated by order_ts),
+    then two deliveries: a Sunday as quiet as the Sundays before passes, although it is 0.4x the
+    volume check's median; a Wednesday at half its usual volume fails, naming the range."""
+    lake = Lake(local_spark, sample_project())
+    (tmp_path / "orders.yml").write_text(ANOMALY_RULES)
+    first = date(2026, 11, 1)  # a Sunday
+    history = [
+        row
+        for day in (first + timedelta(d) for d in range(14))
+        for row in orders_of(day, 8 if day.weekday() == 6 else 20)
+    ]
+
+    def deliver(name: str, rows: list[dict]) -> gate.GateResult:
+        lake.land("orders", name, rows)
+        update = lake.run("validation")
+        assert_update_ok(update)
+        log = lake.project.runner.event_log
+        verdict = gate.run_gate(
+            log.read(),
+            update_id=update.update_id,
+            rule_files=[tmp_path],
+            table_prefix=f"{lake.schema}.",
+            default_threshold=0.05,
+            allow_empty=True,  # no customer files land in this test
+        )
+        log.append_checks("validation", update.update_id, verdict.checks)  # as the job does
+        return verdict
+
+    backfill = deliver("orders-backfill", history)
+    assert backfill.passed, str(backfill)
+    sunday = deliver("orders-2026-11-15", orders_of(date(2026, 11, 15), 7))
+    assert sunday.passed, str(sunday)
+    (quiet,) = sunday.checks
+    assert (quiet.value, quiet.bound) == (
+        "7 rows on Sun 2026-11-15",
+        "expected 7–9 (Sunday median 8 over 2 weeks)",
+    )
+    wednesday = deliver("orders-2026-11-18", orders_of(date(2026, 11, 18), 10))
+    assert not wednesday.passed
+    assert (
+        "silver_orders.daily_anomaly (anomaly): 10 rows on Wed 2026-11-18; bound expected 18–22 "
+        "(Wednesday median 20 over 2 weeks); FAIL"
+    ) in wednesday.summary()
+    # The report draws the three judged days against their bands, the Wednesday in red.
+    page = report.html([], checks=report.checks_history(lake.project.runner.event_log.read()))
+    section = page[page.index("<h2>Anomaly checks") :]
+    assert section.count("<circle") == 3 and section.count('fill="#e15759"') == 1
+    assert "2026-11-18: 10, expected 18–22; FAIL" in section
+
+
+def test_the_lag_of_a_late_delivery_is_judged_against_the_earlier_deliveries(spark):
+    """Each delivery's lag: its ingestion time (read_landing's _ingested_at) minus its newest
+    order_ts. Eight daily deliveries came two to three hours after their last order; the ninth
+    brings a day's orders 30 hours late."""
+    table = f"lag_{uuid.uuid4().hex[:8]}"
+    deliveries = [(day, 2 + day % 2) for day in range(1, 9)] + [(9, 30)]
+    values = ", ".join(
+        f"(TIMESTAMP'2026-11-{day:02d} 20:00:00', "
+        f"TIMESTAMP'2026-11-{day:02d} 20:00:00' + INTERVAL {hours} HOURS)"
+        for day, hours in deliveries
+    )
+    spark.sql(
+        f"CREATE OR REPLACE TEMPORARY VIEW {table} AS SELECT * FROM VALUES {values} "
+        "AS t(order_ts, _ingested_at)"
+    )
+    check = rules.Check("late", "anomaly", (("metric", "lag"), ("date_column", "order_ts")))
+    now = datetime(2026, 11, 11, 2)
+    written = [{"update_id": "u9", "dataset": "silver_orders", "time": now, "rows": 1}]
+    series = {"written": written, "rates": []}
+    result = checks.anomaly_check(spark, check, "silver_orders", table, series, "u9")
+    assert not result.passed
+    assert (result.value, result.bound) == (
+        "30.0 h old on Mon 2026-11-09",
+        "expected 0.0 h–5.1 h (median 2.5 h over the last 8 deliveries)",
+    )
+
+
+def test_failure_rates_read_the_databricks_event_log_shape(spark):
+    """A rule's failed share of each update, from the expectation metrics of Databricks'
+    event_log() (details as JSON text, a catalog-qualified dataset): 2 % a day, then 9 %."""
+    rows = []
+    for update, day, failed in (
+        ("u1", 2, 2),
+        ("u2", 3, 2),
+        ("u3", 4, 3),
+        ("u4", 5, 2),
+        ("u5", 6, 9),
+    ):
+        expectations = [
+            {
+                "name": "valid_amount",
+                "dataset": "silver_orders",
+                "passed_records": 100 - failed,
+                "failed_records": failed,
+            },
+            {
+                "name": "valid_id",
+                "dataset": "silver_orders",
+                "passed_records": 100,
+                "failed_records": 0,
+            },
+        ]
+        details = json.dumps({"flow_progress": {"data_quality": {"expectations": expectations}}})
+        rows.append(
+            f"('{update}', TIMESTAMP'2026-11-{day:02d} 06:00:00', 'flow_progress', "
+            f"named_struct('update_id', '{update}', 'dataset_name', '`dev`.`acme`.`silver_orders`'), "
+            f"'{details}')"
+        )
+    events = spark.sql(
+        f"SELECT * FROM VALUES {', '.join(rows)} AS t(id, timestamp, event_type, origin, details)"
+    )
+    rates = checks.failure_rates(events)
+    check = rules.Check(
+        "amount_failures", "anomaly", (("metric", "failure_rate"), ("rule", "valid_amount"))
+    )
+    result = checks.anomaly_check(spark, check, "silver_orders", "t", {"rates": rates}, "u5")
+    assert not result.passed
+    assert (result.value, result.bound) == (
+        "9.00% failed (valid_amount) on Fri 2026-11-06",
+        "expected 1.00%–3.00% (median 2.00% over the last 4 updates)",
+    )
+    ok = checks.anomaly_check(spark, check, "silver_orders", "t", {"rates": rates}, "u4")
+    assert ok.passed and ok.value.startswith("2.00% failed")

@@ -10,6 +10,12 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   Without history (the first update) the ratios pass, with a note. Empty updates (0 rows) are
   left out of the history: a day without data would pull the median down. An empty update
   itself passes when the gate allows empty deliveries (`--allow-empty`).
+- anomaly: a delivery's rows (or its lag, or a rule's failure rate) against a robust band learned from the
+  dataset's own history (anomaly.py: median and MAD, by weekday): the rows of each update from
+  the event log (the volume check's history), or with `date_column` the table's rows per day
+  of the data (a replayed or backfilled history keeps its days); failure rates from the event
+  log's expectation metrics; the lag of each delivery (read_landing's `_ingested_at` minus its
+  newest `date_column`) from the table. A full refresh and an empty delivery are allowed for.
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -34,13 +40,14 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
-from medallion_dq import rules
-from medallion_dq.events import details_json, update_ids
+from medallion_dq import anomaly, rules
+from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
-from medallion_dq.sources import SOURCE_FILE
+from medallion_dq.sources import INGESTED_AT, SOURCE_FILE
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +55,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_HISTORY = 7
 FULL_REFRESH_NOTE = "a full refresh: every delivery read again, not compared with one"
+NO_ROWS_NOTE = "the dataset reported no rows written in this update"
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _ROWS_PATH = "$.flow_progress.metrics.num_output_rows"
 _FULL_REFRESH_PATH = "$.create_update.full_refresh"
@@ -57,13 +65,15 @@ _FULL_REFRESH_PATH = "$.create_update.full_refresh"
 class CheckResult:
     dataset: str
     name: str
-    kind: str  # volume | freshness | references | schema | drift
+    kind: str  # volume | anomaly | freshness | references | schema | drift
     value: str  # what was measured, e.g. "3 orphan rows of 96"
     bound: str  # what is allowed, e.g. "at most 0"
     passed: bool
     note: str = ""  # e.g. "first update: no history yet", a few orphan keys
     seconds: float = field(default=0.0, compare=False)  # what judging it took (benchmarks)
-    warning: bool = False  # passed, but worth a look (landing drift)
+    warning: bool = False  # passed, but worth a look (landing drift, an anomaly to warn of)
+    # anomaly: (business day, value, low, high) of the expected band, drawn by the report
+    band: tuple[str, float, float, float] | None = None
 
     @property
     def status(self) -> str:
@@ -141,6 +151,26 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+def delivery(
+    written: list[dict], dataset: str, update_id: str | Sequence[str]
+) -> tuple[int, bool, list[dict]] | None:
+    """The rows the update (or these updates, one delivery) wrote to the dataset, whether it was
+    a full refresh, and the earlier deliveries (oldest first; no empty one, no full refresh):
+    the volume and anomaly checks' history. None: the dataset reported no rows written."""
+    updates = update_ids(update_id)
+    ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
+    now = [w for w in ours if w["update_id"] in updates]
+    if not now:
+        return None
+    start = min(w["time"] for w in now)
+    earlier = sorted(
+        (w for w in ours if w["time"] < start and int(w["rows"]) and not w.get("full_refresh")),
+        key=lambda w: w["time"],
+    )
+    refresh = any(w.get("full_refresh") for w in now)
+    return sum(int(w["rows"]) for w in now), refresh, earlier
+
+
 def volume(
     check: Check,
     dataset: str,
@@ -151,18 +181,14 @@ def volume(
     """The rows the update wrote (or these updates, one delivery) against the check's bounds
     and the median of the updates before. A full refresh read every delivery again: it is no
     delivery, so it is neither compared with them nor counted in their history."""
-    updates = update_ids(update_id)
-    ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
-    now = [w for w in ours if w["update_id"] in updates]
-    if not now:
-        note = "the dataset reported no rows written in this update"
-        return CheckResult(dataset, check.name, "volume", "-", "-", True, note)
-    rows, start = sum(int(w["rows"]) for w in now), min(w["time"] for w in now)
+    found = delivery(written, dataset, update_id)
+    if found is None:
+        return CheckResult(dataset, check.name, "volume", "-", "-", True, NO_ROWS_NOTE)
+    rows, refresh, earlier = found
     if rows == 0 and allow_empty:
         note = "an empty delivery, allowed (--allow-empty)"
         return CheckResult(dataset, check.name, "volume", "0 rows", "-", True, note)
     value, bounds, failed, note = f"{rows:,} rows", [], False, ""
-    refresh = any(w.get("full_refresh") for w in now)
     low, high = _number(check, "min_rows"), _number(check, "max_rows")
     low_ratio, high_ratio = _number(check, "min_ratio"), _number(check, "max_ratio")
     ratios = low_ratio is not None or high_ratio is not None
@@ -171,10 +197,6 @@ def volume(
     if low is not None or high is not None:
         bounds.append(f"{low or 0:,} to {'any' if high is None else f'{high:,}'} rows")
         failed |= (low is not None and rows < low) or (high is not None and rows > high)
-    earlier = sorted(
-        (w for w in ours if w["time"] < start and int(w["rows"]) and not w.get("full_refresh")),
-        key=lambda w: w["time"],
-    )
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
     if ratios and not earlier:
@@ -191,6 +213,168 @@ def volume(
     return CheckResult(
         dataset, check.name, "volume", value, "; ".join(bounds) or "-", not failed, note
     )
+
+
+def failure_rates(events_df: DataFrame) -> list[dict[str, Any]]:
+    """Per update, dataset and rule: failed and judged records and the update's time, from the
+    flow_progress events' expectation metrics (the gate's own figures)."""
+    from pyspark.sql import functions as F
+
+    found = F.from_json(
+        F.get_json_object(details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
+    )
+    frame = (
+        events_df.filter(F.col("event_type") == "flow_progress")
+        .filter(F.col("origin.update_id").isNotNull())
+        .select(
+            F.col("origin.update_id").alias("update_id"),
+            "timestamp",
+            F.col("origin.dataset_name").alias("origin_dataset"),
+            F.explode(found).alias("e"),
+        )
+        .groupBy("update_id", F.coalesce("e.dataset", "origin_dataset").alias("dataset"), "e.name")
+        .agg(
+            F.max("timestamp").alias("time"),
+            F.sum(F.coalesce("e.failed_records", F.lit(0))).alias("failed"),
+            F.sum(
+                F.coalesce("e.failed_records", F.lit(0)) + F.coalesce("e.passed_records", F.lit(0))
+            ).alias("judged"),
+        )
+    )
+    return [{**r.asDict(), "dataset": short_name(r["dataset"])} for r in frame.collect()]
+
+
+def judge_anomaly(
+    check: Check,
+    dataset: str,
+    value: float,
+    day: date,
+    history: Sequence[anomaly.Point],
+    unit: str = "updates",
+) -> CheckResult:
+    """A delivery's value (of business day `day`) against the band of its earlier deliveries
+    (anomaly.band), warned of or failed as the check's action says. Pure: the benchmark calls it."""
+    metric = str(check.get("metric"))
+    rule = check.get("rule")
+    shown = anomaly.show(value, metric)
+    shown += {"rows": " rows", "lag": " old"}.get(metric, f" failed ({rule or 'all rules'})")
+    shown += f" on {anomaly.DAYS[day.weekday()][:3]} {day:%Y-%m-%d}"
+    found = anomaly.band(
+        history,
+        day,
+        metric=metric,
+        sensitivity=float(_number(check, "sensitivity") or anomaly.DEFAULT_SENSITIVITY),
+        size=int(_number(check, "history") or anomaly.DEFAULT_HISTORY),
+        by_weekday=bool(check.get("by_weekday", True)),
+        min_width=float(cast(float, check.get("min_width", anomaly.DEFAULT_MIN_WIDTH))),
+    )
+    if found is None:
+        note = f"no baseline yet: {len(history)} earlier {unit}, {anomaly.MIN_POINTS} needed"
+        return CheckResult(dataset, check.name, "anomaly", shown, "-", True, note)
+    odd, warn = not found.holds(value), check.get("action") == "warn"
+    return CheckResult(
+        dataset,
+        check.name,
+        "anomaly",
+        shown,
+        anomaly.describe(found, metric, unit),
+        passed=not odd or warn,
+        warning=odd and warn,
+        band=(day.isoformat(), value, found.low, found.high),
+    )
+
+
+def anomaly_check(
+    spark: SparkSession,
+    check: Check,
+    dataset: str,
+    table: str,
+    events: Mapping[str, list[dict]],
+    update_id: str | Sequence[str],
+    allow_empty: bool = False,
+) -> CheckResult:
+    """The anomaly check of one delivery: its series read from the event log (each earlier
+    update, dated by its time), or with `date_column` from the table (rows per day of the data:
+    a replayed or backfilled history keeps its days)."""
+
+    def passes(value: str, note: str) -> CheckResult:
+        return CheckResult(dataset, check.name, "anomaly", value, "-", True, note)
+
+    if check.get("metric") == "failure_rate":
+        return _rate_anomaly(check, dataset, events["rates"], update_id)
+    found = delivery(events["written"], dataset, update_id)
+    if found is None:
+        return passes("-", NO_ROWS_NOTE)
+    rows, refresh, earlier = found
+    column = check.get("date_column")
+    if rows == 0 and (allow_empty or column is not None):  # no day of data to judge
+        return passes("0 rows", "an empty delivery" + (", allowed (--allow-empty)" * allow_empty))
+    if check.get("metric") == "lag":
+        return _lag_anomaly(spark, check, dataset, table)
+    if column is None:
+        if refresh:
+            return passes(f"{rows:,} rows", FULL_REFRESH_NOTE)
+        now = max(
+            w["time"]
+            for w in events["written"]
+            if w["dataset"] == dataset and w["update_id"] in update_ids(update_id)
+        )
+        history = [anomaly.Point(w["time"].date(), int(w["rows"])) for w in earlier]
+        return judge_anomaly(check, dataset, rows, now.date(), history)
+    days = spark.sql(
+        f"SELECT to_date(`{column}`) AS day, count(*) AS n FROM {_quote(table)} "
+        f"WHERE `{column}` IS NOT NULL GROUP BY 1 ORDER BY 1"
+    ).collect()
+    if not days:
+        return passes(f"{rows:,} rows", f"no {column} in {dataset}: no day to judge")
+    history = [anomaly.Point(r["day"], int(r["n"])) for r in days[:-1]]
+    return judge_anomaly(check, dataset, int(days[-1]["n"]), days[-1]["day"], history, "days")
+
+
+def _lag_anomaly(spark: SparkSession, check: Check, dataset: str, table: str) -> CheckResult:
+    """How old the newest `date_column` value of each delivery was when it was ingested (rows
+    grouped by read_landing's `_ingested_at`), the latest delivery against the earlier ones."""
+    column = str(check.get("date_column"))
+    if INGESTED_AT not in spark.table(_quote(table)).columns:
+        value, fix = f"no {INGESTED_AT} in {dataset}", "carry read_landing's column to it"
+        return CheckResult(dataset, check.name, "anomaly", value, fix, False)
+    found = spark.sql(
+        f"SELECT max(CAST(`{column}` AS TIMESTAMP)) AS newest, "
+        f"unix_timestamp(`{INGESTED_AT}`) - unix_timestamp(max(CAST(`{column}` AS TIMESTAMP))) "
+        f"AS age FROM {_quote(table)} GROUP BY `{INGESTED_AT}` ORDER BY `{INGESTED_AT}`"
+    ).collect()
+    ages = [anomaly.Point(r["newest"].date(), r["age"] / 3600) for r in found if r["newest"]]
+    if not ages:
+        value = f"no {column} in {dataset}"
+        return CheckResult(dataset, check.name, "anomaly", value, "-", True, "no delivery to judge")
+    return judge_anomaly(check, dataset, ages[-1].value, ages[-1].day, ages[:-1], "deliveries")
+
+
+def _rate_anomaly(
+    check: Check, dataset: str, rates: list[dict], update_id: str | Sequence[str]
+) -> CheckResult:
+    rule, updates = check.get("rule"), update_ids(update_id)
+    per_update: dict[str, tuple[Any, int, int]] = {}  # update -> (time, failed, judged)
+    for r in rates:
+        if r["dataset"] == dataset and rule in (None, r["name"]):
+            time_, failed, judged = per_update.get(r["update_id"], (r["time"], 0, 0))
+            per_update[r["update_id"]] = (
+                max(time_, r["time"]),
+                failed + r["failed"],
+                judged + r["judged"],
+            )
+    now = [per_update[u] for u in updates if u in per_update]
+    failed, judged = sum(n[1] for n in now), sum(n[2] for n in now)
+    if not judged:
+        note = "no records judged by the rule(s) in this update"
+        return CheckResult(dataset, check.name, "anomaly", "-", "-", True, note)
+    start = min(n[0] for n in now)
+    history = [
+        anomaly.Point(t.date(), f / j)
+        for u, (t, f, j) in per_update.items()
+        if u not in updates and t < start and j
+    ]
+    return judge_anomaly(check, dataset, failed / judged, max(n[0] for n in now).date(), history)
 
 
 # --------------------------------------------------------------------------- the tables
@@ -300,8 +484,10 @@ def judge(
     chosen = [r for r in rulesets if short_name(r.dataset) in datasets and (r.checks or r.schema)]
     if not chosen:
         return []
-    volumes = any(c.kind == "volume" for r in chosen for c in r.checks)
+    kinds = [(c.kind, c.get("metric")) for r in chosen for c in r.checks]
+    volumes = any(k == "volume" or m in ("rows", "lag") for k, m in kinds)
     written = rows_written(events_df) if volumes else []
+    rates = failure_rates(events_df) if ("anomaly", "failure_rate") in kinds else []
     if as_of is not None:
         if not re.match(r"^[0-9T:\-+ .Z]+$", as_of):
             raise ValueError(f"as_of: not a timestamp: {as_of!r}")
@@ -318,9 +504,12 @@ def judge(
     for ruleset in chosen:
         name = short_name(ruleset.dataset)
         for check in ruleset.checks:
+            updates = (*earlier.get(name, ()), update_id)
             if check.kind == "volume":
-                delivery = (*earlier.get(name, ()), update_id)
-                timed(volume, check, name, written, delivery, allow_empty)
+                timed(volume, check, name, written, updates, allow_empty)
+            elif check.kind == "anomaly":
+                series = {"written": written, "rates": rates}
+                timed(anomaly_check, spark, check, name, table(name), series, updates, allow_empty)
             elif check.kind == "freshness":
                 timed(freshness, spark, check, name, table(name), moment)
             else:

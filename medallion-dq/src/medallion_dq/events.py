@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+#: Where the expectation metrics are in ``details``, and their Spark DDL type.
+EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
+EXPECTATIONS_SCHEMA = (
+    "array<struct<name:string,dataset:string,passed_records:bigint,failed_records:bigint>>"
+)
+
 
 def details_json(events_df: DataFrame) -> Any:
     """The ``details`` column as JSON text: Databricks' event log holds a string, a Delta table

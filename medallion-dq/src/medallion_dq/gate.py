@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_dq.events import details_json, update_ids
+from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.text import short_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -74,15 +74,10 @@ __all__ = [
 #: Without a threshold in the rule files, any failed row fails the gate.
 DEFAULT_THRESHOLD = 0.0
 
-#: Spark DDL type of ``details.flow_progress.data_quality.expectations``.
-EXPECTATIONS_SCHEMA = (
-    "array<struct<name:string,dataset:string,passed_records:bigint,failed_records:bigint>>"
-)
 
 #: How the gate names a dataset that received no rows (formatted with ``dataset``).
 EMPTY_DELIVERY = "{dataset}: 0 input records: an empty delivery (no new landing files?)"
 
-EXPECTATIONS_PATH = "$.flow_progress.data_quality.expectations"
 _STATUS_PATH = "$.flow_progress.status"
 _PIPELINE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_`-]+(\.[A-Za-z0-9_`-]+){0,2}$")

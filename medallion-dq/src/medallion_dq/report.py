@@ -15,6 +15,7 @@ Rule and dataset names come from user files: every string is escaped.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -132,7 +133,7 @@ def checks_history(events_df: DataFrame) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
     details = F.col("details")
-    fields = ("name", "kind", "value", "bound", "status", "note")
+    fields = ("name", "kind", "value", "bound", "status", "note", "band")
     found = (
         events_df.filter(F.col("event_type") == "data_quality_check")
         .select(
@@ -147,6 +148,7 @@ def checks_history(events_df: DataFrame) -> list[dict[str, Any]]:
     rows = [{**r.asDict(), "check": r["name"]} for r in found]
     for row in rows:
         row.pop("name")
+        row["band"] = json.loads(row["band"]) if row["band"] else None  # anomaly: day, value, band
     return sorted(rows, key=lambda r: (_aware(r["timestamp"]), r["dataset"], r["check"]))
 
 
@@ -197,6 +199,76 @@ def _checks_section(rows: list[Mapping[str, Any]]) -> str:
         "<th>kind</th><th>value</th><th>bound</th><th>status</th></tr></thead>"
         f"<tbody>{body}</tbody></table></section>"
     )
+
+
+def _anomaly_section(rows: list[Mapping[str, Any]]) -> str:
+    """Each anomaly check's series: its values, the expected band of each delivery, and the
+    deliveries judged anomalous (the latest judgment of each business day)."""
+    series: dict[tuple[str, str, str], dict[str, tuple]] = {}
+    for r in rows:
+        if r["kind"] == "anomaly" and r.get("band"):
+            day, value, low, high = r["band"]
+            key = (r["pipeline"], r["dataset"], r["check"])
+            series.setdefault(key, {})[day] = (float(value), float(low), float(high), r["status"])
+    charts = [
+        _anomaly_chart(f"{d}.{c}", sorted(points.items()))
+        for (_, d, c), points in sorted(series.items())
+    ]
+    if not charts:
+        return ""
+    return (
+        "<section><h2>Anomaly checks: each delivery against its expected band</h2>"
+        + "".join(charts)
+        + "</section>"
+    )
+
+
+def _anomaly_chart(name: str, points: list[tuple[str, tuple]]) -> str:
+    width, height, left, top, plot_h = 1040, 220, 60, 12, 170
+    y_max, step = _nice_max(max(max(v, high) for _, (v, _, high, _) in points))
+    n = len(points)
+
+    def x(i: int) -> float:
+        return left + (width - left - 40) * (0.5 if n == 1 else i / (n - 1))
+
+    def y(value: float) -> float:
+        return top + plot_h * (1 - value / y_max)
+
+    upper = " ".join(f"{x(i):.1f},{y(p[2]):.1f}" for i, (_, p) in enumerate(points))
+    lower = " ".join(f"{x(i):.1f},{y(p[1]):.1f}" for i, (_, p) in reversed(list(enumerate(points))))
+    out = [
+        f"<h3><code>{html_text(name)}</code></h3>",
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-label="{html_text(name)}: values and expected band per delivery">',
+        f'<polygon points="{upper} {lower}" fill="#4e79a7" fill-opacity="0.15" stroke="none"/>',
+    ]
+    for t in range(round(y_max / step) + 1):
+        out.append(
+            f'<text x="{left - 8}" y="{y(t * step) + 4:.1f}" text-anchor="end">{t * step:g}</text>'
+        )
+    if n > 1:
+        line = " ".join(f"{x(i):.1f},{y(p[0]):.1f}" for i, (_, p) in enumerate(points))
+        out.append(f'<polyline points="{line}" fill="none" stroke="#4e79a7" stroke-width="1.5"/>')
+    for i, (day, (value, low, high, status)) in enumerate(points):
+        odd = status != "PASS"
+        tip = f"{day}: {value:g}, expected {low:,.4g}–{high:,.4g}; {status}"
+        out.append(
+            f'<circle cx="{x(i):.1f}" cy="{y(value):.1f}" r="{4 if odd else 2.5}" '
+            f'fill="{"#e15759" if odd else "#fff"}" stroke="{"#e15759" if odd else "#4e79a7"}" '
+            f'stroke-width="1.5"><title>{html_text(tip)}</title></circle>'
+        )
+    for i in {0, n - 1}:
+        out.append(
+            f'<text x="{x(i):.1f}" y="{height - 8}" text-anchor="middle">'
+            f"{html_text(points[i][0])}</text>"
+        )
+    out.append("</svg>")
+    odd = sum(1 for _, p in points if p[3] != "PASS")
+    out.append(
+        f'<p class="sub">{n} deliveries; the shaded band is the expected range; '
+        f"{odd} judged anomalous (red).</p>"
+    )
+    return "".join(out)
 
 
 def _order(row: Mapping[str, Any]) -> tuple:
@@ -570,7 +642,7 @@ def html(
     the rule files) adds a threshold column and marks the rules over it; `clauses`
     (`clauses_from_rule_files`) names the contract clause beside a rule made from one.
     """
-    rows = sorted(rows, key=_order)
+    rows, checks = sorted(rows, key=_order), list(checks)
     last = latest(rows)
     updates = _updates(rows)
     generated = _when(generated_at or datetime.now(timezone.utc))
@@ -607,7 +679,8 @@ def html(
             "<section><h2>Latest update</h2>",
             _latest_table(last, thresholds, clauses),
             "</section>",
-            _checks_section(list(checks)),
+            _checks_section(checks),
+            _anomaly_section(checks),
             "<section><h2>Failed rows per rule over updates (%)</h2>",
             _chart(rows),
             "</section>",

@@ -16,6 +16,7 @@ import yaml
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from medallion_dq.anomaly import METRICS
 from medallion_dq.constraints import top_level_columns
 from medallion_dq.problems import Problem
 
@@ -280,7 +281,8 @@ class Contract:
 
 @dataclass(frozen=True)
 class Check:
-    """A dataset-level check: volume, freshness or references, with its options as written."""
+    """A dataset-level check: volume, anomaly, freshness or references, with its options as
+    written."""
 
     name: str
     kind: str
@@ -327,6 +329,23 @@ def _identifier(value: object) -> Wrong:
     return "must be a column or dataset name", "write a plain name, e.g. customer_id"
 
 
+def _positive(value: object) -> Wrong:
+    if not isinstance(value, bool) and isinstance(value, int | float) and value > 0:
+        return None
+    return "must be a number > 0", None
+
+
+def _boolean(value: object) -> Wrong:
+    return None if isinstance(value, bool) else ("must be true or false", None)
+
+
+def _one_of(*words: str) -> Callable[[object], Wrong]:
+    def wrong(value: object) -> Wrong:
+        return None if value in words else (f"must be one of {', '.join(words)}", None)
+
+    return wrong
+
+
 def _duration(value: object) -> Wrong:
     if isinstance(value, str) and DURATION.match(value):
         return None
@@ -343,6 +362,16 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
         "min_rows": (False, _number(whole=True, low=0)),
         "max_rows": (False, _number(whole=True, low=0)),
     },
+    "anomaly": {
+        "metric": (True, _one_of(*METRICS)),
+        "rule": (False, _identifier),
+        "sensitivity": (False, _positive),
+        "history": (False, _number(whole=True, low=3)),
+        "by_weekday": (False, _boolean),
+        "date_column": (False, _identifier),
+        "min_width": (False, _number(whole=False, low=0)),
+        "action": (False, _one_of("warn", "fail")),
+    },
     "freshness": {"column": (True, _identifier), "max_age": (True, _duration)},
     "references": {
         "column": (True, _identifier),
@@ -355,6 +384,7 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
 CHECK_FIELDS = {"name", "description", "contract", *CHECK_KINDS}
 _CHECK_EXAMPLE = {
     "volume": "{min_ratio: 0.5, max_ratio: 2.0}",
+    "anomaly": "{metric: rows, sensitivity: 3.5, history: 28, by_weekday: true}",
     "freshness": "{column: order_ts, max_age: 2d}",
     "references": "{column: customer_id, dataset: silver_customers}",
 }
@@ -434,7 +464,38 @@ def _check_options(check: Entry, kind: str, value: object) -> dict | None:
             check.add("DQ023", f"{kind} needs {key!r}", write)
         if got is not None and (what := wrong(got)):
             check.add("DQ023", f"{kind}.{key} {what[0]}, got {show(got)}", what[1] or write)
+    if kind == "anomaly":
+        _anomaly_pairs(check, value)
     return dict(value) if len(check.reader.problems) == problems else None
+
+
+def _anomaly_pairs(check: Entry, value: Mapping) -> None:
+    """The anomaly options that only make sense together."""
+    metric, rule = value.get("metric"), value.get("rule")
+    if isinstance(rule, str) and rule not in check.reader.names:  # the rules are read first
+        check.add(
+            "DQ023",
+            f"anomaly.rule {rule!r} is no rule of this file",
+            "name one of the file's rules, or leave out rule for all of them",
+        )
+    if rule is not None and metric != "failure_rate":
+        check.add(
+            "DQ023",
+            f"anomaly.rule names the rule of metric failure_rate, not of {show(metric)}",
+            "write anomaly: {metric: failure_rate, rule: valid_amount}, or leave out rule",
+        )
+    if value.get("date_column") is not None and metric == "failure_rate":
+        check.add(
+            "DQ023",
+            "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
+            "leave out date_column: a failure rate is dated by its update",
+        )
+    if metric == "lag" and value.get("date_column") is None:
+        check.add(
+            "DQ023",
+            "anomaly metric lag needs date_column, the timestamp whose age it measures",
+            "write anomaly: {metric: lag, date_column: order_ts}",
+        )
 
 
 def read_schema(entry: Entry, key: str) -> tuple[Column, ...]:

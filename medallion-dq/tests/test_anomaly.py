@@ -1,0 +1,235 @@
+"""The anomaly check without Spark: its band (median and MAD of the source's own history, by
+weekday once two weeks are there), its verdict and the validation of its fields."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from medallion_dq import anomaly, checks, rules
+from medallion_dq.problems import DataQualityError
+
+SUNDAY = date(2026, 11, 1)
+
+
+def two_weeks(weekday: int = 80, sunday: int = 30) -> list[anomaly.Point]:
+    """Fourteen days from a Sunday: Sundays low, other days near `weekday`."""
+    days = [SUNDAY + timedelta(d) for d in range(14)]
+    return [anomaly.Point(d, sunday if d.weekday() == 6 else weekday + d.day % 3) for d in days]
+
+
+def check(**options) -> rules.Check:
+    return rules.Check("daily_anomaly", "anomaly", tuple({"metric": "rows", **options}.items()))
+
+
+def test_a_low_sunday_is_judged_against_sundays_and_a_half_wednesday_fails():
+    history = two_weeks()
+    sunday = checks.judge_anomaly(check(), "silver_orders", 29, date(2026, 11, 15), history, "days")
+    assert sunday.passed, str(sunday)
+    assert sunday.bound == "expected 27–33 (Sunday median 30 over 2 weeks)"
+    wednesday = checks.judge_anomaly(check(), "silver_orders", 40, date(2026, 11, 18), history)
+    assert str(wednesday) == (
+        "silver_orders.daily_anomaly (anomaly): 40 rows on Wed 2026-11-18; bound expected 73–90 "
+        "(Wednesday median 82 over 2 weeks); FAIL"
+    )
+    assert wednesday.band == ("2026-11-18", 40, pytest.approx(73.35), pytest.approx(89.65))
+
+
+def test_before_two_weeks_of_a_weekday_the_baseline_is_all_days():
+    """One Sunday in the history: a Sunday is compared with every day, and a quiet one fails."""
+    history = two_weeks()[:7]
+    found = anomaly.band(history, date(2026, 11, 15))
+    assert found is not None and found.weekday is None and found.points == 7
+    result = checks.judge_anomaly(check(), "silver_orders", 29, date(2026, 11, 15), history, "days")
+    assert not result.passed
+    assert result.bound.endswith("(median 81 over the last 7 days)")
+
+
+def test_the_band_is_median_and_scaled_mad():
+    history = [anomaly.Point(SUNDAY + timedelta(d), v) for d, v in enumerate([10, 12, 14, 100])]
+    found = anomaly.band(history, date(2026, 12, 1), by_weekday=False, sensitivity=2)
+    # median 13, MAD median(|10-13|, 1, 1, 87) = 2: one outlier in the history moves neither
+    assert (found.median, found.low, found.high) == pytest.approx(
+        (13, 13 - 4 * 1.4826, 13 + 4 * 1.4826)
+    )
+
+
+def test_a_flat_history_has_a_floor_not_a_zero_width_band():
+    flat = [anomaly.Point(SUNDAY + timedelta(d), 100) for d in range(10)]
+    found = anomaly.band(flat, date(2026, 12, 1), by_weekday=False)
+    assert (found.low, found.high) == (90, 110)  # min_width 10 % of the median
+    assert found.holds(104) and not found.holds(89)
+    narrow = anomaly.band(flat, date(2026, 12, 1), by_weekday=False, min_width=0.01)
+    assert (narrow.low, narrow.high) == (99, 101)
+    clean = [anomaly.Point(SUNDAY + timedelta(d), 0.0) for d in range(10)]
+    rates = anomaly.band(clean, date(2026, 12, 1), metric="failure_rate")
+    assert (rates.low, rates.high) == (0.0, 0.01)  # a point of failure rate, not every failed row
+
+
+def test_without_enough_history_the_check_passes_with_a_note():
+    history = two_weeks()[:2]
+    result = checks.judge_anomaly(check(), "silver_orders", 5, date(2026, 11, 3), history)
+    assert result.passed and result.note == "no baseline yet: 2 earlier updates, 3 needed"
+
+
+def test_warn_passes_the_gate_with_a_warning():
+    result = checks.judge_anomaly(
+        check(action="warn"), "silver_orders", 40, date(2026, 11, 18), two_weeks()
+    )
+    assert (result.passed, result.warning, result.status) == (True, True, "WARN")
+
+
+def test_the_event_log_series_leaves_out_empty_days_and_full_refreshes():
+    """Without date_column the series is the volume check's: rows per update, dated by the
+    update; an empty update and a full refresh are no delivery to learn from."""
+    written = [
+        {
+            "update_id": f"u{d}",
+            "dataset": "silver_orders",
+            "time": datetime(2026, 11, d, 6),
+            "rows": 80,
+            "full_refresh": False,
+        }
+        for d in range(2, 7)
+    ]
+    written += [
+        {
+            "update_id": "empty",
+            "dataset": "silver_orders",
+            "time": datetime(2026, 11, 7, 6),
+            "rows": 0,
+            "full_refresh": False,
+        },
+        {
+            "update_id": "refresh",
+            "dataset": "silver_orders",
+            "time": datetime(2026, 11, 8, 6),
+            "rows": 400,
+            "full_refresh": True,
+        },
+        {
+            "update_id": "now",
+            "dataset": "silver_orders",
+            "time": datetime(2026, 11, 9, 6),
+            "rows": 40,
+            "full_refresh": False,
+        },
+    ]
+    series = {"written": written, "rates": []}
+    result = checks.anomaly_check(None, check(), "silver_orders", "t", series, "now")
+    assert not result.passed
+    assert result.bound == "expected 72–88 (median 80 over the last 5 updates)"
+    refreshed = checks.anomaly_check(None, check(), "silver_orders", "t", series, "refresh")
+    assert refreshed.passed and refreshed.note == checks.FULL_REFRESH_NOTE
+    empty = checks.anomaly_check(None, check(), "silver_orders", "t", series, "empty", True)
+    assert empty.passed and empty.note == "an empty delivery, allowed (--allow-empty)"
+
+
+def test_a_failure_rate_is_judged_against_the_rules_earlier_rates():
+    def rate(update: str, day: int, name: str, failed: int) -> dict:
+        time = datetime(2026, 11, day, 6)
+        return {
+            "update_id": update,
+            "dataset": "silver_orders",
+            "name": name,
+            "time": time,
+            "failed": failed,
+            "judged": 100,
+        }
+
+    rates = [rate(f"u{d}", d, "valid_amount", 2) for d in range(2, 8)]
+    rates += [rate(f"u{d}", d, "valid_id", 0) for d in range(2, 8)]
+    rates += [rate("now", 9, "valid_amount", 9), rate("now", 9, "valid_id", 0)]
+    series = {"written": [], "rates": rates}
+    one = check(metric="failure_rate", rule="valid_amount")
+    result = checks.anomaly_check(None, one, "silver_orders", "t", series, "now")
+    assert (result.value, result.passed) == ("9.00% failed (valid_amount) on Mon 2026-11-09", False)
+    assert result.bound == "expected 1.00%–3.00% (median 2.00% over the last 6 updates)"
+    every = checks.anomaly_check(
+        None, check(metric="failure_rate"), "silver_orders", "t", series, "now"
+    )
+    assert every.value.startswith("4.50% failed (all rules)") and not every.passed
+
+
+HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: amount >= 0\n"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ("{metric: latency}", "anomaly.metric must be one of rows, lag, failure_rate, got"),
+        ("{metric: lag}", "anomaly metric lag needs date_column, the timestamp whose age"),
+        ("{metric: rows, sensitivity: 0}", "anomaly.sensitivity must be a number > 0, got 0"),
+        ("{metric: rows, sensitivity: -1}", "anomaly.sensitivity must be a number > 0, got -1"),
+        ("{metric: rows, history: 2}", "anomaly.history must be a whole number >= 3, got 2"),
+        ("{metric: rows, by_weekday: yes please}", "anomaly.by_weekday must be true or false"),
+        ("{metric: rows, action: drop}", "anomaly.action must be one of warn, fail, got 'drop'"),
+        ("{sensitivity: 3}", "anomaly needs 'metric'"),
+        ("{metric: rows, window: 7}", "anomaly has no option 'window'"),
+        ("{metric: rows, date_column: order ts}", "anomaly.date_column must be a column"),
+        ("{metric: failure_rate, rule: valid_amt}", "anomaly.rule 'valid_amt' is no rule of this"),
+        (
+            "{metric: rows, rule: valid_amount}",
+            "anomaly.rule names the rule of metric failure_rate",
+        ),
+        (
+            "{metric: failure_rate, date_column: order_ts}",
+            "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
+        ),
+    ],
+)
+def test_a_wrong_field_is_one_line_naming_it(options: str, message: str):
+    text = HEAD + f"checks:\n  - name: daily_anomaly\n    anomaly: {options}\n"
+    with pytest.raises(DataQualityError) as caught:
+        rules.parse(text, "rules/silver/orders.yml")
+    (problem,) = caught.value.problems
+    line = str(problem)
+    assert line.startswith("DQ023 rules/silver/orders.yml") and "\n" not in line
+    assert message in line and "checks.daily_anomaly" in line
+
+
+def test_a_valid_anomaly_check_is_read_with_its_options():
+    text = HEAD + (
+        "checks:\n  - name: daily_anomaly\n    anomaly: {metric: failure_rate, rule: valid_amount,"
+        " sensitivity: 3.5, history: 28, by_weekday: true, action: warn}\n"
+    )
+    (found,) = rules.parse(text, "orders.yml").checks
+    assert (found.kind, found.get("rule"), found.get("action")) == (
+        "anomaly",
+        "valid_amount",
+        "warn",
+    )
+
+
+def test_the_report_draws_each_series_with_its_band_and_marks_the_anomalies():
+    from medallion_dq import report
+
+    def judged(day: str, value: float, status: str, dataset: str = "silver_<b>orders</b>") -> dict:
+        return {
+            "update_id": f"u-{day}",
+            "timestamp": datetime(2026, 11, int(day[-2:]), 6, tzinfo=timezone.utc),
+            "pipeline": "validation",
+            "dataset": dataset,
+            "check": "daily_anomaly",
+            "kind": "anomaly",
+            "value": f"{value} rows",
+            "bound": "expected 18–22",
+            "status": status,
+            "note": "",
+            "band": [day, value, 18.0, 22.0],
+        }
+
+    rows = [judged("2026-11-16", 20, "PASS"), judged("2026-11-17", 21, "PASS")]
+    rows += [judged("2026-11-18", 10, "FAIL"), judged("2026-11-18", 10, "FAIL")]  # judged again
+    page = report.html([], checks=rows)
+    section = page[page.index("<h2>Anomaly checks") :]
+    assert "<code>silver_&lt;b&gt;orders&lt;/b&gt;.daily_anomaly</code>" in section
+    assert "<b>orders" not in page
+    assert section.count("<circle") == 3  # one per business day
+    assert section.count('fill="#e15759"') == 1
+    assert "2026-11-18: 10, expected 18–22; FAIL" in section
+    assert "3 deliveries; the shaded band is the expected range; 1 judged anomalous" in section
+    assert "Anomaly checks" not in report.html(
+        [], checks=[{**rows[0], "band": None, "kind": "volume"}]
+    )
