@@ -55,7 +55,9 @@ def _code_problems(root: Path) -> list:
 
 def _contract_problems(root: Path) -> list:
     """A warning per difference between a contract in contracts/ and the rule files it makes
-    (`contract check`, which CI runs): a rule file edited by hand is said at once."""
+    (`contract check`, which CI runs): a rule file edited by hand is said at once. A contract
+    that `contract import` would refuse (not ODCS, a physicalType that contradicts its
+    logicalType) is an error."""
     from medallion_dq import contract
     from medallion_dq.problems import DataQualityError, Problem
     from medallion_dq.text import relative_path
@@ -66,7 +68,12 @@ def _contract_problems(root: Path) -> list:
         fix = f"`{PROG} contract import {where}` writes its rules again, or change the contract"
         try:
             lines = contract.drift(root, contract.translate(contract.read(path, where), where))
-        except (contract.ContractError, DataQualityError) as error:
+        except contract.ContractError as error:  # `contract import` refuses it: an error here
+            out += [
+                Problem("DQC000", where, line.removeprefix(f"{where}: ")) for line in error.lines
+            ]
+            continue
+        except DataQualityError as error:
             lines, fix = [str(error).splitlines()[0]], f"`{PROG} contract check {where}` says all"
         out += [Problem("DQC015", where, line, fix, severity="warning") for line in lines]
     return out
