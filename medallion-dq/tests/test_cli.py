@@ -58,6 +58,21 @@ def test_check_exit_1_names_the_file_and_rule(tmp_path):
     ) in done.stdout
 
 
+def test_control_characters_in_what_check_prints_show_as_escapes(tmp_path):
+    """A file name and a value with a terminal escape, a carriage return and a bidirectional
+    override: printed as their escapes, so they cannot colour, overwrite or reorder the line."""
+    project = tmp_path / "project"
+    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
+    rules = project / "src" / "acme_orders" / "rules" / "silver"
+    text = (rules / "orders.yml").read_text().replace("action: drop", 'action: "\\e[2Jdorp"', 1)
+    (rules / "orders\x1b[31m\r\u202e.yml").write_text(text.replace("silver_orders", "silver_o2"))
+    done = cli("check", cwd=project)
+    assert done.returncode == 1
+    assert "rules/silver/orders\\x1b[31m\\x0d\\u202e.yml: rule 'valid_order_id'" in done.stdout
+    assert "unknown action '\\x1b[2Jdorp'" in done.stdout
+    assert not any(c in done.stdout + done.stderr for c in "\x1b\r\u202e")
+
+
 @pytest.fixture(scope="module")
 def two_days(tmp_path_factory):
     """The sample job run twice, as a team runs it, in the project's lasting local lake: a

@@ -343,6 +343,54 @@ def test_every_physical_type_spark_would_refuse_is_named_and_nothing_written(pro
     assert snapshot(project) == before
 
 
+@pytest.mark.parametrize(
+    ("index", "physical", "logical", "said"),
+    [
+        (5, "string", "number", "'string' is a string type, not a number"),
+        (2, "int", "timestamp", "'int' is an integer type, not a timestamp"),
+        (0, "boolean", "string", "'boolean' is a boolean type, not a string"),
+        (6, "double", "integer", "'double' is a number type, not an integer"),
+        (3, "array<string>", "string", "'array<string>' is an array type, not a string"),
+    ],
+    ids=["string-on-number", "int-on-timestamp", "boolean-on-string", "double-on-integer", "array"],
+)
+def test_a_physical_type_that_contradicts_the_logical_type_is_refused(
+    project, capsys, index, physical, logical, said
+):
+    """`physicalType: string` on a number was imported as double without a word, and `contract
+    check` then called it "double in the contract": now import (nothing written), contract check
+    and check refuse it, one line naming the file, the path, both types and the fix."""
+    changed = edited(project, lambda doc: props(doc)[index].update(physicalType=physical))
+    assert props(yaml.safe_load(changed.read_text()))[index]["logicalType"] == logical
+    before = snapshot(project)
+    line = f"schema[0].properties[{index}]: physicalType {said}; fix: write the type that holds"
+    for action in ("import", "check"):
+        assert run(project, action, str(changed)) == 2
+        (err,) = capsys.readouterr().err.splitlines()
+        assert err.startswith(f"error: changed.odcs.yaml: {line}")
+        assert f"(or leave it out) for a{'n' if logical[0] in 'aeio' else ''} {logical}, or " in err
+    assert snapshot(project) == before
+    changed.replace(project / "contracts" / "orders.odcs.yaml")
+    assert cli.main(["--root", str(project), "check"]) == 1
+    out = capsys.readouterr().out
+    assert f"DQC000 contracts/orders.odcs.yaml: {line}" in out
+    assert out.splitlines()[-1] == "check: 1 error(s), 0 warning(s)"
+
+
+def test_physical_types_of_other_databases_that_hold_the_logical_type_are_taken(project):
+    """What a producer's database writes (VARCHAR2, NUMBER(10), Oracle's DATE for a timestamp,
+    MySQL's tinyint for a boolean) is not a contradiction; an unknown name is not judged."""
+
+    def change(doc):
+        props(doc)[0]["physicalType"] = "VARCHAR2(20)"
+        props(doc)[2]["physicalType"] = "DATE"
+        props(doc)[6]["physicalType"] = "NUMBER(10)"
+        props(doc).append({"name": "paid", "logicalType": "boolean", "physicalType": "tinyint"})
+        props(doc).append({"name": "geo", "logicalType": "string", "physicalType": "GEOGRAPHY"})
+
+    contract.read(edited(project, change))
+
+
 def test_a_bad_contract_is_one_of_the_packages_errors(tmp_path):
     """A program calling the library catches it as any medallion-dq error, or as a ValueError."""
     path = tmp_path / "list.odcs.yaml"
@@ -751,3 +799,119 @@ def test_an_alias_bomb_in_a_contract_is_one_line_at_once(project, capsys):
     out = capsys.readouterr().out
     assert f"DQC015 contracts/orders.odcs.yaml: contracts/{said.format(line)}" in out
     assert snapshot(project) == before
+
+
+def _paths(value, at=""):
+    """Every leaf of a document by its path: schema[0].properties[2].description -> text."""
+    if isinstance(value, dict):
+        return {p: v for k, item in value.items() for p, v in _paths(item, f"{at}.{k}").items()}
+    if isinstance(value, list):
+        return {p: v for i, item in enumerate(value) for p, v in _paths(item, f"{at}[{i}]").items()}
+    return {at: value}
+
+
+def _extras(doc: dict) -> None:
+    """Fields of ODCS the rule files have no place for, on every level."""
+    doc["description"] = {"purpose": "Orders for the revenue figures", "usage": "daily"}
+    doc["tags"], doc["domain"] = ["sales"], "sales"
+    doc["servers"] = [{"server": "prod", "type": "databricks", "catalog": "main", "schema": "s"}]
+    doc["team"]["members"] = [{"username": "ana", "role": "owner"}]
+    doc["slaProperties"].append({"property": "retention", "value": 3, "unit": "y"})
+    obj = doc["schema"][0]
+    obj.update(
+        businessName="Customer orders", tags=["finance"], dataGranularityDescription="an order"
+    )
+    props(doc)[0].update(businessName="Order number", classification="internal", primaryKey=True)
+    props(doc)[0].update(primaryKeyPosition=1, criticalDataElement=True, tags=["id"])
+    props(doc)[2]["customProperties"] = [{"property": "hint", "value": "ISO 8601"}]
+
+
+@pytest.mark.parametrize("extra", [False, True], ids=["sample", "extra-fields"])
+def test_export_keeps_every_field_of_the_contract_it_was_made_from(project, capsys, extra):
+    """The sample's contract, and one with ODCS fields the rule files cannot hold, imported and
+    exported: every field comes back as written (the schema object's description was dropped
+    without a word, and a property's sql clause moved to the object); the export imports to the
+    same files."""
+    source = project / "contracts" / "orders.odcs.yaml"
+    if extra:
+        doc = yaml.safe_load(source.read_text())
+        _extras(doc)
+        source.write_text(yaml.safe_dump(doc, sort_keys=False))
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    first = snapshot(project)
+    assert (
+        "description: Orders as typed from the landing files"
+        in first["src/acme_orders/rules/silver/orders.yml"]
+    )
+    capsys.readouterr()
+    assert run(project, "export", "--dataset", "silver_orders") == 0
+    captured = capsys.readouterr()
+    exported = _paths(yaml.safe_load(captured.out))
+    written = _paths(yaml.safe_load(source.read_text()))
+    assert {p: v for p, v in written.items() if exported.get(p, "gone") != v} == {}
+    assert captured.err.splitlines() == [
+        "contract export: not in the contract: daily_volume: min_ratio, max_ratio: ODCS counts "
+        "rows, not ratios"
+    ]
+    source.write_text(captured.out)
+    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
+    assert snapshot(project) == first
+
+
+def test_export_says_each_field_it_leaves_out(project, capsys):
+    """What neither a contract nor its clauses can hold: a rule's own owner, a gold file's
+    layer, the nested properties of a struct column, a column the rule file does not have."""
+    source = project / "contracts" / "orders.odcs.yaml"
+    doc = yaml.safe_load(source.read_text())
+    props(doc)[3]["properties"] = [{"name": "code", "logicalType": "string"}]
+    props(doc)[3].update(logicalType="object", physicalType="struct<code: string>")
+    props(doc).append({"name": "discount", "logicalType": "number"})
+    source.write_text(yaml.safe_dump(doc, sort_keys=False))
+    orders = rule_dir(project) / "silver/orders.yml"
+    text = orders.read_text()
+    orders.write_text(
+        text.replace("  - name: valid_order_id\n", "  - name: valid_order_id\n    owner: ops\n", 1)
+    )
+    assert run(project, "export", "--dataset", "silver_orders") == 0
+    err = capsys.readouterr().err.splitlines()
+    said = "contract export: not in the contract: "
+    assert err == [
+        f"{said}daily_volume: min_ratio, max_ratio: ODCS counts rows, not ratios",
+        f"{said}valid_order_id: owner ops: a clause has no owner of its own",
+        f"{said}contracts/orders.odcs.yaml: orders.channel: its nested properties (the rule file "
+        "has the column's type)",
+        f"{said}contracts/orders.odcs.yaml: orders.discount: no column of the rule file",
+    ]
+    assert run(project, "export", "--dataset", "gold_order_keys") == 0
+    assert f"{said}layer: gold: a contract has none (import it with --layer)" in (
+        capsys.readouterr().err.splitlines()
+    )
+
+
+def test_an_import_that_leaves_a_decorator_without_rules_is_refused(project, capsys):
+    """A producer's contract with no warning-level clause, over the sample's orders, whose
+    silver_orders passes ORDERS.warn to @dp.expect_all: the import wrote the files without a
+    word and the project's `check` then failed (DQC014). Now nothing is written, the line says
+    which decorator and both fixes; once the decorator is removed, the import goes through and
+    `check` passes."""
+    text = (project / "contracts" / "orders.odcs.yaml").read_text()
+    producer = project / "producer.odcs.yaml"
+    producer.write_text(text.replace("severity: warning", "severity: error"))
+    before = snapshot(project)
+    assert run(project, "import", "producer.odcs.yaml") == 2
+    err = capsys.readouterr().err.splitlines()
+    pipeline = project / "src" / "pipelines" / "validation" / "silver" / "orders.py"
+    line = pipeline.read_text().splitlines().index("@dp.expect_all(ORDERS.warn)") + 1
+    assert err == [
+        "error: producer.odcs.yaml: the import would leave DQC014 "
+        f"src/pipelines/validation/silver/orders.py:{line}: @expect_all(ORDERS.warn) is given "
+        "no rules: src/acme_orders/rules/silver/orders.yml has no 'warn' rule left; fix: remove "
+        "the decorator; or make a rule of src/acme_orders/rules/silver/orders.yml 'warn' again "
+        "(in its data contract, if it is made from one: a clause with severity: warning)",
+        "contract import: nothing written (1 error(s) above)",
+    ]
+    assert snapshot(project) == before
+    pipeline.write_text(pipeline.read_text().replace("@dp.expect_all(ORDERS.warn)\n", ""))
+    assert run(project, "import", "producer.odcs.yaml") == 0
+    capsys.readouterr()
+    assert cli.main(["--root", str(project), "check"]) == 0, capsys.readouterr().out

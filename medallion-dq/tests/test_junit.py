@@ -95,3 +95,57 @@ def test_a_run_that_ended_before_a_result_is_an_error_case(tmp_path):
     (error,) = found[("medallion-dq", "run")].result
     assert isinstance(error, Error) and error.message == "no Java found"
     assert found[("silver_orders", "valid_amount")].is_skipped
+
+
+# What a landing value may hold that XML 1.0 does not allow (C0 controls, U+FFFE, a lone
+# surrogate) or that a CI page would act on (ESC, DEL, C1), beside what XML itself escapes.
+CONTROLS = "a\x00b\x07\x1b[31mred\x1b[0m\x0b\x7f\x85\ufffe\ud800]]>&<tag>"
+CONTROLS_SHOWN = "a\\x00b\\x07\\x1b[31mred\\x1b[0m\\x0b\\x7f\\x85\\ufffe\\ud800]]>&<tag>"
+
+
+def test_control_characters_from_the_data_are_shown_escaped_and_the_file_parses(tmp_path):
+    """Every field that carries data: an engine's error quoting a value, a check's value, a
+    failing record, the run's error. The file parses with xml.etree and a JUnit parser, and each
+    value reads back with its control characters as visible escapes."""
+    import xml.etree.ElementTree as ET
+
+    from medallion_dq.checks import CheckResult
+
+    verdict = gate.evaluate(
+        [{"dataset": "silver_orders", "name": "valid_amount", "passed": 9, "failed": 1}], {}
+    )
+    verdict.checks.append(
+        CheckResult("silver_orders", "fresh", "freshness", CONTROLS, CONTROLS, False)
+    )
+    engine = RunError("ENGINE", f"[CAST_INVALID_INPUT] The value '{CONTROLS}' cannot be cast")
+    result = JobResult(
+        "medallion",
+        [
+            TaskResult("validate", "pipeline_task", "FAILED", update(engine)),
+            TaskResult(
+                "quality_gate",
+                "python_wheel_task",
+                "FAILED",
+                gate=verdict,
+                examples={"silver_orders.valid_amount": [{"amount": -1, "note": CONTROLS}]},
+            ),
+        ],
+    )
+    path = tmp_path / "dq.xml"
+    junit.write(path, result, rule_sets(tmp_path), what="job medallion", error=CONTROLS)
+
+    root = ET.parse(path).getroot()  # well-formed
+    texts = [e.text or "" for e in root.iter()] + [
+        v for e in root.iter() for v in e.attrib.values()
+    ]
+    assert texts
+    assert not [t for t in texts if any(c in t for c in "\x00\x07\x1b\x0b\x7f\x85\ufffe")]
+    found = cases(path)
+    (engine_error,) = found[("p", "validate: update")].result
+    assert isinstance(engine_error, Error) and CONTROLS_SHOWN in engine_error.text
+    (check,) = found[("silver_orders", "fresh")].result
+    assert isinstance(check, Failure) and CONTROLS_SHOWN in check.message
+    (failure,) = found[("silver_orders", "valid_amount")].result
+    assert '"note": "a\\u0000b' in failure.text  # a failing record: JSON, as before
+    (run,) = found[("medallion-dq", "run")].result
+    assert run.text == CONTROLS_SHOWN and CONTROLS_SHOWN.startswith(run.message)

@@ -382,24 +382,39 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
     """`run --junit-xml` in a throwaway lake on the second day alone, whose orders break
     valid_order_id's 2 % threshold: that rule is a failing test case (failed rows, threshold,
     failing records), the others and the dataset checks pass, and gold's rules, whose update
-    the gate stopped, are skipped. Read back with a JUnit parser, as a CI reads it."""
+    the gate stopped, are skipped. Read back with a JUnit parser, as a CI reads it. The orders
+    without an id carry control characters, a terminal escape, U+FFFE and XML's own `]]>&<` in
+    their channel: the file stays well-formed and the console shows no raw control character."""
+    import xml.etree.ElementTree as ET
+
     from junitparser import Failure, JUnitXml
 
     landing = tmp_path / "day2"
-    (second,) = [p for p in (project / "fixtures" / "landing" / "orders").glob("*-11-04.*")]
+    (second,) = [p for p in (project / "fixtures" / "landing" / "orders").glob("*-11-04.json")]
     (landing / "orders").mkdir(parents=True)
-    (landing / "orders" / second.name).write_bytes(second.read_bytes())
+    hostile = "\x00\x08\x1b[31mred\x1b[0m\x7f\x9b\ufffe]]>&<b>"
+
+    def without_id(line: str) -> str:  # the file's corrupt record stays as it is
+        if not line.startswith("{") or '"order_id"' in line or not line.endswith("}"):
+            return line
+        return json.dumps({**json.loads(line), "channel": hostile})
+
+    lines = "".join(without_id(line) + "\n" for line in second.read_text().splitlines())
+    (landing / "orders" / second.name).write_text(lines)
     shutil.copytree(project / "fixtures" / "landing" / "customers", landing / "customers")
     report = tmp_path / "results" / "dq.xml"
     args = ("run", "--job", "medallion", "--fresh", "--landing", landing, "--junit-xml", report)
     done = cli(project, *args)
     assert done.returncode == 1, done.stdout + done.stderr  # the gate stops the job
+    assert not set(done.stdout + done.stderr) & set("\x00\x08\x1b\x7f\x9b\ufffe")
+    ET.parse(report)  # well-formed
     cases = {(c.classname, c.name): c for suite in JUnitXml.fromfile(str(report)) for c in suite}
     failing = cases[("silver_orders", "valid_order_id")]
     (failure,) = failing.result
     assert isinstance(failure, Failure)
     assert "threshold 2.00% (rule)" in failure.message
     assert "failing records (examples):" in failure.text and '"order_id":' in failure.text
+    assert json.dumps(hostile) in failure.text  # each failing record, as it landed
     assert cases[("silver_orders", "valid_amount")].is_passed
     assert cases[("silver_customers", "valid_email")].is_passed
     assert cases[("silver_orders", "known_customer")].is_passed  # a dataset check

@@ -115,3 +115,22 @@ def _check(value: str) -> dict:
         "bound": value,
         "status": "FAIL",
     }
+
+
+def test_control_characters_show_as_escapes_in_markdown_and_html():
+    """A landing value with a terminal escape, a carriage return or U+FFFE shows as its escapes
+    in a pull-request comment and the HTML report, as on the console."""
+    from medallion_dq import markup
+
+    value = "\x1b[31mred\x1b[0m\rover\x07\ufffe"
+    said = "\\x1b[31mred\\x1b[0m\\x0dover\\x07\\ufffe"
+    found = _diffed()
+    found.examples["newly_dropped"] = [{"order_id": value, "_dropped_by": ["r"]}]
+    text = diff.markdown_report({"base": "main", "data": "fixtures"}, [found])
+    page = _read(MarkdownIt("commonmark").enable("table").render(text))
+    assert said.replace("\\x0d", " ") in page.texts["td"]  # a table cell is one line
+    assert not any(c in text for c in "\x1b\r\x07\ufffe")
+    assert _read(markup.md_code(value)).texts["code"] == [said]
+    assert markup.html_text(value) == said
+    html = report.html([], value, checks=[_check(value)])
+    assert said in html and not any(c in html for c in "\x1b\r\x07\ufffe")

@@ -28,6 +28,7 @@ from pathlib import Path
 from medallion_dq import __version__, config, run_command, scaffold
 from medallion_dq.config import STATE_DIR
 from medallion_dq.settings import BACKENDS
+from medallion_dq.text import shown
 
 PROG = "medallion-dq"
 
@@ -55,7 +56,9 @@ def _code_problems(root: Path) -> list:
 
 def _contract_problems(root: Path) -> list:
     """A warning per difference between a contract in contracts/ and the rule files it makes
-    (`contract check`, which CI runs): a rule file edited by hand is said at once."""
+    (`contract check`, which CI runs): a rule file edited by hand is said at once. A contract
+    that `contract import` would refuse (not ODCS, a physicalType that contradicts its
+    logicalType) is an error."""
     from medallion_dq import contract
     from medallion_dq.problems import DataQualityError, Problem
     from medallion_dq.text import relative_path
@@ -66,7 +69,12 @@ def _contract_problems(root: Path) -> list:
         fix = f"`{PROG} contract import {where}` writes its rules again, or change the contract"
         try:
             lines = contract.drift(root, contract.translate(contract.read(path, where), where))
-        except (contract.ContractError, DataQualityError) as error:
+        except contract.ContractError as error:  # `contract import` refuses it: an error here
+            out += [
+                Problem("DQC000", where, line.removeprefix(f"{where}: ")) for line in error.lines
+            ]
+            continue
+        except DataQualityError as error:
             lines, fix = [str(error).splitlines()[0]], f"`{PROG} contract check {where}` says all"
         out += [Problem("DQC015", where, line, fix, severity="warning") for line in lines]
     return out
@@ -333,20 +341,22 @@ def _show_library_lines() -> None:
     library.setLevel(logging.INFO)
 
 
-class _Unbroken:
-    """Standard output that goes on when its reader has gone (`run ... | head` closed the pipe):
-    the rest is dropped, and the update, its put-back and its records are not cut short by a
-    BrokenPipeError in the middle of a line."""
+class _Console:
+    """Standard output or error as the CLI writes them. A control character from the data (a
+    landing value, a file name, a rule file) is shown as its escape (`\\x1b[31m` as text):
+    it cannot colour, move or overwrite what a terminal or a CI log shows (`text.shown`). And
+    a reader that has gone (`run ... | head` closed the pipe) drops the rest: the update, its
+    put-back and its records are not cut short by a BrokenPipeError in the middle of a line."""
 
     def __init__(self, stream):
         self._stream = stream
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            self._stream.write(shown(text))
         except BrokenPipeError:
             self._drop()
-            return len(text)
+        return len(text)
 
     def flush(self) -> None:
         try:
@@ -440,8 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     _show_library_lines()
-    # A reader that stops early (`| head`): the run goes on, its lines unread.
-    stdout, sys.stdout = sys.stdout, _Unbroken(sys.stdout)
+    # Everything the command prints goes through one place (control characters shown).
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Console(stdout), _Console(stderr)
     try:
         return commands[args.command](args)
     except run_command.OutputNotWritten as error:
@@ -459,4 +470,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 3
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = stdout, stderr

@@ -210,8 +210,15 @@ class _Expectation:
 
 
 class _Collector:
-    def __init__(self, root: Path, settings: _Settings, sample_failures: Mapping[str, float]):
+    def __init__(
+        self,
+        root: Path,
+        settings: _Settings,
+        sample_failures: Mapping[str, float],
+        replacing: Mapping[Path, str],
+    ):
         self.root = root
+        self.replacing = {path.resolve(): text for path, text in replacing.items()}
         self.settings = settings
         self.samples = {
             key
@@ -252,21 +259,24 @@ class _Collector:
         except ValueError as error:
             self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
             return
-        for folder in folders:
-            if folder.is_dir():
-                yield from rules.rule_files(folder)
+        found = {p.resolve() for f in folders if f.is_dir() for p in rules.rule_files(f)}
+        yield from sorted(found | set(self.replacing))
 
     def read_rule_file(self, path: Path) -> None:
         where = relative_path(path, self.root)
+        text = self.replacing.get(path.resolve())
         try:
-            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
+            raw = yaml.load(
+                path.read_text(encoding="utf-8") if text is None else text,
+                Loader=rules.StrictLoader,
+            )
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
         native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)
         # A Lakehouse Plumber file names no dataset (the pipeline passes it): use the file name.
         lhp_dataset = path.stem if isinstance(raw, dict) and not native else None
         try:
-            ruleset = rules.load(path, dataset=lhp_dataset)
+            ruleset = rules.load(path, dataset=lhp_dataset, text=text)
         except DataQualityError as error:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
@@ -445,7 +455,9 @@ class _Collector:
             "DQC014",
             where,
             f"@{kind}({expression}) is given no rules: {found[0]} has no '{action}' rule left",
-            f"remove the decorator{also}; or make a rule of {found[0]} '{action}' again",
+            f"remove the decorator{also}; or make a rule of {found[0]} '{action}' again (in "
+            "its data contract, if it is made from one: a clause with severity: "
+            f"{'warning' if action == 'warn' else 'error'})",
         )
 
     # ------------------------------------------------------------------ layer rules
@@ -638,6 +650,7 @@ def check(
     *,
     sample_failures: Mapping[str, float] | None = None,
     more: Iterable[Problem] = (),
+    replacing: Mapping[Path, str] | None = None,
 ) -> list[Problem]:
     """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project.
 
@@ -645,7 +658,8 @@ def check(
     `sample_failures`: `{"dataset.rule": failed fraction}` from a run on the sample data (see
     `sample_failures_from_metrics`): a silver `fail` rule the sample violates is an error.
     `more`: problems found elsewhere with a DQC code (DQC015, a contract's drift), given the
-    configured severity too.
+    configured severity too. `replacing`: rule files' texts by path, judged instead of the files
+    (new ones too): the project as `contract import` would leave it.
     """
     root = Path(project_root)
     read_problems: list[Problem] = []
@@ -668,7 +682,7 @@ def check(
                 )
             )
             config = {}
-    collector = _Collector(root, _settings(config), sample_failures or {})
+    collector = _Collector(root, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
     for path in collector.rule_files(settings):
         collector.read_rule_file(path)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
-from medallion_dq.text import short_name, table_lines
+from medallion_dq.text import short_name, shown, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -626,14 +626,16 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             as_of=args.as_of,
         )
     except Exception as exc:
-        print(f"ERROR: quality gate could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            shown(f"ERROR: quality gate could not run: {type(exc).__name__}: {exc}"),
+            file=sys.stderr,
+        )
         raise SystemExit(1) from None
 
     source = args.event_log_table or f"pipeline {args.pipeline_id}"
     target = f" -> {args.catalog}.{args.schema}" if args.catalog and args.schema else ""
-    print(f"Quality gate for {source}{target}")
-    print(result.table())
-    print(result.summary())
+    # The job's log shows these lines: control characters from the data as text (`text.shown`).
+    print(shown(f"Quality gate for {source}{target}\n{result.table()}\n{result.summary()}"))
     if not result.passed:
         raise SystemExit(1)
     return 0

@@ -12,7 +12,9 @@ and ``name`` the rule or check:
 - everything else is skipped, saying why it was not judged (the gate did not run, gold's rules
   are judged by their own update, ...).
 
-The XML is built with ``xml.etree``, which escapes what comes from the data.
+The XML is built with ``xml.etree``, which escapes what comes from the data; characters XML 1.0
+does not allow (C0 controls, U+FFFE), or a CI page would act on (ESC, C1), are written as their
+escapes (``\\x1b``) in every attribute and text, so that the file parses whatever the data held.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from medallion_dq.text import short_name
+from medallion_dq.text import short_name, shown
 
 SUITE = "medallion-dq data quality"
 
@@ -146,6 +148,9 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
     suite.set("time", f"{seconds:.3f}")
     for name in ("tests", "failures", "errors"):
         root.set(name, suite.get(name, ""))
+    for element in root.iter():  # every text and attribute, whatever field carries data
+        element.text = shown(element.text) if element.text else element.text
+        element.attrib = {name: shown(value) for name, value in element.attrib.items()}
     return root
 
 

@@ -7,11 +7,14 @@ rule file. Characters markdown or HTML could act on become numeric character ref
 CommonMark and GitHub show a reference as its character and never parse it as markup, in
 table cells too (a `|` written `&#124;` does not end the cell). A code span cannot do that: in a
 GitHub table a `|` in it must be written `\\|`, which other renderers show with the backslash.
+Control characters are shown as their escapes (`\\x1b`), as on the console (`text.shown`).
 """
 
 from __future__ import annotations
 
 from html import escape
+
+from medallion_dq.text import shown
 
 __all__ = ["html_text", "md_block", "md_code", "md_text"]
 
@@ -23,17 +26,17 @@ _REFERENCES = {ord(c): f"&#{ord(c)};" for c in _ACTIVE} | {ord("\n"): "&#10;", o
 
 def html_text(value: object) -> str:
     """`value` as HTML text or an attribute's value."""
-    return escape(str(value), quote=True)
+    return escape(shown(str(value)), quote=True)
 
 
 def md_text(value: object) -> str:
     """`value` as markdown text on one line (white space collapsed), e.g. a table cell."""
-    return " ".join(str(value).split()).translate(_REFERENCES)
+    return shown(" ".join(str(value).split())).translate(_REFERENCES)
 
 
 def md_code(value: object) -> str:
     """`value` as inline code, its text exact (line breaks too), fit for a table cell."""
-    return f"<code>{str(value).translate(_REFERENCES)}</code>"
+    return f"<code>{shown(str(value)).translate(_REFERENCES)}</code>"
 
 
 def md_block(value: object) -> str:

@@ -425,18 +425,22 @@ def parse(text: str, file: str, dataset: str | None = None, layer: str | None = 
     return RuleSet(**{**got, "rules": rules, "file": file})
 
 
-def load(name: str | Path | Traversable, *, dataset: str | None = None) -> RuleSet:
+def load(
+    name: str | Path | Traversable, *, dataset: str | None = None, text: str | None = None
+) -> RuleSet:
     """Load one rule file. Pipelines pass their project package's rule file, package data that
     is installed with the project on Databricks as locally::
 
         from acme_orders import RULES
         ORDERS = rules.load(RULES / "silver/orders.yml")
+
+    `text`: the file's text as it would be written (`contract import`), instead of the file's.
     """
     path = Path(str(name))
     display = display_path(path)
     layer = path.parent.name if path.parent.name in LAYERS else None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8") if text is None else text
     except FileNotFoundError:
         wrong = (
             "DQ003",

@@ -1,10 +1,30 @@
 """Text every layer writes the same way: a table's short name, a path as shown to a user, a SQL
-string literal, a plain-text table."""
+string literal, a plain-text table, a value shown as text."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
+
+# What a terminal, a parser or a reader's eye would act on instead of showing: C0 controls but tab
+# and line feed (ESC colours or moves, CR overwrites a line), DEL, C1 controls, bidirectional
+# overrides (text shown in another order than it is read), lone surrogates (no encoding takes
+# them) and U+FFFE / U+FFFF (not allowed in XML).
+_UNSHOWN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+
+
+def shown(text: str) -> str:
+    """`text` with each character of those written as its escape (`\\x1b`, `\\ufffe`): a value
+    from the data shows as text on a console, in a JUnit file, markdown or HTML."""
+    return _UNSHOWN.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def short_name(name: str | None) -> str:

@@ -10,7 +10,8 @@ What a contract's clauses become (CONVENTIONS.md, "Data contracts", says the sam
 - a schema object -> a rule file `rules/<layer>/<object name>.yml` for the dataset
   `physicalName` (else the name); its properties -> the `schema:` contract (types from
   `physicalType` when it is a Spark type of the `logicalType`'s kind, else from `logicalType`;
-  nested objects and arrays -> struct<...> and array<...>);
+  nested objects and arrays -> struct<...> and array<...>); a physicalType that cannot hold its
+  logicalType (`string` on a number) is refused, as a file that is not ODCS is;
 - a property's `required` and `logicalTypeOptions` (minimum, maximum, exclusive bounds,
   multipleOf, minLength, maxLength, pattern, format email/uuid/ipv4) -> one rule `valid_<column>`,
   the property's `description` its description and its `examples` its passing rows;
@@ -22,6 +23,10 @@ What a contract's clauses become (CONVENTIONS.md, "Data contracts", says the sam
   `latency` / `freshness` on an element -> a freshness check;
 - severity: error (or none) -> drop in silver, warning / info -> warn; every gold rule fails;
 - `text` and `custom` rules, and anything else without a translation, are listed, never skipped.
+
+`export` takes what the rule files cannot hold (descriptions, tags, servers, ...) from the
+contract in contracts/ they were made from, and says, a line each, what it leaves out. `import`
+is refused when `check` would then fail elsewhere (a decorator left with no rules: DQC014).
 
 Every item made from a clause carries it (`contract: <clause>`, the file `contract: {id, version}`)
 so the gate names the clause a failure breaks. Rules and checks without `contract:` are the team's

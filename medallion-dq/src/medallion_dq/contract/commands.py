@@ -12,11 +12,11 @@ import yaml
 from medallion_dq import rules
 from medallion_dq.contract.drift import drift
 from medallion_dq.contract.export import export
-from medallion_dq.contract.files import plan
+from medallion_dq.contract.files import Planned, plan
 from medallion_dq.contract.model import Translation
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError, read, validate
 from medallion_dq.contract.translate import translate
-from medallion_dq.problems import DataQualityError
+from medallion_dq.problems import DataQualityError, Problem
 
 
 def _say(translation: Translation, notes: list[str]) -> None:
@@ -47,8 +47,15 @@ def command(action: str, root: Path, **options) -> int:
 
 
 def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = None) -> int:
+    from medallion_dq import conventions
+
     translation = _load(file, layer, dataset)
     planned, notes = plan(root, translation)
+    if broken := _breaks(root, planned):
+        for problem in broken:
+            print(f"error: {Path(file).name}: the import would leave {problem}", file=sys.stderr)
+        print(f"contract import: nothing written ({len(broken)} error(s) above)", file=sys.stderr)
+        return 2
     for item in planned:
         if item.text == item.before:
             print(f"contract import: {item.display}: unchanged")
@@ -62,13 +69,30 @@ def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = 
         )
     _say(translation, notes)
     # What `check` says of the files written: a quarantine to add, a dataset to define.
-    from medallion_dq import conventions
-
     shown = tuple(item.display for item in planned)
     for problem in conventions.check(root):
         if problem.file.endswith(shown):
             print(f"  check: {problem}")
     return 0
+
+
+def _breaks(root: Path, planned: list[Planned]) -> list[Problem]:
+    """The errors `check` would find, after the import, in files it does not write (a pipeline's
+    decorator given no rules, DQC014): the import is refused rather than leave them to the next
+    person who runs `check`."""
+    from medallion_dq import conventions
+
+    def said(problem: Problem) -> tuple:
+        return problem.code, problem.file, problem.message
+
+    now = {said(p) for p in conventions.check(root) if p.severity == "error"}
+    after = conventions.check(root, replacing={item.path: item.text for item in planned})
+    written = tuple(item.display for item in planned)
+    return [
+        p
+        for p in after
+        if p.severity == "error" and said(p) not in now and not p.file.endswith(written)
+    ]
 
 
 def _export(root: Path, dataset: str, out: str | None = None) -> int:

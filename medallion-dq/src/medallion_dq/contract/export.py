@@ -13,7 +13,7 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields, rules
-from medallion_dq.contract.files import existing_files
+from medallion_dq.contract.files import existing_files, raw
 from medallion_dq.contract.model import singular
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError
 from medallion_dq.contract.patterns import FORMATS
@@ -161,8 +161,127 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
         if (said := _export_check(check, name, prop, quality, left)) is not None
     ]
     obj: dict[str, Any] = {"name": name, "physicalName": ruleset.dataset, "physicalType": "table"}
+    description = raw(path).get("description")
+    if isinstance(description, str) and description.strip():
+        obj["description"] = description.strip()
     obj["properties"] = list(props.values())
-    return _document(ruleset, name, obj, quality, sla)
+    for rule in [*ruleset.rules, *keys]:
+        if rule.owner and rule.owner != ruleset.owner:
+            left.append(f"{rule.name}: owner {rule.owner}: a clause has no owner of its own")
+    if ruleset.layer not in (None, "silver"):
+        left.append(f"layer: {ruleset.layer}: a contract has none (import it with --layer)")
+    doc = _document(ruleset, name, obj, quality, sla)
+    source = _source(root, doc["id"], left)
+    return doc if source is None else _carried(source[1], doc, source[0], left)
+
+
+# What the rule files say of a contract (from its clauses): the contract it was made from gives
+# the rest (descriptions, tags, servers, a property's businessName...), or export drops it.
+_RULES_SAY = {
+    "document": {"apiVersion", "kind", "id", "version", "schema", "slaProperties"},
+    "object": {"name", "physicalName", "physicalType", "properties", "quality", "relationships"},
+    "property": {
+        "name",
+        "physicalName",
+        "logicalType",
+        "physicalType",
+        "required",
+        "unique",
+        "logicalTypeOptions",
+        "examples",
+        "quality",
+        "relationships",
+        "items",
+        "properties",
+    },
+}
+_SLA_MADE = {"latency", "freshness"}  # the SLA properties import makes checks of
+
+
+def _source(root: Path, contract_id: str, left: list[str]) -> tuple[str, dict] | None:
+    """The contract in contracts/ the rule file was made from (same id), if any."""
+    from medallion_dq.contract.odcs import read
+    from medallion_dq.text import relative_path
+
+    for path in sorted((root / "contracts").glob("*.odcs.yaml")):
+        where = relative_path(path, root)
+        try:
+            doc = read(path, where)
+        except ContractError as error:
+            if f"id: {contract_id}\n" in path.read_text(encoding="utf-8", errors="replace"):
+                left.append(f"{where}: not read, its other fields not kept: {error.lines[0]}")
+            continue
+        if str(doc.get("id")) == contract_id:
+            return where, doc
+    return None
+
+
+def _carried(source: dict, doc: dict, where: str, left: list[str]) -> dict:
+    """`doc` with what only the contract `source` says (the rule files cannot): its other
+    fields, its object's and its properties' other fields, its other SLA properties. What
+    cannot be carried is added to `left`, one line a field."""
+    out = {**{k: v for k, v in source.items() if k not in _RULES_SAY["document"]}, **doc}
+    if isinstance(source.get("team"), dict) and "team" in doc:
+        out["team"] = {**source["team"], **doc["team"]}
+    made = {(s.get("property"), s.get("element")) for s in doc.get("slaProperties") or []}
+    kept = [
+        s
+        for s in source.get("slaProperties") or []
+        if isinstance(s, dict)
+        and s.get("property") not in _SLA_MADE
+        and (s.get("property"), s.get("element")) not in made
+    ]
+    if kept:
+        out["slaProperties"] = [*(doc.get("slaProperties") or []), *kept]
+    obj = out["schema"][0]
+    theirs = next(
+        (
+            o
+            for o in source.get("schema") or []
+            if isinstance(o, dict) and obj["physicalName"] in (o.get("physicalName"), o["name"])
+        ),
+        None,
+    )
+    if theirs is None:
+        return out
+    _fields(theirs, obj, "object")
+    named = {p["name"]: p for p in obj["properties"]}
+    # A clause with an id goes back under the property the contract has it under.
+    home = {
+        q.get("id"): named[p["name"]]
+        for p in theirs.get("properties") or []
+        if p["name"] in named
+        for q in p.get("quality") or []
+        if isinstance(q, dict) and q.get("id")
+    }
+    for clause in list(obj.get("quality") or []):
+        if clause.get("id") in home:
+            obj["quality"].remove(clause)
+            home[clause["id"]].setdefault("quality", []).append(clause)
+    if "quality" in obj and not obj["quality"]:
+        del obj["quality"]
+    for prop in theirs.get("properties") or []:
+        ours = named.get(prop["name"])
+        if ours is None:
+            left.append(f"{where}: {theirs['name']}.{prop['name']}: no column of the rule file")
+            continue
+        _fields(prop, ours, "property")
+        if prop.get("properties") or isinstance(prop.get("items"), dict):
+            left.append(
+                f"{where}: {theirs['name']}.{prop['name']}: its nested properties (the rule "
+                "file has the column's type)"
+            )
+    return out
+
+
+def _fields(theirs: dict, ours: dict, kind: str) -> None:
+    """`ours` given the fields of `theirs` the rule files do not say (customProperties merged)."""
+    for key, value in theirs.items():
+        if key == "customProperties" and ours.get(key):
+            have = {c.get("property") for c in ours[key]}
+            ours[key] = [*ours[key], *(c for c in value if c.get("property") not in have)]
+        elif key not in _RULES_SAY[kind] and key not in ours:
+            ours[key] = value
 
 
 def _document(ruleset: rules.RuleSet, name: str, obj: dict, quality: list, sla: list) -> dict:
@@ -311,9 +430,11 @@ def _quality(rule: rules.Rule, what: dict) -> dict:
         if rule.examples
         else []
     )
+    kind = {"type": "library"} if "metric" in what else {}
     return _clean(
         {
             **_ids(rule),
+            **kind,
             **what,
             **bound,
             "severity": severity,

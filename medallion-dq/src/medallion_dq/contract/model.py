@@ -20,7 +20,7 @@ class RuleFile:
     dataset: str
     layer: str
     contract: dict
-    settings: dict = field(default_factory=dict)  # owner, threshold, quarantine
+    settings: dict = field(default_factory=dict)  # owner, description, threshold, quarantine
     rules: list = field(default_factory=list)
     checks: list = field(default_factory=list)
     schema: dict = field(default_factory=dict)
@@ -75,6 +75,8 @@ class Context:
             for setting in ("threshold", "quarantine"):
                 if custom(obj, setting) is not None:
                     made.settings[setting] = custom(obj, setting)
+            if isinstance(obj.get("description"), str) and obj["description"].strip():
+                made.settings["description"] = obj["description"].strip()
             team = self.doc.get("team")
             if isinstance(team, dict) and team.get("name"):
                 made.settings["owner"] = str(team["name"])

@@ -15,7 +15,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields, rules
 from medallion_dq.constraints import function_errors
-from medallion_dq.contract.values import SPARK_TYPE_NAMES, type_name
+from medallion_dq.contract.values import SPARK_TYPE_NAMES, contradiction, type_name
 from medallion_dq.problems import MedallionDQError
 
 ODCS_VERSION = "v3.1.0"
@@ -127,15 +127,20 @@ def read(path: Path, label: str | None = None) -> dict:
     validate(data, label)
     # A physicalType that starts as a Spark type does must be one: Spark refuses decimal(12.2), and
     # translating it as the logicalType's default type would change the column's type unsaid.
-    malformed = [
-        f"{label}: {_path([*where, 'physicalType'])}: {physical!r} is not a Spark SQL type; fix: "
-        "write it as Spark does (decimal(12,2), array<string>), or leave it out for the "
-        "logicalType's"
-        for where, physical in _physical_types(data)
-        if type_name(physical) in SPARK_TYPE_NAMES and not rule_fields.spark_type(physical)
-    ]
-    if malformed:
-        raise ContractError(malformed)
+    # And it must hold the logicalType: `string` on a number would be typed one way or the other.
+    wrong = []
+    for where, prop in _properties(data):
+        physical, at = prop["physicalType"], _path(where)
+        if type_name(physical) in SPARK_TYPE_NAMES and not rule_fields.spark_type(physical):
+            wrong.append(
+                f"{label}: {at}.physicalType: {physical!r} is not a Spark SQL type; fix: write it "
+                "as Spark does (decimal(12,2), array<string>), or leave it out for the "
+                "logicalType's"
+            )
+        elif why := contradiction(prop.get("logicalType"), physical):
+            wrong.append(f"{label}: {at}: {why}")
+    if wrong:
+        raise ContractError(wrong)
     unsafe = [
         line for where, rule in _qualities(data) for line in _unsafe_calls(label, where, rule)
     ]
@@ -163,14 +168,14 @@ def _unsafe_calls(label: str, where: list, rule: Any) -> list[str]:
     ]
 
 
-def _physical_types(doc: dict):
-    """(path, physicalType) of every property, nested ones and array items too."""
+def _properties(doc: dict):
+    """(path, property) of every property with a physicalType, nested ones and items too."""
 
     def walk(prop: Any, where: list):
         if not isinstance(prop, dict):
             return
         if isinstance(prop.get("physicalType"), str):
-            yield where, prop["physicalType"]
+            yield where, prop
         for j, child in enumerate(prop.get("properties") or []):
             yield from walk(child, [*where, "properties", j])
         yield from walk(prop.get("items"), [*where, "items"])

@@ -29,6 +29,46 @@ _KINDS = {
 _KINDS["number"] |= _KINDS["integer"]
 #: Every Spark type name a physicalType may start with.
 SPARK_TYPE_NAMES = frozenset().union(*_KINDS.values())
+# The physicalType names (Spark's and other databases') that can hold each logicalType: a name
+# known here but not of the logicalType's set contradicts it (`string` on a number, `int` on a
+# date), and the import would type the column by one of the two without a word. Exact numbers
+# hold integers; a date and a timestamp hold each other (Oracle's DATE has a time); Spark has no
+# time type, so a time is text; MySQL writes a boolean as tinyint, SQL Server as bit.
+_TEXT = _KINDS["string"] | {
+    "text",
+    "nvarchar",
+    "nchar",
+    "varchar2",
+    "nvarchar2",
+    "clob",
+    "character",
+}
+_WHOLE = _KINDS["integer"] | {"int8", "int16", "int32", "int64", "serial", "bigserial"}
+_EXACT = {"decimal", "numeric", "dec", "number"}
+_MOMENT = {"date", "timestamp", "timestamp_ntz", "timestamp_ltz", "datetime", "datetime2"}
+_MOMENT |= {"timestamptz", "smalldatetime", "datetimeoffset"}
+_HOLDS = {
+    "string": _TEXT,
+    "integer": _WHOLE | _EXACT,
+    "number": _WHOLE | _EXACT | {"float", "real", "double", "float4", "float8", "float64", "money"},
+    "boolean": {"boolean", "bool", "bit", "tinyint"},
+    "date": _MOMENT,
+    "timestamp": _MOMENT,
+    "time": {"time", "timetz"} | _TEXT,
+    "object": {"struct", "map", "object", "record"},
+    "array": {"array", "list"},
+}
+_EXAMPLES = {
+    "string": "string",
+    "integer": "bigint",
+    "number": "double or decimal(p,s)",
+    "boolean": "boolean",
+    "date": "date",
+    "timestamp": "timestamp",
+    "time": "time or string",
+    "object": "struct<...>",
+    "array": "array<...>",
+}
 _DEFAULT_TYPES = {
     "string": "string",
     "integer": "bigint",
@@ -80,6 +120,24 @@ def column_type(prop: dict, where: str, skipped: list[str]) -> str | None:
         "Spark physicalType)"
     )
     return None
+
+
+def contradiction(logical: Any, physical: str) -> str | None:
+    """Why `physical` cannot hold `logical` (with the fix), or None when it can or is unknown."""
+    name = type_name(physical)
+    kinds = [kind for kind, names in _HOLDS.items() if name in names]
+    if logical not in _HOLDS or not kinds or logical in kinds:
+        return None
+    held = kinds[0]
+    return (
+        f"physicalType {physical!r} is {_a(held)} type, not {_a(logical)}; fix: write the type "
+        f"that holds the column's values: physicalType {_EXAMPLES[logical]} (or leave it out) "
+        f"for {_a(logical)}, or logicalType {held} for {_a(held)}"
+    )
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeio" else f"a {kind}"
 
 
 def quote_field(name: str) -> str:
