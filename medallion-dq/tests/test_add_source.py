@@ -228,3 +228,138 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     after = files(project)
     assert {k for k in after.keys() - before.keys() if "airports" not in k} == set()
     assert {k: after.get(k) for k in before} == before  # nothing else touched
+
+
+# --------------------------------------------------------------------------- headers
+
+# Names real headers have, each in a CSV column of its own: Spark reads each one quoted.
+HOSTILE = ["wind speed", "1st hour", "driver's name", "{{temp}}", "a,b", "x.y", "back`tick", "prénom"]
+
+
+def _csv(folder: Path, header: list[str], rows: int = 3, name: str = "data.csv") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / name).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows([[str(i + j) for j in range(len(header))] for i in range(rows)])
+    return folder / name
+
+
+def _json(folder: Path, records: list[dict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder / "data.jsonl"
+
+
+def _binary(folder: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": [1, 2], "photo": [b"\x89PNG", b"\xff\xd8"]}), folder / "p.parquet")
+    return folder / "p.parquet"
+
+
+HEADER_CASES = {
+    "case": (
+        lambda d: _csv(d, ["Origin", "origin"]),
+        "column 'Origin' and column 'origin' differ only in case, and Spark's names do not: "
+        "rename one in the files",
+    ),
+    "nested-case": (
+        lambda d: _json(d, [{"actor": {"login": "a"}}, {"actor": {"Login": "b"}}]),
+        "field of actor 'login' and field of actor 'Login' differ only in case",
+    ),
+    "empty": (
+        lambda d: _csv(d, ["a", "", "b"]),
+        "header column 2 has no name: name it in the header (bronze reads CSV columns by name)",
+    ),
+    "quoted-empty": (
+        lambda d: (d.mkdir(), (d / "data.csv").write_text('a,"",b\n1,2,3\n'), d / "data.csv")[2],
+        "header column 2 has no name",
+    ),
+    "newline": (
+        lambda d: _csv(d, ["a", "b\nc"]),
+        "header column 2 ('b\\nc') holds a line break: write the name on one line",
+    ),
+    "twice": (lambda d: _csv(d, ["a", "b", "a"]), "header names 'a' twice"),
+    "256-columns": (
+        lambda d: _csv(d, [f"c{i}" for i in range(256)]),
+        "256 columns: the local engine reads CSV files of at most 255: split the file's columns "
+        "in two sources, or land Parquet",
+    ),
+    "semicolons": (
+        lambda d: (d.mkdir(), (d / "data.csv").write_text("a;b;c\n1;2;3\n"), d / "data.csv")[2],
+        "the header is one column, 'a;b;c': the file is ';'-delimited, and CSV landing files "
+        "are read comma-separated: save it with , between values",
+    ),
+    "variable": (
+        lambda d: _csv(d, ["id", "${x}"]),
+        "column '${x}': Spark reads ${...} in SQL text as a variable and replaces it",
+    ),
+    "binary": (
+        _binary,
+        "column 'photo' is binary, which bronze cannot keep as text: land it as a string column "
+        "(e.g. base64), or leave it out of the files",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HEADER_CASES)
+def test_a_header_spark_cannot_read_is_refused_at_dry_run(project, tmp_path, capsys, case):
+    make, message = HEADER_CASES[case]
+    file = make(tmp_path / "data")
+    before = files(project)
+    assert add(project, "data", "--from", str(file), "--dry-run") == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and message in err, err
+    assert err.count("\n") == 1 and not out
+    assert files(project) == before
+
+
+def test_a_source_name_too_long_for_a_file_name_is_refused(project, capsys):
+    before = files(project)
+    assert add(project, "w" * 301, "--from", str(DATA / "weather.csv"), "--dry-run") == 2
+    assert capsys.readouterr().err == (
+        f"error: source name {'w' * 20}... is 301 characters: give at most 110 (it names "
+        "silver_<name>_quarantine and the source's files)\n"
+    )
+    assert files(project) == before
+    assert add(project, "w" * 110, "--from", str(DATA / "weather.csv"), "--dry-run") == 0
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_path, capsys, name):
+    """What add writes holds the name as it is: in Python literals, Spark DDL, SQL, YAML."""
+    import ast
+
+    from sqlglot import parse_one
+
+    from medallion_dq.profile import flow
+    from medallion_dq.scaffold.model import Findings, Plan, column_typing, read_source
+    from medallion_dq.scaffold.render import _bronze, _raw_struct, _silver
+    from medallion_dq.sources import field_names
+
+    file = _csv(tmp_path / "data", ["id", name], rows=5)
+    before = files(project)
+    assert add(project, "data", "--from", str(file), "--dry-run") == 0
+    assert capsys.readouterr().out.startswith("add source data: would write")
+    assert files(project) == before
+    landed = read_source(file)
+    assert landed.columns == ["id", name]
+    typings = [column_typing(c, [r[c] for r in landed.records]) for c in landed.columns]
+    plan = Plan(project, "data", "acme_orders", "stream")
+
+    def constant(text: str, target: str):
+        tree = ast.parse(text)  # the file is Python, and its constant holds the names
+        node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == target)
+        return ast.literal_eval(node.value)
+
+    assert field_names(constant(_bronze(plan, landed, typings), "DATA_RAW_SCHEMA")) == ["id", name]
+    found = Findings("", [], [], [], [], 0, {}, {}, [], {})
+    typed = constant(_silver(plan, typings, found), "DATA_TYPED")
+    assert [parse_one(e, dialect="spark").alias_or_name for e in typed] == ["id", name]
+    raw = parse_one(_raw_struct(typings), dialect="spark")
+    assert [e.name for e in raw.expressions] == ["id", name]  # named_struct's keys
+    example = f"fail: {flow([{name: None}])}"
+    assert yaml.safe_load(example) == {"fail": [{name: None}]}

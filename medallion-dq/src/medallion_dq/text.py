@@ -3,8 +3,21 @@ string literal, a plain-text table."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Spark's reserved words (ANSI mode) and the words an expression reads as something else: a
+# column of that name is quoted.
+_RESERVED = set(
+    """all and any array as authorization between both case cast check collate column constraint
+    create cross current current_date current_time current_timestamp current_user distinct div
+    else end escape except exists false fetch filter for foreign from full grant group having in
+    inner intersect interval into is join lateral leading left like natural not null offset on
+    only or order outer overlaps primary references right rlike select session_user some table
+    then time to trailing true union unique unknown user using when where with""".split()
+)
 
 
 def short_name(name: str | None) -> str:
@@ -29,6 +42,13 @@ def sql_string(text: str) -> str:
 def sql_name(name: str) -> str:
     """A column name as a Spark SQL identifier: in backticks, its own backticks doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def sql_column(name: str) -> str:
+    """A column name as written SQL reads it: as it is when it is a plain word (ASCII letters,
+    digits, _, no reserved word), else in backticks (a dot in it is part of the name)."""
+    plain = _PLAIN.fullmatch(name) and name.lower() not in _RESERVED
+    return name if plain else sql_name(name)
 
 
 def table_lines(

@@ -8,6 +8,7 @@ import re
 from datetime import datetime, timezone
 
 from medallion_dq.scaffold.findings import spark_findings
+from medallion_dq.text import sql_string
 from medallion_dq.scaffold.model import (
     Findings,
     Landed,
@@ -27,7 +28,9 @@ def render(
 ) -> dict[str, str | bytes]:
     """Every file `add source` writes, by relative path."""
     typings = [
-        column_typing(c, [r.get(c) for r in landed.records], landed.arrow_types.get(c))
+        column_typing(
+            c, [r.get(c) for r in landed.records], landed.arrow_types.get(c), c in landed.nanos
+        )
         for c in landed.columns
     ]
     found = spark_findings(plan, landed, typings, sample, backend, keys)
@@ -54,15 +57,20 @@ def _const(plan: Plan) -> str:
 def _string_constant(name: str, value: str) -> list[str]:
     """`NAME = "..."`, cut in parts of at most ~90 characters when it does not fit a line."""
     if len(name) + len(value) + 5 <= 100:
-        return [f'{name} = "{value}"']
+        return [f"{name} = {_literal(value)}"]
     parts, part = [], ""
-    for piece in re.findall(r"[^,]+(?:, |$)", value):
+    for piece in re.split(r"(?<=, )", value):  # after each ", ": a name's own commas stay
         if part and len(part) + len(piece) > 90:
             parts.append(part)
             part = ""
         part += piece
     parts.append(part)
-    return [f"{name} = (", *(f'    "{p}"' for p in parts), ")"]
+    return [f"{name} = (", *(f"    {_literal(p)}" for p in parts), ")"]
+
+
+def _literal(text: str) -> str:
+    """A Python string literal of `text` (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
@@ -73,12 +81,13 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
         'bronze keeps everything, so that silver can judge it and nothing is lost."""',
         "",
         f"from medallion_dq.sources import {'field_names, ' if parquet else ''}read_landing",
+        *(["from medallion_dq.text import sql_name"] if parquet else []),
         "from pyspark import pipelines as dp",
         *(["from pyspark.sql import functions as F"] if parquet else []),
         "",
     ]
     if parquet:
-        schema = ", ".join(f"{quote(t.column)} {t.type}" for t in typings)
+        schema = ", ".join(f"{quote(t.column)} {t.landed or t.type}" for t in typings)
         lines += [
             "# Parquet is typed: bronze reads it with its own types, then keeps every field as",
             "# text, as for every source (typing is silver's job, once, for every format).",
@@ -90,7 +99,8 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
             f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
             f"def bronze_{n}():",
             f'    landed = read_landing(spark, "{n}", {const}_SCHEMA, file_format="parquet")  # noqa: F821',
-            f'    text = [F.col(c).cast("string").alias(c) for c in field_names({const}_SCHEMA)]',
+            f"    names = field_names({const}_SCHEMA)  # a dot or a backtick in a name is the name's",
+            '    text = [F.col(sql_name(c)).cast("string").alias(c) for c in names]',
             '    return landed.select(*text, "_source_file", "_ingested_at")',
         ]
     else:
@@ -115,7 +125,7 @@ def _raw_struct(typings: list[Typing]) -> str | None:
     typed = [t for t in typings if t.typed]
     if not typed:
         return None
-    return "named_struct(" + ", ".join(f"'{t.column}', {quote(t.column)}" for t in typed) + ")"
+    return "named_struct(" + ", ".join(f"{sql_string(t.column)}, {quote(t.column)}" for t in typed) + ")"
 
 
 def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
@@ -143,7 +153,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
         "",
         "# Silver's types: a value that does not parse becomes NULL for the rules to judge.",
         f"{const}_TYPED = [",
-        *(f'    "{t.sql} AS {quote(t.column)}",' for t in typings),
+        *(f"    {_literal(f'{t.sql} AS {quote(t.column)}')}," for t in typings),
         "]",
     ]
     expects = []
@@ -290,20 +300,27 @@ def _rule_file(
             f"  # max_age: the fixture's newest ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",
             f"  # {at:%Y-%m-%d} (as_of in pyproject.toml, else now): set it to the source's rhythm.",
             f"  - name: fresh_{n}",
-            f"    freshness: {{column: {stamp}, max_age: {days}d}}",
-            f"    description: No new {stamp} for {days} days means the feed stopped.",
+            f"    freshness: {flow({'column': stamp, 'max_age': f'{days}d'})}",
+            f"    description: {flow(f'No new {stamp} for {days} days means the feed stopped.')}",
         ]
     lines += [
         "# The contract: what silver publishes. A missing column or a changed type fails the gate.",
         "schema:",
-        *(f"  {flow(t.column)}: {flow(t.type.lower())}" for t in typings),
+        *(f"  {flow(t.column)}: {flow(_contract_type(t.type))}" for t in typings),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _contract_type(ddl: str) -> str:
+    """A type as the contract writes it: lower case, a struct's field names as they are."""
+    return ddl if ddl.startswith(("STRUCT", "ARRAY")) else ddl.lower()
 
 
 def _latest(values) -> datetime | None:
     found = []
     for value in values:
+        if isinstance(value, int):  # a Parquet timestamp[ns], as bronze holds it
+            value = datetime.fromtimestamp(value / 1e9, timezone.utc).isoformat()
         value = text(value)
         if value is None:
             continue
