@@ -233,7 +233,16 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
 # --------------------------------------------------------------------------- headers
 
 # Names real headers have, each in a CSV column of its own: Spark reads each one quoted.
-HOSTILE = ["wind speed", "1st hour", "driver's name", "{{temp}}", "a,b", "x.y", "back`tick", "prénom"]
+HOSTILE = [
+    "wind speed",
+    "1st hour",
+    "driver's name",
+    "{{temp}}",
+    "a,b",
+    "x.y",
+    "back`tick",
+    "prénom",
+]
 
 
 def _csv(folder: Path, header: list[str], rows: int = 3, name: str = "data.csv") -> Path:
@@ -256,7 +265,9 @@ def _binary(folder: Path) -> Path:
     import pyarrow.parquet as pq
 
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({"id": [1, 2], "photo": [b"\x89PNG", b"\xff\xd8"]}), folder / "p.parquet")
+    pq.write_table(
+        pa.table({"id": [1, 2], "photo": [b"\x89PNG", b"\xff\xd8"]}), folder / "p.parquet"
+    )
     return folder / "p.parquet"
 
 

@@ -263,7 +263,8 @@ def _path(uri: str) -> str:
 def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckResult:
     """The table's columns against the contract: missing columns and changed types fail."""
     declared = spark.sql(
-        "SELECT " + ", ".join(f"CAST(NULL AS {c.type}) AS {sql_name(c.name)}" for c in contract.schema)
+        "SELECT "
+        + ", ".join(f"CAST(NULL AS {c.type}) AS {sql_name(c.name)}" for c in contract.schema)
     ).schema
     actual = {f.name.lower(): f.dataType for f in spark.read.table(_quote(table)).schema}
     drift = []

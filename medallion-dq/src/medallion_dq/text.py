@@ -10,14 +10,14 @@ from pathlib import Path
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Spark's reserved words (ANSI mode) and the words an expression reads as something else: a
 # column of that name is quoted.
-_RESERVED = set(
-    """all and any array as authorization between both case cast check collate column constraint
+_RESERVED_WORDS = """
+    all and any array as authorization between both case cast check collate column constraint
     create cross current current_date current_time current_timestamp current_user distinct div
     else end escape except exists false fetch filter for foreign from full grant group having in
     inner intersect interval into is join lateral leading left like natural not null offset on
     only or order outer overlaps primary references right rlike select session_user some table
-    then time to trailing true union unique unknown user using when where with""".split()
-)
+    then time to trailing true union unique unknown user using when where with"""
+_RESERVED = set(_RESERVED_WORDS.split())
 
 
 def short_name(name: str | None) -> str:

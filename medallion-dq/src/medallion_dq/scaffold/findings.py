@@ -18,9 +18,9 @@ from medallion_dq.scaffold.model import (
     SourceError,
     Typing,
     plain,
-    quote,
     text,
 )
+from medallion_dq.text import sql_column as quote
 
 log = logging.getLogger(__name__)
 

@@ -183,9 +183,7 @@ def _check_header(file: Path, content: str) -> None:
                 "name on one line"
             )
         if header.count(name) > 1:
-            raise SourceError(
-                f"{file}: header names {name!r} twice: give each column its own name"
-            )
+            raise SourceError(f"{file}: header names {name!r} twice: give each column its own name")
 
 
 def _check_names(path: Path, columns: list[str], records: list[dict[str, Any]]) -> None:

@@ -8,7 +8,6 @@ import re
 from datetime import datetime, timezone
 
 from medallion_dq.scaffold.findings import spark_findings
-from medallion_dq.text import sql_string
 from medallion_dq.scaffold.model import (
     Findings,
     Landed,
@@ -18,9 +17,10 @@ from medallion_dq.scaffold.model import (
     column_typing,
     max_age_days,
     plain,
-    quote,
     text,
 )
+from medallion_dq.text import sql_column as quote
+from medallion_dq.text import sql_string
 
 
 def render(
@@ -125,7 +125,11 @@ def _raw_struct(typings: list[Typing]) -> str | None:
     typed = [t for t in typings if t.typed]
     if not typed:
         return None
-    return "named_struct(" + ", ".join(f"{sql_string(t.column)}, {quote(t.column)}" for t in typed) + ")"
+    return (
+        "named_struct("
+        + ", ".join(f"{sql_string(t.column)}, {quote(t.column)}" for t in typed)
+        + ")"
+    )
 
 
 def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
