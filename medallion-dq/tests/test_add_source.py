@@ -281,6 +281,14 @@ HEADER_CASES = {
         lambda d: _json(d, [{"actor": {"login": "a"}}, {"actor": {"Login": "b"}}]),
         "field of actor 'login' and field of actor 'Login' differ only in case",
     ),
+    "json-empty": (
+        lambda d: _json(d, [{"id": 1, "": 2}]),
+        "a column named '': give it a name of printable characters on one line, in the files",
+    ),
+    "json-newline": (
+        lambda d: _json(d, [{"id": 1, "actor": {"display\nlogin": "x"}}]),
+        "a field of actor named 'display\\nlogin': give it a name of printable characters",
+    ),
     "empty": (
         lambda d: _csv(d, ["a", "", "b"]),
         "header column 2 has no name: name it in the header (bronze reads CSV columns by name)",

@@ -193,6 +193,11 @@ def _check_names(path: Path, columns: list[str], records: list[dict[str, Any]]) 
     def clash(names, kind: str) -> None:
         seen: dict[str, str] = {}
         for name in names:
+            if not name.strip() or not name.isprintable():
+                raise SourceError(
+                    f"--from {path}: a {kind} named {name!r}: give it a name of printable "
+                    "characters on one line, in the files"
+                )
             if "${" in name:  # Spark's SQL parser substitutes variables, in quotes too
                 raise SourceError(
                     f"--from {path}: {kind} {name!r}: Spark reads ${{...}} in SQL text as a "
