@@ -73,6 +73,34 @@ def _literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+# Delta refuses these characters in a column's or a struct field's name, unless the table maps
+# its columns by name (column mapping, Delta's own answer for such names).
+_DELTA_REFUSES = set(" ,;{}()\n\t=")
+_MAPPED = 'table_properties={"delta.columnMapping.mode": "name"}'
+
+
+def _mapped(typings: list[Typing]) -> bool:
+    """Whether a name of the columns, or of their structs' fields (quoted in the type), needs
+    Delta's column mapping."""
+    quoted = [
+        m.replace("``", "`") for t in typings for m in re.findall(r"`((?:[^`]|``)*)`", t.type)
+    ]
+    return any(_DELTA_REFUSES & set(name) for name in [*(t.column for t in typings), *quoted])
+
+
+def _decorator(kind: str, name: str, comment: str, typings: list[Typing]) -> list[str]:
+    """`@dp.table(name=..., comment=...)`, with column mapping where a name needs it."""
+    if not _mapped(typings):
+        return [f'@dp.{kind}(name="{name}", comment="{comment}")']
+    return [
+        f"@dp.{kind}(",
+        f'    name="{name}",',
+        f'    comment="{comment}",',
+        f"    {_MAPPED},",
+        ")",
+    ]
+
+
 def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
     n, const, fmt = plan.name, _const(plan), landed.file_format
     parquet = fmt == "parquet"
@@ -96,7 +124,9 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
             "",
             "# read_landing adds `_source_file` and `_ingested_at`; this source lands Parquet",
             "# files, whatever the project's default format.",
-            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            *_decorator(
+                "table", f"bronze_{n}", f"{n} files as landed, one row per record.", typings
+            ),
             f"def bronze_{n}():",
             f'    landed = read_landing(spark, "{n}", {const}_SCHEMA, file_format="parquet")  # noqa: F821',
             f"    names = field_names({const}_SCHEMA)  # a dot or a backtick in a name is the name's",
@@ -113,7 +143,9 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
             "# read_landing adds `_corrupt_record`, `_rescued_data`, `_source_file` and",
             f"# `_ingested_at`: every record kept as it arrived. This source lands {fmt} files,",
             "# whatever the project's default format.",
-            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            *_decorator(
+                "table", f"bronze_{n}", f"{n} files as landed, one row per record.", typings
+            ),
             f"def bronze_{n}():",
             "    # `spark` is injected by the engine.",
             f'    return read_landing(spark, "{n}", {const}_RAW_SCHEMA, file_format="{fmt}")  # noqa: F821',
@@ -182,7 +214,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             "    )",
             "",
             "",
-            f'@dp.table(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *_decorator("table", f"silver_{n}", f"{n} that passed every drop rule.", typings),
             *expects,
             f"def silver_{n}():",
             f"    return typed_{n}()",
@@ -193,6 +225,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
                 "",
                 "@dp.table(",
                 f'    name="silver_{n}_quarantine",',
+                *([f"    {_MAPPED},"] if _mapped(typings) else []),
                 f'    comment="{n} dropped from silver_{n}, with the rules they broke.",',
                 ")",
                 f"def silver_{n}_quarantine():",
@@ -203,7 +236,9 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             "",
             "",
             f"# {n}_quarantine.sql types the rows with the same expressions, in SQL: change both.",
-            f'@dp.materialized_view(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *_decorator(
+                "materialized_view", f"silver_{n}", f"{n} that passed every drop rule.", typings
+            ),
             *expects,
             f"def silver_{n}():",
             f'    return spark.read.table("bronze_{n}").selectExpr(  # noqa: F821',
