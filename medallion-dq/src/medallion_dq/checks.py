@@ -48,7 +48,7 @@ from medallion_dq import anomaly, rules
 from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.rule_fields import DURATION, Check
 from medallion_dq.sources import INGESTED_AT, SOURCE_FILE
-from medallion_dq.text import short_name, table_lines
+from medallion_dq.text import short_name, sql_name, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -385,9 +385,10 @@ def freshness(
 ) -> CheckResult:
     """`as_of`: a Spark SQL timestamp expression (the update's time, or a fixed day)."""
     column = str(check.get("column"))
+    at = sql_name(column)
     row = spark.sql(
-        f"SELECT max(CAST(`{column}` AS TIMESTAMP)) AS newest, {as_of} AS as_of, "
-        f"unix_timestamp({as_of}) - unix_timestamp(max(CAST(`{column}` AS TIMESTAMP))) AS age "
+        f"SELECT max(CAST({at} AS TIMESTAMP)) AS newest, {as_of} AS as_of, "
+        f"unix_timestamp({as_of}) - unix_timestamp(max(CAST({at} AS TIMESTAMP))) AS age "
         f"FROM {_quote(table)}"
     ).collect()[0]
     limit = str(check.get("max_age"))
@@ -413,9 +414,9 @@ def references(
         f"""SELECT count(*) AS total, count_if(r.k IS NULL) AS orphans,
                    slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.v END)), 1, 5) AS keys,
                    slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.f END)), 1, 3) AS files
-            FROM (SELECT `{column}` AS v, {f"`{SOURCE_FILE}`" if source else "NULL"} AS f
-                  FROM {_quote(table(dataset))} WHERE `{column}` IS NOT NULL) AS d
-            LEFT JOIN (SELECT DISTINCT `{key}` AS k FROM {_quote(table(other))}) AS r
+            FROM (SELECT {sql_name(column)} AS v, {sql_name(SOURCE_FILE) if source else "NULL"} AS f
+                  FROM {_quote(table(dataset))} WHERE {sql_name(column)} IS NOT NULL) AS d
+            LEFT JOIN (SELECT DISTINCT {sql_name(key)} AS k FROM {_quote(table(other))}) AS r
               ON d.v = r.k"""
     ).collect()[0]
     total, orphans = int(row["total"]), int(row["orphans"])
@@ -446,7 +447,8 @@ def _path(uri: str) -> str:
 def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckResult:
     """The table's columns against the contract: missing columns and changed types fail."""
     declared = spark.sql(
-        "SELECT " + ", ".join(f"CAST(NULL AS {c.type}) AS `{c.name}`" for c in contract.schema)
+        "SELECT "
+        + ", ".join(f"CAST(NULL AS {c.type}) AS {sql_name(c.name)}" for c in contract.schema)
     ).schema
     actual = {f.name.lower(): f.dataType for f in spark.read.table(_quote(table)).schema}
     drift = []

@@ -62,7 +62,7 @@ from medallion_dq.profile_input import (
 )
 from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
-from medallion_dq.text import sql_name, sql_string
+from medallion_dq.text import sql_column, sql_name, sql_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
@@ -271,12 +271,6 @@ class Suggestion:
     column: str = ""
 
 
-def _ident(name: str) -> str:
-    if re.fullmatch(r"[a-z_][a-z0-9_]*", name):
-        return name
-    return sql_name(name)
-
-
 def _rule_name(column: str, what: str) -> str:
     base = re.sub(r"[^0-9a-z]+", "_", column.lower()).strip("_") or "column"
     return f"{base}_{what}"[:MAX_NAME]
@@ -320,7 +314,7 @@ def suggest(profile: Profile) -> list[Suggestion | list[str]]:
     out: list[Suggestion | list[str]] = []
     rows = profile.rows
     for c in profile.columns if rows else []:
-        col, sql = c.name, _ident(c.name)
+        col, sql = c.name, sql_column(c.name)
         nulls = rows - c.nonnull
         if c.nonnull == 0:
             out.append([f"{col}: NULL in every row: no rule suggested"])
@@ -356,6 +350,14 @@ def suggest(profile: Profile) -> list[Suggestion | list[str]]:
             continue
         (rule.passing if nullable else rule.failing).append(None)
         out.append(rule)
+    taken: set[str] = set()
+    for item in out:  # `a b` and `a_b` give one rule name: the second gets a number
+        if isinstance(item, Suggestion):
+            base, n = item.name, 2
+            while item.name in taken:
+                item.name = f"{base[: MAX_NAME - len(str(n)) - 1]}_{n}"
+                n += 1
+            taken.add(item.name)
     return out
 
 
@@ -483,14 +485,20 @@ def unique(values: list[Any]) -> list[Any]:
 
 
 def flow(value: Any) -> str:
-    """A value in YAML's flow style (strings that look like numbers or dates stay quoted)."""
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{flow(k)}: {flow(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(map(flow, value)) + "]"
-    if hasattr(value, "isoformat"):
-        return flow(str(value))  # a date or timestamp: as text, the form text columns hold
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
+    """A value in YAML's flow style, by YAML's emitter: strings that look like numbers or dates
+    stay quoted, and so do keys and values holding `,`, `{`, `: ` or `#`."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {plain(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        # a date or timestamp: as text, the form text columns hold
+        return str(value) if hasattr(value, "isoformat") else value
+
+    text = yaml.safe_dump(
+        plain(value), default_flow_style=True, allow_unicode=True, width=10**6, sort_keys=False
+    )
     return text.strip().removesuffix("...").strip()
 
 

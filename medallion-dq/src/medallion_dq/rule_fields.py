@@ -326,7 +326,19 @@ def _number(whole: bool, low: int, high: int | None = None) -> Callable[[object]
 def _identifier(value: object) -> Wrong:
     if isinstance(value, str) and IDENTIFIER.match(value):
         return None
-    return "must be a column or dataset name", "write a plain name, e.g. customer_id"
+    return "must be a dataset name", "write a plain name, e.g. silver_customers"
+
+
+def column_name(value: object) -> bool:
+    """A column's name as Spark keeps it: any printable text (a header's `wind speed`,
+    `prénom`, `x.y`); the SQL written from it quotes it."""
+    return isinstance(value, str) and bool(value.strip()) and value.isprintable()
+
+
+def _column(value: object) -> Wrong:
+    if column_name(value):
+        return None
+    return "must be a column name", "write the column's name, e.g. customer_id"
 
 
 def _positive(value: object) -> Wrong:
@@ -372,11 +384,11 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
         "min_width": (False, _number(whole=False, low=0)),
         "action": (False, _one_of("warn", "fail")),
     },
-    "freshness": {"column": (True, _identifier), "max_age": (True, _duration)},
+    "freshness": {"column": (True, _column), "max_age": (True, _duration)},
     "references": {
-        "column": (True, _identifier),
+        "column": (True, _column),
         "dataset": (True, _identifier),
-        "key": (False, _identifier),
+        "key": (False, _column),
         "max_orphans": (False, _number(whole=True, low=0)),
         "max_fraction": (False, _number(whole=False, low=0, high=1)),
     },
@@ -515,7 +527,7 @@ def read_schema(entry: Entry, key: str) -> tuple[Column, ...]:
         text = written.strip() if isinstance(written, str) else ""
         not_null = bool(re.search(r"\s+not\s+null$", text, re.IGNORECASE))
         text = re.sub(r"\s+not\s+null$", "", text, flags=re.IGNORECASE)
-        if not (isinstance(name, str) and IDENTIFIER.match(name)) or not spark_type(text):
+        if not column_name(name) or not spark_type(text):
             entry.add(
                 "DQ024",
                 f"schema: {show(name)}: {show(written)} is not a column and a Spark SQL type",

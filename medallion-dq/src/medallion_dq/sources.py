@@ -49,6 +49,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.text import sql_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -342,7 +343,7 @@ def landing_drift(df: DataFrame, since: str | None = None) -> Drift | None:
         F.count(CORRUPT_RECORD).alias("corrupt"),
         F.count(RESCUED_DATA).alias("rescued"),
         *(
-            F.count_if(parsed & F.col(f).isNull()).alias(f"missing_{i}")
+            F.count_if(parsed & F.col(sql_name(f)).isNull()).alias(f"missing_{i}")
             for i, f in enumerate(fields)
         ),
     ).first()

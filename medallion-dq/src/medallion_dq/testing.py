@@ -99,7 +99,13 @@ class Lake:
         df = (
             self.spark.createDataFrame(rows, schema) if schema else self.spark.createDataFrame(rows)
         )
-        df.write.format("delta").mode("overwrite").saveAsTable(f"{self.schema}.{table}")
+        name = f"{self.schema}.{table}"
+        if any(set(" ,;{}()\n\t=") & set(f.name) for f in df.schema.fields):
+            # Delta keeps such a name only in a table that maps its columns by name.
+            writer = df.writeTo(name).using("delta")
+            writer.tableProperty("delta.columnMapping.mode", "name").createOrReplace()
+        else:
+            df.write.format("delta").mode("overwrite").saveAsTable(name)
 
     # -- runs -----------------------------------------------------------------------------------
     def run(

@@ -27,6 +27,19 @@ def _escape(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Spark's reserved words (ANSI mode) and the words an expression reads as something else: a
+# column of that name is quoted.
+_RESERVED_WORDS = """
+    all and any array as authorization between both case cast check collate column constraint
+    create cross current current_date current_time current_timestamp current_user distinct div
+    else end escape except exists false fetch filter for foreign from full grant group having in
+    inner intersect interval into is join lateral leading left like natural not null offset on
+    only or order outer overlaps primary references right rlike select session_user some table
+    then time to trailing true union unique unknown user using when where with"""
+_RESERVED = set(_RESERVED_WORDS.split())
+
+
 def short_name(name: str | None) -> str:
     """`catalog.schema.table` (backticks or not) -> `table`: how rules and reports name a dataset."""
     return (name or "").replace("`", "").split(".")[-1]
@@ -49,6 +62,13 @@ def sql_string(text: str) -> str:
 def sql_name(name: str) -> str:
     """A column name as a Spark SQL identifier: in backticks, its own backticks doubled."""
     return "`" + name.replace("`", "``") + "`"
+
+
+def sql_column(name: str) -> str:
+    """A column name as written SQL reads it: as it is when it is a plain word (ASCII letters,
+    digits, _, no reserved word), else in backticks (a dot in it is part of the name)."""
+    plain = _PLAIN.fullmatch(name) and name.lower() not in _RESERVED
+    return name if plain else sql_name(name)
 
 
 def table_lines(

@@ -42,6 +42,7 @@ from medallion_dq.sources import (
     path_glob_filter,
     with_corrupt_record,
 )
+from medallion_dq.text import sql_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -123,7 +124,7 @@ def read_text_files(
         records = _csv_records(_csv_lines(spark, path), names, known)
     # Auto Loader's rescued data also names the file the record came from.
     return records.select(
-        *[F.col(n) for n in names],
+        *[F.col(sql_name(n)) for n in names],  # a dot or a backtick in a name is the name's
         F.col(CORRUPT_RECORD),
         F.expr(
             "CASE WHEN _rescued IS NOT NULL THEN concat(substring(_rescued, 1, "
@@ -207,7 +208,7 @@ def _json_records(lines: DataFrame, schema, names: list[str], known: str) -> Dat
     )
     return parsed.select(
         SOURCE_FILE,
-        *[F.expr(f"IF(_bad_text, NULL, _parsed.`{n}`)").alias(n) for n in names],
+        *[F.expr(f"IF(_bad_text, NULL, _parsed.{sql_name(n)})").alias(n) for n in names],
         F.expr(f"IF(_bad_text, _line, _parsed.{CORRUPT_RECORD})").alias(CORRUPT_RECORD),
         F.expr(
             f"CASE WHEN NOT _bad_text AND _parsed.{CORRUPT_RECORD} IS NULL AND size(_unknown) > 0 "

@@ -16,6 +16,7 @@ from medallion_dq import config
 from medallion_dq.scaffold.model import (
     FORMATS,
     KINDS,
+    MAX_SOURCE,
     NAME,
     RECORD,
     SAMPLE,
@@ -46,6 +47,11 @@ def _refuse_taken(plan: Plan) -> None:
         raise SourceError(
             f"source name {name!r} is not an identifier: use lowercase letters, digits and _, "
             "starting with a letter (it names bronze_<name> and silver_<name>)"
+        )
+    if len(name) > MAX_SOURCE:
+        raise SourceError(
+            f"source name {name[:20]}... is {len(name)} characters: give at most {MAX_SOURCE} "
+            "(it names silver_<name>_quarantine and the source's files)"
         )
     try:
         bundle = load_bundle(root)

@@ -18,9 +18,9 @@ from medallion_dq.scaffold.model import (
     SourceError,
     Typing,
     plain,
-    quote,
     text,
 )
+from medallion_dq.text import sql_column as quote
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +61,16 @@ def _findings(
 
     fmt = landed.file_format
     if fmt == "parquet":
-        ddl = ", ".join(f"{quote(t.column)} {t.type}" for t in typings)
+        ddl = ", ".join(f"{quote(t.column)} {t.landed or t.type}" for t in typings)
         frame = profile_input.read_landing_batch(spark, folder, fmt, ddl)
-        frame = frame.select(*[F.col(t.column).cast("string") for t in typings], "_source_file")
+        # The profile sees text: a timestamp[ns] as silver's timestamp, not as nanoseconds.
+        frame = frame.select(
+            *[
+                F.expr(t.sql if t.landed else quote(t.column)).cast("string").alias(t.column)
+                for t in typings
+            ],
+            "_source_file",
+        )
         found = profile_input.Input(frame, f"landing folder {landed.path} (parquet)", None, True)
     else:
         ddl = ", ".join(f"{quote(c)} STRING" for c in landed.columns)

@@ -5,6 +5,7 @@ what it writes.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -16,7 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import config
+from medallion_dq.local.autoloader import CSV_MAX_COLUMNS
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.rule_fields import MAX_NAME
+from medallion_dq.text import sql_column as quote
+from medallion_dq.text import sql_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.profile import Suggestion
@@ -24,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMATS = {"json": ("json", "jsonl"), "csv": ("csv",), "parquet": ("parquet",)}
 NAME = re.compile(r"[a-z][a-z0-9_]*")
+#: The longest source name: silver_<name>_quarantine is a dataset name (rule_fields.MAX_NAME).
+MAX_SOURCE = MAX_NAME - len("silver__quarantine")
 #: Records the sample keeps by default (plus the first record each rule catches).
 SAMPLE = 300
 #: Text that stands for a missing value in exported files: not a value to type a column by.
@@ -57,6 +64,9 @@ class Landed:
     columns: list[str]
     records: list[dict[str, Any]]  # CSV: text; JSON: its values; Parquet: typed values
     arrow_types: dict[str, str] = field(default_factory=dict)  # Parquet: Spark DDL per column
+    # Parquet timestamp[ns] columns: Spark reads no nanosecond timestamp, bronze reads the
+    # INT64 as BIGINT (nanoseconds since the epoch) and silver makes the timestamp.
+    nanos: set[str] = field(default_factory=set)
 
 
 def _skipped(name: str) -> bool:
@@ -106,9 +116,11 @@ def read_source(path: Path, wanted: str | None = None) -> Landed:
     files, file_format = source_files(path, wanted)
     records: list[dict[str, Any]] = []
     arrow_types: dict[str, str] = {}
+    nanos: set[str] = set()
     for file in files:
         try:
             if file_format == "csv":
+                _check_header(file, _read_text(file))
                 rows = list(csv.reader(_read_text(file).splitlines()))
                 header = rows[0] if rows else []
                 records += [dict(zip(header, row, strict=False)) for row in rows[1:] if row]
@@ -130,14 +142,88 @@ def read_source(path: Path, wanted: str | None = None) -> Landed:
                     records.append(record)
             else:
                 table = _parquet(file)
-                arrow_types.update((f.name, _arrow_ddl(f.type, file)) for f in table.schema)
+                arrow_types.update((f.name, _arrow_ddl(f, file)) for f in table.schema)
+                for at, column in enumerate(table.schema):
+                    if _is_nanos(column.type):  # as bronze holds it: nanoseconds
+                        nanos.add(column.name)
+                        table = table.set_column(at, column.name, table[at].cast("int64"))
                 records += table.to_pylist()
         except OSError as error:
             raise SourceError(f"{file}: cannot read it: {error.strerror or error}") from None
     columns = list(dict.fromkeys(k for record in records for k in record))
     if not records or not columns:
         raise SourceError(f"--from {path}: no records in its {file_format} files")
-    return Landed(path, files, file_format, columns, records, arrow_types)
+    _check_names(path, columns, records)
+    return Landed(path, files, file_format, columns, records, arrow_types, nanos)
+
+
+def _check_header(file: Path, content: str) -> None:
+    """A CSV header bronze can read by name: every column named once, on one line."""
+    header = next(csv.reader(io.StringIO(content)), [])
+    if len(header) == 1 and (delimiter := next((d for d in ";\t|" if d in header[0]), None)):
+        raise SourceError(
+            f"{file}: the header is one column, {header[0][:60]!r}: the file is "
+            f"{delimiter!r}-delimited, and CSV landing files are read comma-separated: save "
+            "it with , between values"
+        )
+    if len(header) >= CSV_MAX_COLUMNS:
+        raise SourceError(
+            f"{file}: {len(header)} columns: the local engine reads CSV files of at most "
+            f"{CSV_MAX_COLUMNS - 1}: split the file's columns in two sources, or land Parquet"
+        )
+    for number, name in enumerate(header, 1):
+        if not name.strip():
+            raise SourceError(
+                f"{file}: header column {number} has no name: name it in the header (bronze "
+                "reads CSV columns by name)"
+            )
+        if "\n" in name or "\r" in name:
+            raise SourceError(
+                f"{file}: header column {number} ({name!r}) holds a line break: write the "
+                "name on one line"
+            )
+        if header.count(name) > 1:
+            raise SourceError(f"{file}: header names {name!r} twice: give each column its own name")
+
+
+def _check_names(path: Path, columns: list[str], records: list[dict[str, Any]]) -> None:
+    """Names Spark tells apart: no two equal but for case (Spark's names are not case
+    sensitive), among the columns and among each struct's fields."""
+
+    def clash(names, kind: str) -> None:
+        seen: dict[str, str] = {}
+        for name in names:
+            if not name.strip() or not name.isprintable():
+                raise SourceError(
+                    f"--from {path}: a {kind} named {name!r}: give it a name of printable "
+                    "characters on one line, in the files"
+                )
+            if "${" in name:  # Spark's SQL parser substitutes variables, in quotes too
+                raise SourceError(
+                    f"--from {path}: {kind} {name!r}: Spark reads ${{...}} in SQL text as a "
+                    "variable and replaces it (by nothing when unset): rename it in the files"
+                )
+            if seen.setdefault(name.lower(), name) != name:
+                raise SourceError(
+                    f"--from {path}: {kind} {seen[name.lower()]!r} and {kind} {name!r} differ "
+                    "only in case, and Spark's names do not: rename one in the files"
+                )
+
+    def fields(tree: Any, struct: str) -> None:
+        if isinstance(tree, list):
+            fields(tree[0], struct)
+        elif isinstance(tree, dict):
+            clash(tree, f"field of {struct}")
+            for key, value in tree.items():
+                fields(value, f"{struct}.{key}")
+
+    clash(columns, "column")
+    for column in columns:
+        tree = None
+        for record in records:
+            if isinstance(record.get(column), dict | list):
+                tree = _merge(tree, _json_type(record[column]))
+        fields(tree, column)
 
 
 def _parquet(file: Path):
@@ -151,8 +237,16 @@ def _parquet(file: Path):
         raise SourceError(f"{file}: not a Parquet file: {error}") from None
 
 
-def _arrow_ddl(arrow_type, file: Path) -> str:
+def _is_nanos(arrow_type) -> bool:
     import pyarrow.types as t
+
+    return t.is_timestamp(arrow_type) and arrow_type.unit == "ns"
+
+
+def _arrow_ddl(column, file: Path) -> str:
+    import pyarrow.types as t
+
+    arrow_type = column.type
 
     checks = [
         (t.is_boolean, "BOOLEAN"),
@@ -172,7 +266,15 @@ def _arrow_ddl(arrow_type, file: Path) -> str:
             return ddl
     if t.is_decimal(arrow_type):
         return f"DECIMAL({arrow_type.precision},{arrow_type.scale})"
-    raise SourceError(f"{file}: column type {arrow_type} is not supported yet: flatten it")
+    if t.is_binary(arrow_type) or t.is_large_binary(arrow_type):
+        raise SourceError(
+            f"{file}: column {column.name!r} is binary, which bronze cannot keep as text: land "
+            "it as a string column (e.g. base64), or leave it out of the files"
+        )
+    raise SourceError(
+        f"{file}: column {column.name!r} is {arrow_type}, not supported yet: land its fields "
+        "as columns of their own"
+    )
 
 
 # --------------------------------------------------------------------------- types
@@ -231,10 +333,6 @@ def _ddl(tree: Any) -> str:
     return tree or "STRING"
 
 
-def quote(name: str) -> str:
-    return name if re.fullmatch(r"[A-Za-z_]\w*", name) else "`" + name.replace("`", "``") + "`"
-
-
 @dataclass(frozen=True)
 class Typing:
     """How silver types one column: its Spark type and the SQL that makes it from the text."""
@@ -242,19 +340,25 @@ class Typing:
     column: str
     type: str
     sql: str
+    landed: str = ""  # Parquet: the type bronze reads, when not `type`
 
     @property
     def typed(self) -> bool:
         return self.type != "STRING"
 
 
-def column_typing(column: str, values: list[Any], arrow_type: str | None = None) -> Typing:
+def column_typing(
+    column: str, values: list[Any], arrow_type: str | None = None, nanos: bool = False
+) -> Typing:
     """Silver's type of a column, from every value landed: nested JSON as a struct (or array),
     else the narrowest of BOOLEAN, INT/BIGINT, DECIMAL(p,s), DOUBLE, DATE, TIMESTAMP that at
     least `profile.MOSTLY` of the values parse as (the others become NULL, for a rule to judge);
     text is trimmed where values had spaces around them, and cased where they differed only in
     case."""
     name = quote(column)
+    if nanos:  # bronze holds nanoseconds since the epoch; Spark's timestamps hold microseconds
+        sql = f"timestamp_micros(div(try_cast({name} AS BIGINT), 1000))"
+        return Typing(column, "TIMESTAMP", sql, landed="BIGINT")
     if arrow_type:  # Parquet says it; bronze holds its text
         cast = name if arrow_type == "STRING" else f"try_cast({name} AS {arrow_type})"
         return Typing(column, arrow_type, cast)
@@ -264,7 +368,7 @@ def column_typing(column: str, values: list[Any], arrow_type: str | None = None)
         for value in nested:
             tree = _merge(tree, _json_type(value))
         struct = _ddl(tree)
-        return Typing(column, struct, f"from_json({name}, '{struct}')")
+        return Typing(column, struct, f"from_json({name}, {sql_string(struct)})")
     texts = [t for t in map(text, values) if t is not None and t.strip() not in MISSING]
     if not texts:
         return Typing(column, "STRING", name)

@@ -17,9 +17,10 @@ from medallion_dq.scaffold.model import (
     column_typing,
     max_age_days,
     plain,
-    quote,
     text,
 )
+from medallion_dq.text import sql_column as quote
+from medallion_dq.text import sql_string
 
 
 def render(
@@ -27,7 +28,9 @@ def render(
 ) -> dict[str, str | bytes]:
     """Every file `add source` writes, by relative path."""
     typings = [
-        column_typing(c, [r.get(c) for r in landed.records], landed.arrow_types.get(c))
+        column_typing(
+            c, [r.get(c) for r in landed.records], landed.arrow_types.get(c), c in landed.nanos
+        )
         for c in landed.columns
     ]
     found = spark_findings(plan, landed, typings, sample, backend, keys)
@@ -54,15 +57,48 @@ def _const(plan: Plan) -> str:
 def _string_constant(name: str, value: str) -> list[str]:
     """`NAME = "..."`, cut in parts of at most ~90 characters when it does not fit a line."""
     if len(name) + len(value) + 5 <= 100:
-        return [f'{name} = "{value}"']
+        return [f"{name} = {_literal(value)}"]
     parts, part = [], ""
-    for piece in re.findall(r"[^,]+(?:, |$)", value):
+    for piece in re.split(r"(?<=, )", value):  # after each ", ": a name's own commas stay
         if part and len(part) + len(piece) > 90:
             parts.append(part)
             part = ""
         part += piece
     parts.append(part)
-    return [f"{name} = (", *(f'    "{p}"' for p in parts), ")"]
+    return [f"{name} = (", *(f"    {_literal(p)}" for p in parts), ")"]
+
+
+def _literal(text: str) -> str:
+    """A Python string literal of `text` (JSON's escapes are Python's)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+# Delta refuses these characters in a column's or a struct field's name, unless the table maps
+# its columns by name (column mapping, Delta's own answer for such names).
+_DELTA_REFUSES = set(" ,;{}()\n\t=")
+_MAPPED = 'table_properties={"delta.columnMapping.mode": "name"}'
+
+
+def _mapped(typings: list[Typing]) -> bool:
+    """Whether a name of the columns, or of their structs' fields (quoted in the type), needs
+    Delta's column mapping."""
+    quoted = [
+        m.replace("``", "`") for t in typings for m in re.findall(r"`((?:[^`]|``)*)`", t.type)
+    ]
+    return any(_DELTA_REFUSES & set(name) for name in [*(t.column for t in typings), *quoted])
+
+
+def _decorator(kind: str, name: str, comment: str, typings: list[Typing]) -> list[str]:
+    """`@dp.table(name=..., comment=...)`, with column mapping where a name needs it."""
+    if not _mapped(typings):
+        return [f'@dp.{kind}(name="{name}", comment="{comment}")']
+    return [
+        f"@dp.{kind}(",
+        f'    name="{name}",',
+        f'    comment="{comment}",',
+        f"    {_MAPPED},",
+        ")",
+    ]
 
 
 def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
@@ -73,12 +109,13 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
         'bronze keeps everything, so that silver can judge it and nothing is lost."""',
         "",
         f"from medallion_dq.sources import {'field_names, ' if parquet else ''}read_landing",
+        *(["from medallion_dq.text import sql_name"] if parquet else []),
         "from pyspark import pipelines as dp",
         *(["from pyspark.sql import functions as F"] if parquet else []),
         "",
     ]
     if parquet:
-        schema = ", ".join(f"{quote(t.column)} {t.type}" for t in typings)
+        schema = ", ".join(f"{quote(t.column)} {t.landed or t.type}" for t in typings)
         lines += [
             "# Parquet is typed: bronze reads it with its own types, then keeps every field as",
             "# text, as for every source (typing is silver's job, once, for every format).",
@@ -87,10 +124,13 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
             "",
             "# read_landing adds `_source_file` and `_ingested_at`; this source lands Parquet",
             "# files, whatever the project's default format.",
-            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            *_decorator(
+                "table", f"bronze_{n}", f"{n} files as landed, one row per record.", typings
+            ),
             f"def bronze_{n}():",
             f'    landed = read_landing(spark, "{n}", {const}_SCHEMA, file_format="parquet")  # noqa: F821',
-            f'    text = [F.col(c).cast("string").alias(c) for c in field_names({const}_SCHEMA)]',
+            f"    names = field_names({const}_SCHEMA)  # a dot or a backtick in a name is the name's",
+            '    text = [F.col(sql_name(c)).cast("string").alias(c) for c in names]',
             '    return landed.select(*text, "_source_file", "_ingested_at")',
         ]
     else:
@@ -103,7 +143,9 @@ def _bronze(plan: Plan, landed: Landed, typings: list[Typing]) -> str:
             "# read_landing adds `_corrupt_record`, `_rescued_data`, `_source_file` and",
             f"# `_ingested_at`: every record kept as it arrived. This source lands {fmt} files,",
             "# whatever the project's default format.",
-            f'@dp.table(name="bronze_{n}", comment="{n} files as landed, one row per record.")',
+            *_decorator(
+                "table", f"bronze_{n}", f"{n} files as landed, one row per record.", typings
+            ),
             f"def bronze_{n}():",
             "    # `spark` is injected by the engine.",
             f'    return read_landing(spark, "{n}", {const}_RAW_SCHEMA, file_format="{fmt}")  # noqa: F821',
@@ -115,7 +157,11 @@ def _raw_struct(typings: list[Typing]) -> str | None:
     typed = [t for t in typings if t.typed]
     if not typed:
         return None
-    return "named_struct(" + ", ".join(f"'{t.column}', {quote(t.column)}" for t in typed) + ")"
+    return (
+        "named_struct("
+        + ", ".join(f"{sql_string(t.column)}, {quote(t.column)}" for t in typed)
+        + ")"
+    )
 
 
 def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
@@ -143,7 +189,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
         "",
         "# Silver's types: a value that does not parse becomes NULL for the rules to judge.",
         f"{const}_TYPED = [",
-        *(f'    "{t.sql} AS {quote(t.column)}",' for t in typings),
+        *(f"    {_literal(f'{t.sql} AS {quote(t.column)}')}," for t in typings),
         "]",
     ]
     expects = []
@@ -168,7 +214,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             "    )",
             "",
             "",
-            f'@dp.table(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *_decorator("table", f"silver_{n}", f"{n} that passed every drop rule.", typings),
             *expects,
             f"def silver_{n}():",
             f"    return typed_{n}()",
@@ -179,6 +225,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
                 "",
                 "@dp.table(",
                 f'    name="silver_{n}_quarantine",',
+                *([f"    {_MAPPED},"] if _mapped(typings) else []),
                 f'    comment="{n} dropped from silver_{n}, with the rules they broke.",',
                 ")",
                 f"def silver_{n}_quarantine():",
@@ -189,7 +236,9 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             "",
             "",
             f"# {n}_quarantine.sql types the rows with the same expressions, in SQL: change both.",
-            f'@dp.materialized_view(name="silver_{n}", comment="{n} that passed every drop rule.")',
+            *_decorator(
+                "materialized_view", f"silver_{n}", f"{n} that passed every drop rule.", typings
+            ),
             *expects,
             f"def silver_{n}():",
             f'    return spark.read.table("bronze_{n}").selectExpr(  # noqa: F821',
@@ -290,20 +339,27 @@ def _rule_file(
             f"  # max_age: the fixture's newest ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",
             f"  # {at:%Y-%m-%d} (as_of in pyproject.toml, else now): set it to the source's rhythm.",
             f"  - name: fresh_{n}",
-            f"    freshness: {{column: {stamp}, max_age: {days}d}}",
-            f"    description: No new {stamp} for {days} days means the feed stopped.",
+            f"    freshness: {flow({'column': stamp, 'max_age': f'{days}d'})}",
+            f"    description: {flow(f'No new {stamp} for {days} days means the feed stopped.')}",
         ]
     lines += [
         "# The contract: what silver publishes. A missing column or a changed type fails the gate.",
         "schema:",
-        *(f"  {flow(t.column)}: {flow(t.type.lower())}" for t in typings),
+        *(f"  {flow(t.column)}: {flow(_contract_type(t.type))}" for t in typings),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _contract_type(ddl: str) -> str:
+    """A type as the contract writes it: lower case, a struct's field names as they are."""
+    return ddl if ddl.startswith(("STRUCT", "ARRAY")) else ddl.lower()
 
 
 def _latest(values) -> datetime | None:
     found = []
     for value in values:
+        if isinstance(value, int):  # a Parquet timestamp[ns], as bronze holds it
+            value = datetime.fromtimestamp(value / 1e9, timezone.utc).isoformat()
         value = text(value)
         if value is None:
             continue
