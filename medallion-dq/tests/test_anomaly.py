@@ -167,7 +167,7 @@ HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: 
         ("{metric: rows, action: drop}", "anomaly.action must be one of warn, fail, got 'drop'"),
         ("{sensitivity: 3}", "anomaly needs 'metric'"),
         ("{metric: rows, window: 7}", "anomaly has no option 'window'"),
-        ("{metric: rows, date_column: order ts}", "anomaly.date_column must be a column"),
+        ("{metric: rows, date_column: ''}", "anomaly.date_column must be a column"),
         ("{metric: failure_rate, rule: valid_amt}", "anomaly.rule 'valid_amt' is no rule of this"),
         (
             "{metric: rows, rule: valid_amount}",

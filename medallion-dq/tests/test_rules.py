@@ -684,14 +684,23 @@ def test_the_allow_list_names_spark_functions_only():
     assert constraints.AGGREGATES <= constraints.ALLOWED
 
 
-def test_a_dataset_check_takes_names_not_sql():
-    """The checks' options are names, durations and numbers: SQL in them is refused (DQ023)."""
+def test_a_dataset_check_column_is_a_name_never_sql():
+    """A check's column is any name a header may hold (`wind speed`, `prénom`); the SQL written
+    from it quotes it, so SQL in it names a column, it never calls a function."""
+    import sqlglot
+    from sqlglot import exp
+
+    from medallion_dq.text import sql_name
+
+    column = "java_method('a', 'b')"
     text = HEAD_CHECKS + (
-        "checks:\n  - name: fresh\n    freshness: {column: \"java_method('a', 'b')\", max_age: 2d}\n"
+        f'checks:\n  - name: fresh\n    freshness: {{column: "{column}", max_age: 2d}}\n'
     )
-    error = problems_of(text)
-    assert [p.code for p in error.problems] == ["DQ023"]
-    assert "freshness.column must be a column or dataset name" in str(error)
+    (check,) = rules.parse(text, FILE).checks
+    assert check.get("column") == column
+    tree = sqlglot.parse_one(f"SELECT max({sql_name(column)}) FROM t", dialect="spark")
+    assert [c.name for c in tree.find_all(exp.Column)] == [column]
+    assert not list(tree.find_all(exp.Anonymous))
 
 
 # --------------------------------------------------------------------------- YAML is bounded

@@ -322,8 +322,8 @@ def anomaly_check(
         history = [anomaly.Point(w["time"].date(), int(w["rows"])) for w in earlier]
         return judge_anomaly(check, dataset, rows, now.date(), history)
     days = spark.sql(
-        f"SELECT to_date(`{column}`) AS day, count(*) AS n FROM {_quote(table)} "
-        f"WHERE `{column}` IS NOT NULL GROUP BY 1 ORDER BY 1"
+        f"SELECT to_date({sql_name(column)}) AS day, count(*) AS n FROM {_quote(table)} "
+        f"WHERE {sql_name(column)} IS NOT NULL GROUP BY 1 ORDER BY 1"
     ).collect()
     if not days:
         return passes(f"{rows:,} rows", f"no {column} in {dataset}: no day to judge")
@@ -339,8 +339,8 @@ def _lag_anomaly(spark: SparkSession, check: Check, dataset: str, table: str) ->
         value, fix = f"no {INGESTED_AT} in {dataset}", "carry read_landing's column to it"
         return CheckResult(dataset, check.name, "anomaly", value, fix, False)
     found = spark.sql(
-        f"SELECT max(CAST(`{column}` AS TIMESTAMP)) AS newest, "
-        f"unix_timestamp(`{INGESTED_AT}`) - unix_timestamp(max(CAST(`{column}` AS TIMESTAMP))) "
+        f"SELECT max(CAST({sql_name(column)} AS TIMESTAMP)) AS newest, "
+        f"unix_timestamp(`{INGESTED_AT}`) - unix_timestamp(max(CAST({sql_name(column)} AS TIMESTAMP))) "
         f"AS age FROM {_quote(table)} GROUP BY `{INGESTED_AT}` ORDER BY `{INGESTED_AT}`"
     ).collect()
     ages = [anomaly.Point(r["newest"].date(), r["age"] / 3600) for r in found if r["newest"]]

@@ -326,7 +326,7 @@ def _number(whole: bool, low: int, high: int | None = None) -> Callable[[object]
 def _identifier(value: object) -> Wrong:
     if isinstance(value, str) and IDENTIFIER.match(value):
         return None
-    return "must be a dataset name", "write a plain name, e.g. silver_customers"
+    return "must be a plain name", "write a name of letters, digits and _, e.g. silver_customers"
 
 
 def column_name(value: object) -> bool:
@@ -380,7 +380,7 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
         "sensitivity": (False, _positive),
         "history": (False, _number(whole=True, low=3)),
         "by_weekday": (False, _boolean),
-        "date_column": (False, _identifier),
+        "date_column": (False, _column),
         "min_width": (False, _number(whole=False, low=0)),
         "action": (False, _one_of("warn", "fail")),
     },
