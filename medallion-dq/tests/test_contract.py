@@ -795,9 +795,11 @@ def test_an_alias_bomb_in_a_contract_is_one_line_at_once(project, capsys):
     for action in ("import", "check"):
         assert run(project, action, "contracts/orders.odcs.yaml") == 2
         assert capsys.readouterr().err == f"error: {said.format(line)}\n"
-    assert cli.main(["--root", str(project), "check"]) == 0  # a warning, as any contract's
+    assert (
+        cli.main(["--root", str(project), "check"]) == 1
+    )  # an error, as any contract import refuses
     out = capsys.readouterr().out
-    assert f"DQC015 contracts/orders.odcs.yaml: contracts/{said.format(line)}" in out
+    assert f"DQC000 contracts/{said.format(line)}" in out
     assert snapshot(project) == before
 
 
