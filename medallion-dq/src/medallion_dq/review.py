@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from functools import cache
 from itertools import combinations
 from math import ceil, floor
 from typing import Any
@@ -210,7 +211,7 @@ class Literal:
     key: Any  # ordered within its kind: Fraction, str, (y, m, d[, h, mi, s, us]), bool
 
 
-def literal(node: exp.Expression) -> Literal | None:
+def literal(node: exp.Expr) -> Literal | None:
     """A constant of the constraint, or None when it is none (or one this review cannot read)."""
     if isinstance(node, exp.Paren):
         return literal(node.this)
@@ -286,8 +287,8 @@ def type_domain(written: str) -> Domain | None:
     if name == "DATE":
         return Domain("date", Span((1, 1, 1), (9999, 12, 31), True, True), typed=written)
     if name in TIME_TYPES:
-        top = (9999, 12, 31, 23, 59, 59, 999999)
-        return Domain("timestamp", Span((1, 1, 1, 0, 0, 0, 0), top, True, True), typed=written)
+        last = (9999, 12, 31, 23, 59, 59, 999999)
+        return Domain("timestamp", Span((1, 1, 1, 0, 0, 0, 0), last, True, True), typed=written)
     if name == "BOOLEAN":
         return Domain("boolean", Span(False, True, True, True), typed=written)
     return None
@@ -295,7 +296,14 @@ def type_domain(written: str) -> Domain | None:
 
 # -- reading a constraint ----------------------------------------------------------------------
 
-COMPARISONS = {exp.EQ: "=", exp.NEQ: "!=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+COMPARISONS: dict[type, str] = {
+    exp.EQ: "=",
+    exp.NEQ: "!=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+}
 FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">"}
 
@@ -311,7 +319,7 @@ def spans(op: str, k: Any) -> tuple[Span, ...]:
     }[op]
 
 
-def canonical(node: exp.Expression) -> str:
+def canonical(node: exp.Expr) -> str:
     """The constraint written one way: names in lower case (Spark's are not case-sensitive),
     AND / OR operands sorted, `=` sides sorted, a literal on the right of a comparison."""
     node = node.unnest()
@@ -328,13 +336,20 @@ def canonical(node: exp.Expression) -> str:
         if op in ("=", "!=", "<=>") and literal(node.expression) is None:
             left, right = sorted((left, right))
         return f"{left} {op} {right}"
-    lowered = node.copy()
-    for ident in lowered.find_all(exp.Identifier):
-        ident.set("this", ident.name.lower())
-    return lowered.sql(dialect="spark")
+    if isinstance(node, exp.Column):
+        return ".".join(part.name.lower() for part in node.parts)
+    if isinstance(node, exp.Identifier):
+        return node.name.lower()
+    args = []  # any other node by its structure: writing SQL is slower by far
+    for key, value in node.args.items():
+        if value is not None and value is not False and value != []:
+            items = value if isinstance(value, list) else [value]
+            shown = (canonical(v) if isinstance(v, exp.Expr) else repr(v) for v in items)
+            args.append(f"{key}=" + ",".join(shown))
+    return f"{node.key}({'; '.join(args)})"
 
 
-def _operands(node: exp.Expression, kind: type) -> Iterator[exp.Expression]:
+def _operands(node: exp.Expr, kind: type) -> Iterator[exp.Expr]:
     node = node.unnest()
     if isinstance(node, kind):
         yield from _operands(node.this, kind)
@@ -343,7 +358,7 @@ def _operands(node: exp.Expression, kind: type) -> Iterator[exp.Expression]:
         yield node
 
 
-def _pairs(tree: exp.Expression) -> Iterator[tuple[exp.Expression, Literal]]:
+def _pairs(tree: exp.Expr) -> Iterator[tuple[exp.Expr, Literal]]:
     """(term, literal) of every comparison, IN and BETWEEN: what tells a term's kind."""
     for node in tree.find_all(*COMPARISONS, exp.NullSafeEQ, exp.In, exp.Between):
         if isinstance(node, exp.In):
@@ -358,7 +373,7 @@ def _pairs(tree: exp.Expression) -> Iterator[tuple[exp.Expression, Literal]]:
                 yield term, lit
 
 
-def non_null(node: exp.Expression) -> bool:
+def non_null(node: exp.Expr) -> bool:
     """Whether an expression is never NULL: a constant, or a coalesce ending in one."""
     node = node.unnest()
     lit = literal(node)
@@ -386,7 +401,7 @@ class Reading:
                 ambiguous = LOOKS_TYPED.match(text) is not None
                 self.kinds[canonical(term)].add("ambiguous" if ambiguous else lit.kind)
 
-    def domain(self, term: exp.Expression, kind: str) -> Domain | None:
+    def domain(self, term: exp.Expr, kind: str) -> Domain | None:
         term = term.unnest()
         name = canonical(term)
         if isinstance(term, exp.Length) and isinstance(term.this, exp.Column):
@@ -397,7 +412,9 @@ class Reading:
             sizes = re.findall(r"\d+", self.schema.get(column, ""))
             top = Fraction(int(sizes[0])) if sizes and base else MAX_LENGTH
             typed = f"the length of {self.schema[column]}" if column in self.schema else "a length"
-            domain = Domain("number", Span(Fraction(0), top, True, True), Fraction(1), typed)
+            domain: Domain | None = Domain(
+                "number", Span(Fraction(0), top, True, True), Fraction(1), typed
+            )
         elif isinstance(term, exp.Column) and name in self.schema:
             domain = type_domain(self.schema[name])
         elif self.kinds.get(name) == {kind}:
@@ -406,7 +423,7 @@ class Reading:
             return None
         return domain if domain and domain.kind == kind else None
 
-    def outcome(self, node: exp.Expression) -> Outcome:
+    def outcome(self, node: exp.Expr) -> Outcome:
         node = node.unnest()
         if isinstance(node, exp.Not):
             return ~self.outcome(node.this)
@@ -435,7 +452,7 @@ class Reading:
             return self.compare(node.this, ">=", low) & self.compare(node.this, "<=", high)
         return UNKNOWN
 
-    def comparison(self, node: exp.Expression) -> Outcome:
+    def comparison(self, node: exp.Expr) -> Outcome:
         left, right = node.this, node.expression
         if isinstance(node, exp.NullSafeEQ):
             if canonical(left) == canonical(right):
@@ -458,7 +475,7 @@ class Reading:
             return self.compare(right, FLIPPED[op], left)
         return self.compare(left, op, right)
 
-    def compare(self, term: exp.Expression, op: str, other: exp.Expression) -> Outcome:
+    def compare(self, term: exp.Expr, op: str, other: exp.Expr) -> Outcome:
         lit = literal(other)
         if lit is None:
             return UNKNOWN
@@ -478,7 +495,7 @@ class Reading:
         key, name = domain.key(lit), canonical(term)
         true, false = domain.values(spans(op, key)), domain.values(spans(NEGATED[op], key))
         if domain.typed and (true.empty or false.empty):
-            self.decide(f"{name} {op} {show(key)}", domain, true.empty)
+            self.decide(f"{term.sql('spark')} {op} {show(key)}", domain, true.empty)
         return Outcome(box(name, true), box(name, false), box(name, NULL))
 
     def in_list(self, node: exp.In) -> Outcome:
@@ -497,7 +514,7 @@ class Reading:
             return UNKNOWN
         name, keys = canonical(node.this), sorted({domain.key(lit) for lit in values})
         if domain.typed and (out := [k for k in keys if domain.values(spans("=", k)).empty]):
-            where = f"{name} IN ({', '.join(map(show, keys))})"
+            where = f"{node.this.sql('spark')} IN ({', '.join(map(show, keys))})"
             self.decide(where, domain, len(out) == len(keys), out)
         gaps = [Span(a, b) for a, b in zip([None, *keys], [*keys, None], strict=True)]
         true, false = domain.values(s for k in keys for s in spans("=", k)), domain.values(gaps)
@@ -532,7 +549,9 @@ def show(key: Any) -> str:
     return "'" + str(key).replace("'", "\\'") + "'"
 
 
-def parse(constraint: str) -> exp.Expression:
+@cache  # each constraint is read for its terms' kinds, then for its rows: parsed once
+def parse(constraint: str) -> exp.Expr:
+    """The constraint's tree, shared: never changed in place (example_row changes a copy)."""
     try:
         return sqlglot.parse_one(constraint, read="spark")
     except (ParseError, TokenError, RecursionError):  # a loaded rule file's constraints parse
@@ -542,29 +561,39 @@ def parse(constraint: str) -> exp.Expression:
 # -- the review --------------------------------------------------------------------------------
 
 
-def example_row(tree: exp.Expression, row: dict[str, object]) -> exp.Expression:
-    """The constraint with an example's values in place of its columns."""
+def might_pass(rows: Rows, row: dict[str, object]) -> bool:
+    """Whether an example row may be in `rows` (False: it cannot be): its values against each
+    box's columns; a term that is no column of the row, or a value of another kind, may be."""
     given = {str(k).lower(): v for k, v in row.items()}
+    return any(
+        all(might_hold(values, given[term]) for term, values in b.items() if term in given)
+        for b in rows
+    )
 
-    def put(node: exp.Expression) -> exp.Expression:
-        if not isinstance(node, exp.Column) or node.table or node.name.lower() not in given:
-            return node
-        value = given[node.name.lower()]
-        if value is None:
-            return exp.Null()
-        if isinstance(value, bool):
-            return exp.Boolean(this=value)
-        if isinstance(value, int | float):
-            return exp.Literal.number(repr(value))
-        if isinstance(value, str):
-            return exp.Literal.string(value)
-        if isinstance(value, datetime) and value.tzinfo is None:
-            return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("timestamp"))
-        if isinstance(value, date) and not isinstance(value, datetime):
-            return exp.Cast(this=exp.Literal.string(str(value)), to=exp.DataType.build("date"))
-        return node
 
-    return tree.copy().transform(put)
+def might_hold(values: Values, value: object) -> bool:
+    if value is None:
+        return values.null
+    keys: list[Any] = []
+    if isinstance(value, bool | str):
+        keys = [value]
+    elif isinstance(value, int):
+        keys = [Fraction(value)]
+    elif isinstance(value, float) and value == value and abs(value) != float("inf"):
+        keys = [Fraction(Decimal(repr(value))), Fraction(value)]  # as written, as a double
+    elif isinstance(value, datetime) and value.tzinfo is None:
+        keys = [(*value.timetuple()[:6], value.microsecond)]
+    elif isinstance(value, date) and not isinstance(value, datetime):
+        keys = [(value.year, value.month, value.day)]
+    for span in values.spans:
+        bound = span.lo if span.lo is not None else span.hi
+        kind = type(bound), len(bound) if isinstance(bound, tuple) else 0
+        for key in keys or [None]:
+            if bound is None or kind != (type(key), len(key) if isinstance(key, tuple) else 0):
+                return True  # no bound, or a value of another kind: no claim
+            if span.holds(key):
+                return True
+    return False
 
 
 @dataclass
@@ -716,7 +745,7 @@ class Review:
 def rule_lines(text: str) -> dict[str, int]:
     """`rule name -> line` of a rule file (native, or Lakehouse Plumber's format)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return {}
     if not isinstance(root, yaml.MappingNode):
@@ -748,11 +777,7 @@ def review(ruleset: RuleSet, where: str, text: str) -> list[Problem]:
         reading.decided = []
         tree = parse(rule.constraint)
         outcome = reading.outcome(tree)
-        passes = [
-            bool(reading.outcome(example_row(tree, e.row)).true)
-            for e in rule.examples
-            if e.expect == "pass"
-        ]
+        passes = [might_pass(outcome.true, e.row) for e in rule.examples if e.expect == "pass"]
         models.append(
             Model(rule, lines.get(rule.name), canonical(tree), outcome, reading.decided, passes)
         )
