@@ -372,3 +372,11 @@ schema:
 
 def test_the_flights_rules_have_nothing_to_review():
     assert review.review(rules.parse(FLIGHTS, "flights.yml"), "flights.yml", FLIGHTS) == []
+
+
+def test_every_code_is_documented_with_its_severity():
+    text = (sample_project() / "CONVENTIONS.md").read_text(encoding="utf-8")
+    missing = [
+        c for c, (severity, _) in review.CODES.items() if f"| {c} | {severity} |" not in text
+    ]
+    assert not missing, f"CONVENTIONS.md does not explain {missing}"
