@@ -223,8 +223,8 @@ def literal(node: exp.Expr) -> Literal | None:
         inner = literal(node.this)
         return Literal("number", -inner.key) if inner and inner.kind == "number" else None
     if isinstance(node, exp.Literal) and isinstance(node.this, str):
-        if node.is_string:
-            return Literal("string", node.this)
+        if node.is_string:  # an escape (\\n) is left unread: two spellings, one string
+            return Literal("string", node.this) if "\\" not in node.this else None
         try:
             return Literal("number", Fraction(Decimal(node.this)))
         except (InvalidOperation, ValueError):
@@ -237,8 +237,11 @@ def literal(node: exp.Expr) -> Literal | None:
                 int((p or "0").ljust(6, "0")) if i == 6 else int(p or 0)
                 for i, p in enumerate(match.groups())
             )
-            if 1 <= parts[1] <= 12 and 1 <= parts[2] <= 31:
-                return Literal("date" if to == "DATE" else "timestamp", parts)
+            try:  # a day the calendar has (years beyond 1-9999: the type's bounds judge them)
+                date(min(max(parts[0], 1), 9999), parts[1], parts[2])
+            except ValueError:
+                return None
+            return Literal("date" if to == "DATE" else "timestamp", parts)
     return None
 
 
@@ -404,17 +407,9 @@ class Reading:
     def domain(self, term: exp.Expr, kind: str) -> Domain | None:
         term = term.unnest()
         name = canonical(term)
-        if isinstance(term, exp.Length) and isinstance(term.this, exp.Column):
-            column = canonical(term.this)
-            base = type_domain(self.schema[column]) if column in self.schema else None
-            if column in self.schema and (base is None or base.kind != "string"):
-                return None
-            sizes = re.findall(r"\d+", self.schema.get(column, ""))
-            top = Fraction(int(sizes[0])) if sizes and base else MAX_LENGTH
-            typed = f"the length of {self.schema[column]}" if column in self.schema else "a length"
-            domain: Domain | None = Domain(
-                "number", Span(Fraction(0), top, True, True), Fraction(1), typed
-            )
+        if isinstance(term, exp.Length):  # a varchar(n)'s n is checked when written: not used
+            span = Span(Fraction(0), MAX_LENGTH, True, True)
+            domain: Domain | None = Domain("number", span, Fraction(1), "a length")
         elif isinstance(term, exp.Column) and name in self.schema:
             domain = type_domain(self.schema[name])
         elif self.kinds.get(name) == {kind}:
@@ -464,12 +459,11 @@ class Reading:
             equal = self.compare(term, "=", right if term is left else left)
             return Outcome(equal.true, join(equal.false, equal.null), [])
         op = COMPARISONS[type(node)]
-        if canonical(left) == canonical(right):  # `x = x`: NULL when x is NULL, else decided
-            holds = op in ("=", ">=", "<=")
+        if canonical(left) == canonical(right) and literal(left) is None:
+            holds = op in ("=", ">=", "<=")  # `x = x`: NULL when x is NULL, else decided
             if non_null(left):
                 return TRUE if holds else FALSE
-            term = canonical(left)
-            some = box(term, NOT_NULL) if literal(left) is None else ALL
+            term, some = canonical(left), box(canonical(left), NOT_NULL)
             return Outcome(some if holds else [], [] if holds else some, box(term, NULL))
         if literal(left) is not None and literal(right) is None:
             return self.compare(right, FLIPPED[op], left)
