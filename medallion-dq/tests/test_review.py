@@ -383,3 +383,18 @@ def test_every_code_is_documented_with_its_severity():
         c for c, (severity, _) in review.CODES.items() if f"| {c} | {severity} |" not in text
     ]
     assert not missing, f"CONVENTIONS.md does not explain {missing}"
+
+
+def test_what_the_model_cannot_hold_is_no_finding_and_no_traceback():
+    wide = " OR ".join(f"(a = {i} AND b = {i})" for i in range(300))  # past the box cap
+    deep = "x > 0" + " AND x > 0" * 1500  # deeper than Python's stack once read
+    text = f"""\
+dataset: d
+rules:
+  - {{name: wide, constraint: "{wide}", action: drop}}
+  - {{name: wide_too, constraint: "{wide.replace("a =", "a <")}", action: drop}}
+  - {{name: deep, constraint: "{deep}", action: drop}}
+  - {{name: huge, constraint: "d < 1e400", action: drop}}
+schema: {{d: double}}
+"""
+    assert review.review(rules.parse(text, "d.yml"), "d.yml", text) == []

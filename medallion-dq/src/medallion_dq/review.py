@@ -52,7 +52,12 @@ CODES: dict[str, tuple[str, str]] = {
     "DQ029": ("warning", "a rule implied by a stricter one of the same action"),
     "DQ030": ("error", "a bound the column's type cannot reach"),
 }
-CAP = 256  # boxes in one set: past it, the set is taken as every row (nothing is claimed)
+# What reading a constraint may raise where this review's model ends (a nesting deeper than
+# Python's stack, a literal no type holds): that constraint is then unknown, never a finding.
+UNREAD = (RecursionError, ValueError, TypeError, ArithmeticError)
+CAP = 64  # boxes in one set: past it, the set is taken as every row (nothing is claimed)
+SPANS = 1024  # intervals paired at once: past it, a term may take any value
+ATOMS = 64  # comparisons in one constraint: past them it is not read (each may double a set)
 
 # -- the values of one term ------------------------------------------------------------------
 
@@ -117,9 +122,11 @@ class Values:
     step: Fraction | None = None
 
     def __and__(self, other: Values) -> Values:
-        step = self.step or other.step
+        step, null = self.step or other.step, self.null and other.null
+        if len(self.spans) * len(other.spans) > SPANS:  # too many to pair: any value
+            return Values(null, (ANY,), step)
         spans = [(a & b).snapped(step) for a in self.spans for b in other.spans]
-        return Values(self.null and other.null, tuple(s for s in spans if not s.empty), step)
+        return Values(null, tuple(s for s in spans if not s.empty), step)
 
     @property
     def empty(self) -> bool:
@@ -142,6 +149,8 @@ def box(term: str, values: Values) -> Rows:
 
 def meet(a: Rows, b: Rows) -> Rows:
     """The rows in both."""
+    if len(a) * len(b) > 4 * CAP:  # too many to pair: every row, as past the cap
+        return ALL
     out = []
     for x in a:
         for y in b:
@@ -150,7 +159,9 @@ def meet(a: Rows, b: Rows) -> Rows:
                 merged[term] = merged[term] & values if term in merged else values
             if not any(v.empty for v in merged.values()):
                 out.append(merged)
-    return out if len(out) <= CAP else ALL
+                if len(out) > CAP:
+                    return ALL
+    return out
 
 
 def join(a: Rows, b: Rows) -> Rows:
@@ -257,7 +268,8 @@ class Domain:
     double: bool = False  # literals meet a float or double column as doubles
 
     def key(self, lit: Literal) -> Any:
-        return Fraction(float(lit.key)) if self.double else lit.key
+        as_double = float(lit.key) if self.double else 0.0
+        return Fraction(as_double) if self.double and abs(as_double) != float("inf") else lit.key
 
     def values(self, spans: Iterable[Span]) -> Values:
         cut = [(s & self.span).snapped(self.step) for s in spans]
@@ -399,10 +411,13 @@ class Reading:
     def __post_init__(self) -> None:
         self.schema = {c.name.lower(): c.type for c in self.ruleset.schema}
         for rule in self.ruleset.rules:
-            for term, lit in _pairs(parse(rule.constraint)):
-                text = lit.key if lit.kind == "string" else ""
-                ambiguous = LOOKS_TYPED.match(text) is not None
-                self.kinds[canonical(term)].add("ambiguous" if ambiguous else lit.kind)
+            try:
+                for term, lit in _pairs(parse(rule.constraint)):
+                    text = lit.key if lit.kind == "string" else ""
+                    ambiguous = LOOKS_TYPED.match(text) is not None
+                    self.kinds[canonical(term)].add("ambiguous" if ambiguous else lit.kind)
+            except UNREAD:
+                continue
 
     def domain(self, term: exp.Expr, kind: str) -> Domain | None:
         term = term.unnest()
@@ -769,10 +784,13 @@ def review(ruleset: RuleSet, where: str, text: str) -> list[Problem]:
     models = []
     for rule in ruleset.rules:
         reading.decided = []
-        tree = parse(rule.constraint)
-        outcome = reading.outcome(tree)
-        passes = [might_pass(outcome.true, e.row) for e in rule.examples if e.expect == "pass"]
-        models.append(
-            Model(rule, lines.get(rule.name), canonical(tree), outcome, reading.decided, passes)
-        )
+        try:
+            tree = parse(rule.constraint)
+            atoms = sum(1 for _ in tree.find_all(*COMPARISONS, exp.In, exp.Is, exp.Between))
+            outcome = reading.outcome(tree) if atoms <= ATOMS else UNKNOWN
+            text = canonical(tree)
+            passes = [might_pass(outcome.true, e.row) for e in rule.examples if e.expect == "pass"]
+        except UNREAD:  # a constraint this review cannot read says nothing
+            outcome, text, passes, reading.decided = UNKNOWN, rule.constraint, [], []
+        models.append(Model(rule, lines.get(rule.name), text, outcome, reading.decided, passes))
     return Review(models, where).run()
