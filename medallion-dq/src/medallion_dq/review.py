@@ -10,16 +10,9 @@ BETWEEN, IS [NOT] NULL, AND / OR / NOT in three-valued logic. A term's type is t
 engine enforces it when it writes, after the rules judged the rows), else the kind of the
 literals it is compared with. What is not modelled (LIKE, RLIKE, two columns compared, a term
 compared with literals of two kinds) may be anything, so it never raises an alarm: a finding
-is a proof over every row, not a guess.
-
-    DQ026 error    no row can pass the rules together (drop and fail rules: nothing is
-                   published), or one rule alone (its examples.pass rows included)
-    DQ027 warning  a rule that cannot fail, NULL included (`x IS NULL OR x IS NOT NULL`)
-    DQ028 warning  the same rule twice under two names
-    DQ029 warning  a rule implied by a stricter one of the same action
-    DQ030 error    a comparison the column's type decides: a bound it cannot reach
-
-Severities are set like the conventions' ones (`[tool.medallion.conventions] severity`).
+is a proof over every row, not a guess. The findings are CODES (the template's CONVENTIONS.md
+explains each); their severities are set as the conventions' are (`[tool.medallion.conventions]
+severity`).
 """
 
 from __future__ import annotations
