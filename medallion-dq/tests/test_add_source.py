@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import cli, config, preflight
+from medallion_dq import cli, config, preflight, review
 from sample import sample_project
 
 DATA = Path(__file__).with_name("add_source")
@@ -178,9 +178,12 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     assert fresh["freshness"]["column"] == "time_hour"
     assert age <= timedelta(days=int(fresh["freshness"]["max_age"].removesuffix("d")))
 
-    # The conventions and the rules hold: no error (warnings: the rules have no owner yet).
+    # The conventions and the rules hold: no error (warnings: the rules have no owner yet),
+    # and the review of each file's rules together finds nothing (DQ026-DQ030).
     assert cli.main(["--root", str(project), "check"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1].startswith("check: 0 error(s)")
+    said = capsys.readouterr().out.splitlines()
+    assert said[-1].startswith("check: 0 error(s)")
+    assert [line for line in said if line.split(" ")[0] in review.CODES] == []
 
     # The project's silver tests and every rule example, as `nox -s silver` runs them.
     env = {

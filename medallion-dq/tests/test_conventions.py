@@ -320,7 +320,7 @@ def test_rule_without_description_or_owner(project: Path):
         dataset: silver_customers
         rules:
           - {name: a, constraint: x > 0, action: warn}
-          - {name: b, constraint: x > 0, action: warn, owner: crm, description: why}
+          - {name: b, constraint: y > 0, action: warn, owner: crm, description: why}
         """,
     )
     (problem,) = conventions.check(project)

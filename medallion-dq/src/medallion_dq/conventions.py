@@ -22,10 +22,13 @@ and returns every problem, the rule files' own DQ0xx problems included:
     DQC013 error    a dataset decorator's literal `schema=` that differs from the rule file's
                     `schema:` contract (a missing column or another type)
 
+and the review of each rule file's rules together (medallion_dq.review: DQ026-DQ030, a
+contradiction, a tautology, a duplicate, an implied rule, a bound the type cannot reach).
+
 Per project, in pyproject.toml::
 
     [tool.medallion.conventions]
-    severity = {DQC002 = "error", DQC005 = "off"}   # error | warning | off
+    severity = {DQC002 = "error", DQC005 = "off", DQ027 = "error"}   # error | warning | off
     layers = ["bronze", "silver", "gold"]           # folder names of the three layers, in order
     quarantine_suffix = "_quarantine"
 """
@@ -43,7 +46,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from medallion_dq import rules
+from medallion_dq import review, rules
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.pipeline_ast import (
     DATASET_DECORATORS,
@@ -127,8 +130,9 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
         raw = {}
     for code, value in raw.items():
         value = "warning" if value == "warn" else value
-        if code not in CODES or code == "DQC000":
-            bad(f"severity: unknown code {code!r}", f"use one of {', '.join(list(CODES)[1:])}")
+        if code not in {**CODES, **review.CODES} or code == "DQC000":
+            known = [*list(CODES)[1:], *review.CODES]
+            bad(f"severity: unknown code {code!r}", f"use one of {', '.join(known)}")
         elif value not in SEVERITIES:
             bad(
                 f"severity of {code}: {value!r} is not one of {', '.join(SEVERITIES)}",
@@ -280,6 +284,7 @@ class _Collector:
         except DataQualityError as error:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
+        self.problems += review.review(ruleset, where, path.read_text(encoding="utf-8"))
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
         self.loaded[where] = ruleset
         if layer == "silver":
@@ -629,7 +634,7 @@ class _Collector:
             severity = self.settings.severity.get(problem.code)
             if severity == "off":
                 continue
-            if severity and problem.code.startswith("DQC"):
+            if severity:  # only the DQC and review codes can be configured
                 problem = dataclasses.replace(problem, severity=severity)
             out.append(problem)
         return [*self.settings.problems, *out]

@@ -34,9 +34,10 @@ What it suggests, per column (`drop` when every profiled row passed, `warn` when
 - a column that looks unique: a comment only, since uniqueness is not a row rule (the aggregate
   view pattern of rules/gold/order_keys.yml checks it).
 
-A value rule lets NULL pass when the column had NULLs (`<col> IS NULL OR ...`): the not-null
-rule owns NULLs, so a column whose NULLs are only warned about does not lose them to a
-`drop` value rule.
+A value rule lets NULL pass (`<col> IS NULL OR ...`): the not-null rule owns NULLs, so a
+column whose NULLs are only warned about does not lose them to a `drop` value rule, and a
+NULL is not counted twice (a value rule failing NULLs too would only repeat the not-null
+rule: `check`'s review says so, DQ029).
 """
 
 from __future__ import annotations
@@ -337,9 +338,8 @@ def suggest(profile: Profile) -> list[Suggestion | list[str]]:
             )
         else:
             out.append([*seen, "  optional: no not-null rule suggested"])
-        # A value rule lets NULL through when NULLs were seen: the not-null rule owns them.
-        nullable = nulls > 0
-        found = _value_rule(profile, c, sql, f"{sql} IS NULL OR " if nullable else "")
+        # A value rule lets NULL through: the not-null rule owns them.
+        found = _value_rule(profile, c, sql, f"{sql} IS NULL OR ")
         if found is None or isinstance(found, list):
             out += [found] if found else []
             continue
@@ -348,7 +348,7 @@ def suggest(profile: Profile) -> list[Suggestion | list[str]]:
         if not rule.action:
             out.append([*rule.seen, "  too many fail it: no rule suggested"])
             continue
-        (rule.passing if nullable else rule.failing).append(None)
+        rule.passing.append(None)
         out.append(rule)
     taken: set[str] = set()
     for item in out:  # `a b` and `a_b` give one rule name: the second gets a number
