@@ -306,7 +306,7 @@ def anomaly_check(
     if found is None:
         return passes("-", NO_ROWS_NOTE)
     rows, refresh, earlier = found
-    column = check.get("date_column")
+    column = cast("str | None", check.get("date_column"))
     if rows == 0 and (allow_empty or column is not None):  # no day of data to judge
         return passes("0 rows", "an empty delivery" + (", allowed (--allow-empty)" * allow_empty))
     if check.get("metric") == "lag":
