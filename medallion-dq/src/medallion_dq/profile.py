@@ -49,9 +49,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from medallion_dq import rules
+from medallion_dq import rule_fields, rules
 from medallion_dq.profile_input import (
     Input,
     ProfileError,
@@ -490,8 +488,7 @@ def flow(value: Any) -> str:
         return "[" + ", ".join(map(flow, value)) + "]"
     if hasattr(value, "isoformat"):
         return flow(str(value))  # a date or timestamp: as text, the form text columns hold
-    text = yaml.safe_dump(value, default_flow_style=True, allow_unicode=True, width=10**6)
-    return text.strip().removesuffix("...").strip()
+    return rule_fields.flow(value)
 
 
 def rule_head(s: Suggestion) -> list[str]:
@@ -537,8 +534,10 @@ def render(
     if profile.corrupt:
         lines += [
             f"# {profile.corrupt:,} more did not parse ({CORRUPT_RECORD}), not counted below: "
-            "their columns are NULL,",
-            f"# so a not-null drop rule keeps them out of {dataset} (and in its quarantine).",
+            "their columns hold what",
+            "# could be read, so a drop rule on the mark keeps them out of "
+            f"{dataset} (and in its quarantine):",
+            f"# whole_record, {CORRUPT_RECORD} IS NULL (CONVENTIONS.md).",
         ]
     if profile.rescued:
         lines.append(
