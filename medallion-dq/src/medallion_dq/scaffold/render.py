@@ -131,7 +131,6 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings, marked: bool) ->
         if marked
         else '"_source_file", "_ingested_at"'
     )
-
     warns = any(r.action == "warn" for r in found.rules)
     stream = plan.kind == "stream"
     raw = _raw_struct(typings)
