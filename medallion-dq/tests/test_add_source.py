@@ -274,7 +274,12 @@ def test_a_csv_source_with_values_holding_line_breaks_keeps_every_record_whole(
         done = subprocess.run(
             [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", summary],
             cwd=project,
-            env={**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"},
+            env={
+                **os.environ,
+                "DQ_SERVER_IDLE_TIMEOUT": "120",
+                # the copy's package, which holds the new rule file
+                "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ["PYTHONPATH"]]),
+            },
             capture_output=True,
             text=True,
             timeout=900,
