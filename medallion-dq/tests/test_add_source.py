@@ -287,7 +287,7 @@ def test_a_csv_source_with_values_holding_line_breaks_keeps_every_record_whole(
     finally:  # the project's own server, not left up for the rest of the suite
         cli.main(["--root", str(project), "spark", "stop"])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    validate = json.loads(summary.read_text())["tasks"]["validate"]
+    validate = json.loads(summary.read_text())["tasks"]["validate"]["update"]
     rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
     assert (rows["bronze_notes"], rows["silver_notes"]) == (len(sample), len(sample))
     notes = {
