@@ -470,3 +470,78 @@ def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
     schemas = [c for c in gate["checks"] if c["name"] == "schema"]
     assert {c["dataset"] for c in schemas} >= {f"silver_{n}" for n in landed}
     assert all(c["status"] == "PASS" for c in schemas), schemas
+
+
+# Notes whose text holds line breaks (LF, CRLF, several, a blank line), commas and quotes, as
+# Python's csv module writes them (RFC 4180): every record one row, whole.
+NOTES = [
+    {"note_id": f"N-{i:03d}", "author": ["ana", "bo"][i % 2], "body": body, "score": str(i)}
+    for i, body in enumerate(
+        [
+            f"note {i}: first line\nsecond line"
+            if i % 3 == 0
+            else f'note {i}: windows\r\nline, with "quotes"'
+            if i % 3 == 1
+            else f"note {i}: three\n\nlines"
+            for i in range(30)
+        ]
+    )
+]
+
+
+@pytest.mark.spark
+def test_a_csv_source_with_values_holding_line_breaks_keeps_every_record_whole(
+    project, tmp_path, capsys, local_spark
+):
+    landed = tmp_path / "notes.csv"
+    with landed.open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(NOTES[0]), lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows(NOTES)
+    assert add(project, "notes", "--from", str(landed), "--key", "note_id") == 0
+    # The fixture add wrote keeps each value whole; the rule file drops what bronze could not
+    # parse, and says so of the records that did not, under the dataset's own name.
+    with (project / "fixtures" / "landing" / "notes" / "notes-sample.csv").open(newline="") as f:
+        sample = list(csv.DictReader(f))
+    assert sample == NOTES[: len(sample)] and len(sample) >= 10
+    rules = yaml.safe_load((project / "src/acme_orders/rules/silver/notes.yml").read_text())
+    assert rules["rules"][0]["name"] == "whole_record"
+    assert rules["rules"][0]["constraint"] == "_corrupt_record IS NULL"
+    assert cli.main(["--root", str(project), "check"]) == 0
+    capsys.readouterr()
+
+    # The job on the fixtures: every record of the notes in silver, whole; none quarantined.
+    summary = tmp_path / "summary.json"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", summary],
+            cwd=project,
+            env={
+                **os.environ,
+                "DQ_SERVER_IDLE_TIMEOUT": "120",
+                # the copy's package, which holds the new rule file
+                "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ["PYTHONPATH"]]),
+            },
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    finally:  # the project's own server, not left up for the rest of the suite
+        cli.main(["--root", str(project), "spark", "stop"])
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    validate = json.loads(summary.read_text())["tasks"]["validate"]["update"]
+    rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
+    assert (rows["bronze_notes"], rows["silver_notes"]) == (len(sample), len(sample))
+    notes = {
+        e["name"]: e["failed_records"] for e in validate["datasets"]["silver_notes"]["expectations"]
+    }
+    assert notes["whole_record"] == 0
+    silver = local_spark.spark.read.format("delta").load(
+        str(project / ".local/lake/dev/warehouse/acme_orders.db/silver_notes")
+    )
+    assert {r["note_id"]: r["body"] for r in silver.collect()} == {
+        n["note_id"]: n["body"] for n in sample
+    }
+    quarantine = project / ".local/lake/dev/warehouse/acme_orders.db/silver_notes_quarantine"
+    if quarantine.exists():  # a table: empty (a view: nothing stored)
+        assert local_spark.spark.read.format("delta").load(str(quarantine)).count() == 0

@@ -366,7 +366,9 @@ def test_every_drop_rule_made_warn_names_the_decorator_left_without_rules(tmp_pa
     shutil.copytree(PROJECT, tmp_path / "p")
     orders = tmp_path / "p" / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
     orders.write_text(orders.read_text().replace("action: drop", "action: warn"))
-    (problem,) = [p for p in conventions.check(tmp_path / "p") if p.severity == "error"]
+    errors = [p for p in conventions.check(tmp_path / "p") if p.severity == "error"]
+    assert codes(errors) == ["DQC014", "DQC016"]  # whole_record is no drop rule either
+    (problem,) = only(errors, "DQC014")
     code = (tmp_path / "p" / "src/pipelines/validation/silver/orders.py").read_text().splitlines()
     line = code.index("@dp.expect_all_or_drop(ORDERS.drop)") + 1
     assert (problem.code, problem.file) == (
@@ -661,3 +663,73 @@ schema:
     )
     write(project, "src/pipelines/publish/gold/revenue.py", agreeing)
     assert conventions.check(project) == []
+
+
+# --------------------------------------------------------------------------- DQC016 corrupt records
+
+LANDED_BRONZE = """\
+from medallion_dq.sources import read_landing
+from pyspark import pipelines as dp
+
+
+@dp.table(name="bronze_orders")
+def bronze_orders():
+    return read_landing(spark, "orders", "order_id STRING, amount STRING"{fmt})
+"""
+
+
+def test_the_sample_drops_the_records_bronze_could_not_parse():
+    assert only(conventions.check(PROJECT), "DQC016") == []
+
+
+def test_a_silver_dataset_that_lets_corrupt_records_through_is_an_error(tmp_path: Path):
+    """The sample without its whole_record rule: a CSV line with a field missing, its columns
+    filled as far as it went, would pass every other rule into silver_orders."""
+    shutil.copytree(PROJECT, tmp_path / "p")
+    orders = tmp_path / "p" / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
+    text = orders.read_text()
+    start = text.index("  - name: whole_record")
+    orders.write_text(text[:start] + text[text.index("  - name: valid_order_id") :])
+    (problem,) = only(conventions.check(tmp_path / "p"), "DQC016")
+    assert (problem.severity, problem.file) == ("error", "src/acme_orders/rules/silver/orders.yml")
+    assert problem.message.startswith(
+        "silver dataset 'silver_orders' reads bronze_orders, where a record that did not parse "
+        "is marked in _corrupt_record"
+    )
+    assert "{name: whole_record, constraint: _corrupt_record IS NULL, action: drop}" in problem.fix
+
+
+@pytest.mark.parametrize(
+    ("fmt", "constraint", "fires"),
+    [
+        ("", "a IS NOT NULL", True),
+        (', file_format="csv"', "a IS NOT NULL", True),
+        ("", "_corrupt_record IS NULL", False),
+        (', file_format="parquet"', "a IS NOT NULL", False),  # Parquet marks no record
+    ],
+)
+def test_a_sql_silver_dataset_over_landed_bronze_needs_a_drop_rule_on_the_mark(
+    project: Path, fmt: str, constraint: str, fires: bool
+):
+    write(project, "src/pipelines/validation/bronze/orders_raw.py", LANDED_BRONZE.format(fmt=fmt))
+    write(
+        project,
+        "src/pipelines/validation/silver/amounts.sql",
+        f"""\
+        CREATE MATERIALIZED VIEW silver_amounts (
+          CONSTRAINT checked EXPECT ({constraint}) ON VIOLATION DROP ROW
+        ) AS SELECT a, _corrupt_record FROM STREAM(bronze_orders);
+        CREATE MATERIALIZED VIEW silver_amounts_quarantine AS SELECT * FROM bronze_orders;
+        """,
+    )
+    found = {p.file: p for p in only(conventions.check(project), "DQC016")}
+    # silver_orders (Python, its rule file has no rule on the mark) fires either way but Parquet.
+    assert set(found) == {
+        *(["src/pkg/rules/silver/orders.yml"] if fmt != ', file_format="parquet"' else []),
+        *(["src/pipelines/validation/silver/amounts.sql"] if fires else []),
+    }
+    if fires:
+        assert (
+            "'silver_amounts' reads bronze_orders"
+            in found["src/pipelines/validation/silver/amounts.sql"].message
+        )

@@ -158,3 +158,56 @@ def test_every_landed_record_is_in_bronze_or_reported_unread(any_lake):
     # Every record landed is either in bronze or in a file reported as unread.
     records_unread = landed["underscore"] + landed["dot"] + landed["hidden folder"]
     assert len(bronze) + records_unread == sum(landed.values()) == 7 + len(extensions)
+
+
+# Quoted values holding line breaks (LF, CRLF, several, a blank line), a doubled quote, and a
+# record after them: RFC 4180, as Python's csv module and spreadsheets write it.
+MULTILINE = {
+    "L-1": "first line\nsecond line",
+    "L-2": "windows\r\nline",
+    "L-3": 'three\n\nlines, a comma and a "quote"',
+    "L-4": "plain",
+}
+
+
+def test_a_csv_value_holding_line_breaks_is_one_record_kept_whole(local_spark):
+    lake = lake_of(local_spark, "csv")
+    lines = ["order_id,amount,channel"]
+    for order_id, channel in MULTILINE.items():
+        value = '"' + channel.replace('"', '""') + '"' if channel != "plain" else channel
+        lines.append(f"{order_id},1.00,{value}")
+    path = lake.landing / "orders" / "multiline.csv"
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    assert_update_ok(lake.run("validation", ["bronze"]))
+    rows = lake.table("bronze_orders").collect()
+    assert {r["order_id"]: r["channel"] for r in rows} == MULTILINE
+    assert [r["_corrupt_record"] for r in rows] == [None] * len(MULTILINE)
+
+
+# A record bronze cannot parse, whose columns a careless reading would fill: a CSV line with
+# its last field missing (every other field read), a JSON line cut short.
+GOOD = "W-1,C-0001,2026-11-02T10:00:00,web,EUR,10.00,1"
+HALF = {
+    "csv": "W-2,C-0001,2026-11-02T10:00:00,web,EUR,12.50",
+    "json": '{"order_id": "W-2", "customer_id": "C-0001", "amount": "12.50", ',
+}
+
+
+def test_a_record_bronze_could_not_parse_is_quarantined_for_that_not_kept(any_lake):
+    lake, fmt = any_lake, any_lake.file_format
+    header = "order_id,customer_id,order_ts,channel,currency,amount,quantity"
+    good = dict(zip(header.split(","), GOOD.split(","), strict=True))
+    lines = [header, GOOD] if fmt == "csv" else [json.dumps(good)]
+    lake.land("orders", "half", "\n".join([*lines, HALF[fmt]]) + "\n")
+    assert_update_ok(lake.run("validation", datasets=["bronze_orders", "silver_orders"]))
+    assert [r["order_id"] for r in lake.table("silver_orders").collect()] == ["W-1"]
+    (half,) = lake.table("silver_orders_quarantine").collect()
+    assert half["_corrupt_record"] == HALF[fmt]
+    if fmt == "csv":  # every field but one read: only the mark tells it apart
+        assert (half["order_id"], str(half["amount"]), half["_dq_failed_rules"]) == (
+            "W-2",
+            "12.50",
+            ["whole_record"],
+        )
+    else:
+        assert "whole_record" in half["_dq_failed_rules"]

@@ -111,3 +111,37 @@ def test_a_file_too_big_to_hold_whole_is_streamed_with_the_same_rows(
         assert corrupt == ["1.00,short"]
         assert ("O-7", "7.50", "web, app") in [r[:3] for r in streamed]
         assert ("Q-1", "4.00") in [r[:2] for r in streamed]
+
+
+def test_a_streamed_csv_file_with_a_value_spanning_lines_is_corrupt_not_cut(
+    spark, tmp_path, monkeypatch
+):
+    """Spark's text source cuts a big file into lines, read in parallel: a quoted value holding
+    a line break cannot be joined there. Every line of such a file is a corrupt record (silver
+    quarantines them), never a record cut in two whose first half passes the rules; the same
+    file read whole keeps each record whole."""
+    rows = [f"{i}.50,web,O-{i}" for i in range(60)]
+    lines = ["amount,channel,order_id", *rows, '2.00,"two\nlines",M-1', *rows[:3]]
+    landing = tmp_path / "landing"
+    (landing / "orders").mkdir(parents=True)
+    (landing / "orders" / "day.csv").write_text("\n".join(lines) + "\n")
+
+    whole = _read(spark, landing, "csv", tmp_path)
+    assert ("M-1", "2.00", "two\nlines", None) in [r[:4] for r in whole]
+    assert [r for r in whole if r[3] is not None] == []
+    monkeypatch.setattr(autoloader, "WHOLE_FILE_MAX_BYTES", LIMIT)
+    confs = {"spark.sql.sources.binaryFile.maxLength": str(LIMIT)}
+    confs["spark.sql.files.maxPartitionBytes"] = "1024"
+    try:
+        for key, value in confs.items():
+            spark.conf.set(key, value)
+        streamed = _read(spark, landing, "csv", tmp_path)
+    finally:
+        for key in confs:
+            spark.conf.unset(key)
+    assert len(streamed) == len(lines)  # every line but the header, and the value's two lines
+    assert [r for r in streamed if r[3] is None] == []
+    assert sorted(r[3] for r in streamed if r[3].startswith("2.00") or r[3] == 'lines",M-1') == [
+        '2.00,"two',
+        'lines",M-1',
+    ]

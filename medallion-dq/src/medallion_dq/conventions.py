@@ -21,6 +21,11 @@ and returns every problem, the rule files' own DQ0xx problems included:
     DQC012 error    a references check naming a dataset no pipeline defines
     DQC013 error    a dataset decorator's literal `schema=` that differs from the rule file's
                     `schema:` contract (a missing column or another type)
+    DQC014 error    an expect_all* decorator given an action its rule file has no rules of
+    DQC015 warning  a rule file that differs from the data contract it was made from
+    DQC016 error    a silver dataset reads a bronze dataset of JSON or CSV landing files and no
+                    drop rule judges `_corrupt_record`: a record bronze could not parse, its
+                    columns filled as far as it went, would pass its other rules into silver
 
 and the review of each rule file's rules together (medallion_dq.review: DQ026-DQ030, a
 contradiction, a tautology, a duplicate, an implied rule, a bound the type cannot reach).
@@ -77,6 +82,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC013": ("error", "declared schema differs from the rule file's contract"),
     "DQC014": ("error", "decorator given an action its rule file has no rules of"),
     "DQC015": ("warning", "a rule file differs from the data contract it was made from"),
+    "DQC016": ("error", "silver dataset over bronze lets records bronze could not parse through"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -211,6 +217,7 @@ class _Expectation:
     where: str  # file (and line) for the problem
     origin: str  # "rule file" | "decorator" | "sql"
     expression: str = ""
+    constraint: str = ""  # the SQL, where it is known
 
 
 class _Collector:
@@ -243,6 +250,10 @@ class _Collector:
         # dataset -> (schema contract, rule file); dataset -> (literal schema= DDL, file:line)
         self.contracts: dict[str, tuple[tuple[Column, ...], str]] = {}
         self.declared: dict[str, tuple[str, str]] = {}
+        # bronze datasets that mark records they cannot parse; silver dataset -> (what it reads,
+        # where it is defined)
+        self.marking: set[str] = set()
+        self.inputs: dict[str, tuple[set[str], str]] = {}
 
     def add(
         self,
@@ -297,7 +308,15 @@ class _Collector:
             file_description = raw["description"].strip()
         for rule in ruleset.rules:
             self.expectations.append(
-                _Expectation(ruleset.dataset, layer, rule.action, rule.name, where, "rule file")
+                _Expectation(
+                    ruleset.dataset,
+                    layer,
+                    rule.action,
+                    rule.name,
+                    where,
+                    "rule file",
+                    constraint=rule.constraint,
+                )
             )
             missing = [
                 label
@@ -376,6 +395,11 @@ class _Collector:
                 else "table"
             )
             self.forms[short_name(parsed["name"])] = (form, rel, statement)
+            if layer == "silver":
+                reads = {
+                    short_name(t) for t in _SQL_READS.findall(sql_files.strip_comments(statement))
+                }
+                self.inputs[short_name(parsed["name"])] = (reads, rel)
             for e in parsed["constraints"]:
                 line = parsed["lines"][e.name]
                 try:  # the runner would refuse it before Spark starts: say it here
@@ -384,7 +408,13 @@ class _Collector:
                     self.problems.extend(error.problems)
                 self.expectations.append(
                     _Expectation(
-                        short_name(parsed["name"]), layer, e.action, e.name, f"{rel}:{line}", "sql"
+                        short_name(parsed["name"]),
+                        layer,
+                        e.action,
+                        e.name,
+                        f"{rel}:{line}",
+                        "sql",
+                        constraint=e.constraint,
                     )
                 )
 
@@ -404,6 +434,10 @@ class _Collector:
                     key = "target" if kind == "append_flow" else "name"
                     dataset_names.append(kwarg_str(call, key) or func.name)
             dataset = short_name(dataset_names[0]) if dataset_names else func.name
+            if layer == "bronze" and module.reads_text_landing(func):
+                self.marking.add(dataset)
+            elif layer == "silver":
+                self.inputs[dataset] = (module.reads(func), f"{rel}:{func.lineno}")
             for deco in func.decorator_list:
                 kind, call = module.decorator(deco)
                 if kind in DATASET_DECORATORS and (ddl := kwarg_str(call, "schema")):
@@ -532,6 +566,7 @@ class _Collector:
                     f"name a dataset of the pipelines ({', '.join(sorted(defined)[:5])}, ...)",
                 )
 
+        self.judge_corrupt_records()
         for dataset, (ddl, where) in sorted(self.declared.items()):
             if dataset in self.contracts:
                 self.judge_declared_schema(dataset, ddl, where, *self.contracts[dataset])
@@ -555,6 +590,31 @@ class _Collector:
                 )
             else:
                 self.judge_quarantine_form(dataset, dataset + suffix)
+
+    def judge_corrupt_records(self) -> None:
+        """DQC016: a silver dataset over bronze JSON / CSV drops what bronze could not parse."""
+        suffix = self.settings.quarantine_suffix
+        for dataset, (reads, where) in sorted(self.inputs.items()):
+            bronze = sorted(reads & self.marking)
+            if not bronze or dataset.endswith(suffix):
+                continue
+            if any(
+                e.dataset == dataset and e.action == "drop" and _CORRUPT.search(e.constraint)
+                for e in self.expectations
+            ):
+                continue
+            rule_file = self.rulesets[dataset][1] if dataset in self.rulesets else None
+            self.add(
+                "DQC016",
+                rule_file or where,
+                f"silver dataset {dataset!r} reads {', '.join(bronze)}, where a record that did "
+                "not parse is marked in _corrupt_record, its columns filled as far as it went; "
+                "no drop rule judges that mark, so such a record passes the other rules into "
+                f"{dataset!r}",
+                "select _corrupt_record in the silver query (and the quarantine's) and add the "
+                f"drop rule {{name: whole_record, constraint: _corrupt_record IS NULL, action: "
+                f"drop}} to {rule_file or 'its rules'} (CONVENTIONS.md: bronze to silver)",
+            )
 
     def judge_declared_schema(
         self, dataset: str, ddl: str, where: str, contract: tuple, rule_file: str
@@ -644,6 +704,12 @@ class _Collector:
 
 
 _PERSISTED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
+# The tables a SQL dataset reads: FROM / JOIN a name, or STREAM(name) / STREAM name.
+_SQL_READS = re.compile(
+    r"\b(?:FROM|JOIN)\s+(?:STREAM\s*\(?\s*)?((?:`[^`]+`|[\w]+)(?:\.(?:`[^`]+`|[\w]+))*)",
+    re.IGNORECASE,
+)
+_CORRUPT = re.compile(r"\b_corrupt_record\b", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -144,6 +144,45 @@ class PipelineModule:
             return
         yield None, source, None
 
+    def calls(self, func: ast.FunctionDef) -> Iterator[ast.Call]:
+        """Every call in `func` and in the module functions it calls."""
+        seen: set[str] = set()
+        todo = [func]
+        while todo:
+            current = todo.pop()
+            if current.name in seen:
+                continue
+            seen.add(current.name)
+            for node in ast.walk(current):
+                if isinstance(node, ast.Call):
+                    if isinstance(node.func, ast.Name) and node.func.id in self.functions:
+                        todo.append(self.functions[node.func.id])
+                    yield node
+
+    def reads(self, func: ast.FunctionDef) -> set[str]:
+        """The datasets `func` reads by name: `spark.read.table("x")`, `readStream.table`,
+        `dp.read("x")`, `dlt.read_stream("x")` (short names)."""
+        return {
+            short_name(call.args[0].value)
+            for call in self.calls(func)
+            if _call_name(call) in ("table", "read", "read_stream")
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+        }
+
+    def reads_text_landing(self, func: ast.FunctionDef) -> bool:
+        """`func` reads a landing folder of JSON or CSV files with `read_landing`, which marks a
+        record it cannot parse (`_corrupt_record`); Parquet has no such records."""
+        for call in self.calls(func):
+            if _call_name(call) != "read_landing":
+                continue
+            given = [kw.value for kw in call.keywords if kw.arg == "file_format"] + call.args[3:4]
+            value = given[0].value if given and isinstance(given[0], ast.Constant) else None
+            if not isinstance(value, str) or value.lower() in ("json", "csv"):
+                return True
+        return False
+
     def eager_calls(self, func: ast.FunctionDef) -> Iterator[tuple[int, str, str]]:
         """(line, what, 'eager' | 'analysis') in `func` and the module functions it calls."""
         seen: set[str] = set()

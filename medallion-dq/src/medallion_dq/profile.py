@@ -545,8 +545,10 @@ def render(
     if profile.corrupt:
         lines += [
             f"# {profile.corrupt:,} more did not parse ({CORRUPT_RECORD}), not counted below: "
-            "their columns are NULL,",
-            f"# so a not-null drop rule keeps them out of {dataset} (and in its quarantine).",
+            "their columns hold what",
+            "# could be read, so a drop rule on the mark keeps them out of "
+            f"{dataset} (and in its quarantine):",
+            f"# whole_record, {CORRUPT_RECORD} IS NULL (CONVENTIONS.md).",
         ]
     if profile.rescued:
         lines.append(

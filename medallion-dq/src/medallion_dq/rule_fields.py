@@ -58,8 +58,23 @@ def flow(value: object) -> str:
         return "[" + ", ".join(map(flow, value)) + "]"
     if isinstance(value, date):  # a datetime too: written as YAML reads it back
         return value.isoformat(sep=" ") if isinstance(value, datetime) else value.isoformat()
-    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
-    return text.removesuffix("\n...").strip()
+    if isinstance(value, str) and not value.isprintable():
+        return _double_quoted(value)  # a line break or a control character: on one line
+    # Dumped in a list: in flow context, a string holding `,` `[` `{` `:` is quoted.
+    text = yaml.safe_dump([value], default_flow_style=True, allow_unicode=True, width=10**6)
+    return text.strip()[1:-1]
+
+
+def _double_quoted(value: str) -> str:
+    """A YAML double-quoted string on one line: line breaks and the other characters that do
+    not print, as escapes."""
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+    out = [
+        named.get(c)
+        or (c if c.isprintable() else f"\\U{ord(c):08x}" if ord(c) > 0xFFFF else f"\\u{ord(c):04x}")
+        for c in value
+    ]
+    return '"' + "".join(out) + '"'
 
 
 # -- how a field is read: each kind of value a rule file holds, and the problem it reports -------

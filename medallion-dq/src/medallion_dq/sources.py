@@ -28,7 +28,8 @@ Where which option applies:
   reader); `rescuedDataColumn` with `cloudFiles.schemaEvolutionMode: rescue` keeps unknown
   fields (Auto Loader adds the column; with a given schema it is only added when asked for);
   `pathGlobFilter` picks the extensions; `recursiveFileLookup` reads sub-folders and turns off
-  partition inference from folder names.
+  partition inference from folder names. CSV is read with `CSV_OPTIONS`: `multiLine` (a
+  quoted value may hold line breaks) and `escape` `"` (RFC 4180's `""`).
 - Locally (open-source Spark, which has no rescued-data option): the same columns, emulated by
   the local engine (`medallion_dq.local.autoloader`, its limits there). On Databricks a UTF-16
   file is left to Auto Loader's JSON / CSV reader; set the reader's `encoding` option if a
@@ -57,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "CORRUPT_RECORD",
+    "CSV_OPTIONS",
     "Drift",
     "EXTENSIONS",
     "FILE_FORMAT",
@@ -75,6 +77,11 @@ FILE_FORMAT = "json"
 
 #: The raw text of a record that does not parse (Spark's and Databricks' usual name).
 CORRUPT_RECORD = "_corrupt_record"
+#: CSV as RFC 4180 writes it (Python's csv module, pandas, spreadsheets), on Databricks and
+#: locally alike: a header; a quoted value may hold line breaks (one record, never two halves;
+#: Auto Loader then reads each file in one task); `""` in it is a quote (Spark's default escape
+#: is a backslash).
+CSV_OPTIONS = {"header": "true", "multiLine": "true", "escape": '"'}
 #: JSON object of the fields the schema does not name (Auto Loader's default name).
 RESCUED_DATA = "_rescued_data"
 SOURCE_FILE = "_source_file"
@@ -273,7 +280,7 @@ def _auto_loader(
         .option("recursiveFileLookup", "true")
     )
     if file_format == "csv":
-        reader = reader.option("header", "true")
+        reader = reader.options(**CSV_OPTIONS)
     return _lineage(reader.load(path))
 
 

@@ -10,10 +10,10 @@ from medallion_dq.testing import (
 
 pytestmark = pytest.mark.spark
 
-BRONZE = "order_id STRING, customer_id STRING, order_ts STRING, channel STRING, currency STRING, amount STRING, quantity STRING, _source_file STRING, _ingested_at TIMESTAMP"
+BRONZE = "order_id STRING, customer_id STRING, order_ts STRING, channel STRING, currency STRING, amount STRING, quantity STRING, _corrupt_record STRING, _source_file STRING, _ingested_at TIMESTAMP"
 # The silver datasets these tests run: each source's tests run its own (and seed its bronze).
 SAMPLE = ["silver_orders", "silver_customers"]
-BRONZE_CUSTOMERS = "customer_id STRING, name STRING, email STRING, country STRING, signup_date STRING, _source_file STRING, _ingested_at TIMESTAMP"
+BRONZE_CUSTOMERS = "customer_id STRING, name STRING, email STRING, country STRING, signup_date STRING, _corrupt_record STRING, _source_file STRING, _ingested_at TIMESTAMP"
 
 
 def order(
@@ -23,12 +23,15 @@ def order(
     channel="web",
     order_ts="2026-11-02T10:00:00",
     quantity="1",
+    corrupt=None,
 ):
-    return (order_id, "C-1", order_ts, channel, currency, amount, quantity, "seed", None)
+    return (order_id, "C-1", order_ts, channel, currency, amount, quantity, corrupt, "seed", None)
 
 
-def customer(customer_id, email="anna@example.com", country="DE", signup_date="2024-03-01"):
-    return (customer_id, "Anna Schmidt", email, country, signup_date, "seed", None)
+def customer(
+    customer_id, email="anna@example.com", country="DE", signup_date="2024-03-01", corrupt=None
+):
+    return (customer_id, "Anna Schmidt", email, country, signup_date, corrupt, "seed", None)
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +52,8 @@ def rules_update(module_lake):
             order("phone", channel="phone"),  # warn only: kept
             order("no-channel", channel=None),  # warn only (NULL): kept
             order("zero", quantity="0"),  # warn only: kept
+            # bronze could not parse it (a field missing): its columns pass every other rule
+            order("half", quantity=None, corrupt="half,C-1,2026-11-02T10:00:00,web,EUR,10.00"),
         ],
         BRONZE,
     )
@@ -63,6 +68,7 @@ def rules_update(module_lake):
             customer("no-email", email=None),  # NULL is a violation
             customer("uk", country="UK"),  # known_country: the ISO code is GB
             customer("two", email="anna@example", country="XX"),  # two drop rules at once
+            customer("half", corrupt="half,Anna Schmidt,anna@example.com,DE"),  # whole_record
         ],
         BRONZE_CUSTOMERS,
     )
@@ -91,6 +97,7 @@ def test_dropped_rows_are_quarantined_with_the_rules_they_broke(rules_update):
             "yen": {"known_currency"},
             "old": {"valid_order_ts"},
             "two": {"valid_amount", "known_currency"},
+            "half": {"whole_record"},
         },
     )
 
@@ -111,16 +118,17 @@ def test_each_rule_counts_its_failures_warn_rules_too(rules_update):
         result,
         "silver_orders",
         {
+            "whole_record": 1,
             "valid_order_id": 1,
             "valid_amount": 4,
             "known_currency": 2,
             "valid_order_ts": 1,
             "known_channel": 2,
-            "positive_quantity": 1,
+            "positive_quantity": 2,
         },
-        input_records=12,
+        input_records=13,
     )
-    assert result.metrics["silver_orders"].dropped_records == 7
+    assert result.metrics["silver_orders"].dropped_records == 8
 
 
 def test_every_row_is_kept_or_quarantined_none_lost(rules_update):
@@ -149,6 +157,7 @@ def test_customers_are_cleaned_kept_or_quarantined_with_the_rules_they_broke(rul
             "no-email": {"valid_email"},
             "uk": {"known_country"},
             "two": {"valid_email", "known_country"},
+            "half": {"whole_record"},
         },
     )
     assert_nothing_lost(
@@ -161,10 +170,16 @@ def test_each_customer_rule_counts_its_failures(rules_update):
     assert_expectations(
         result,
         "silver_customers",
-        {"valid_customer_id": 1, "valid_email": 3, "known_country": 2, "has_signup_date": 1},
-        input_records=8,
+        {
+            "whole_record": 1,
+            "valid_customer_id": 1,
+            "valid_email": 3,
+            "known_country": 2,
+            "has_signup_date": 1,
+        },
+        input_records=9,
     )
-    assert result.metrics["silver_customers"].dropped_records == 5
+    assert result.metrics["silver_customers"].dropped_records == 6
 
 
 def test_streaming_over_two_updates_counts_each_update_once(lake):

@@ -18,6 +18,7 @@ from medallion_dq.contract.model import singular
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError
 from medallion_dq.contract.patterns import FORMATS
 from medallion_dq.contract.values import kind_of, plain
+from medallion_dq.sources import CORRUPT_RECORD
 
 _STABLE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -152,6 +153,9 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
             entry["required"] = True
     quality: list[dict] = []
     for rule in ruleset.rules:
+        if CORRUPT_RECORD in rule.constraint:  # whole_record: of bronze's records, the team's
+            left.append(f"{rule.name}: {rule.constraint}: bronze's mark, no published column")
+            continue
         _export_rule(rule, ruleset, name, prop, quality)
     for rule in keys:
         _export_key(rule, list(props), prop, quality, left)

@@ -8,7 +8,9 @@ Databricks layer imports nothing local). The same pipeline file runs unchanged o
 Open-source Spark has no rescued-data option, so it is emulated: a file of at most
 `WHOLE_FILE_MAX_BYTES` is read whole with the `binaryFile` source and decoded here: a UTF-8 /
 UTF-16 byte-order mark, or the RFC 4627 pattern of NUL bytes for UTF-16 without one, picks the
-encoding; lines are split as Spark's line-based readers split them. A larger file is streamed
+encoding; lines are split as Spark's line-based readers split them, and CSV into records as
+RFC 4180 writes them (`sources.CSV_OPTIONS`, Auto Loader's `multiLine` and `escape` on
+Databricks): a quoted value keeps its line breaks, `""` in it is a quote. A larger file is streamed
 by Spark's `text` source, in parts read in parallel, never held whole, as UTF-8; a CSV file's
 header is read again from its first part (a batch read joined to the stream). JSON lines
 are parsed with `from_json` in PERMISSIVE mode (`columnNameOfCorruptRecord`), and the keys
@@ -18,8 +20,10 @@ position and silently shift every value of a file whose columns come in another 
 
 Limits: text that is neither UTF-8 nor valid UTF-16 (UTF-32, Latin-1, a truncated
 UTF-16 file) is kept as corrupt records, with U+FFFD for the bytes that are not UTF-8 (as
-Spark's JSON reader keeps them), not decoded; CSV values spanning lines (multiLine) are not
-supported (as in Spark's default), nor CSV files of more than `CSV_MAX_COLUMNS` columns; a JSON
+Spark's JSON reader keeps them), not decoded; a CSV file over `WHOLE_FILE_MAX_BYTES` holding a
+value that spans lines is read as corrupt records, every line of it (its lines come from parts
+read in parallel and cannot be joined: silver quarantines them, nothing is cut silently); CSV
+files of more than `CSV_MAX_COLUMNS` columns are not supported; a JSON
 line holding an array of records is one corrupt record, not several rows. A file over
 `WHOLE_FILE_MAX_BYTES` is read as UTF-8 (a UTF-16 one becomes corrupt records), and in its
 first part a CSV line equal to the header is taken as the header. On Databricks a UTF-16 file
@@ -100,6 +104,13 @@ END
 """
 # Line breaks as Spark's line-based readers see them; a line of only white space is no record.
 _LINE_BREAKS = "'\\\\r\\\\n|\\\\r|\\\\n'"
+# CSV as RFC 4180 writes it (Python's csv module, pandas, spreadsheets): a quote opens a quoted
+# value only at the start of a field, `""` inside it is a quote, and it may hold line breaks. A
+# record is its fields up to a line break outside quotes; a quote left open falls back to the
+# line (a corrupt record). Possessive quantifiers: Java's regex then loops rather than recurses.
+_CSV_OPTIONS = f"map('escape', {_sql_string(sources.CSV_OPTIONS['escape'])})"
+_CSV_FIELD = r'(?:"(?:[^"]++|"")*+"[^,\r\n]*+|[^,\r\n]*+)'
+_CSV_RECORD = rf"{_CSV_FIELD}(?:,{_CSV_FIELD})*+(?:\r\n|\r|\n|$)"
 _HAS_TEXT = "_line RLIKE '\\\\S'"
 _BOM = "\ufeff"
 # Splitting a string turns bytes that are not UTF-8 into U+FFFD, so whether the file was valid
@@ -221,7 +232,9 @@ def _csv_fields(expr: str) -> str:
     """SQL: the first CSV_MAX_COLUMNS fields of a CSV line, as an array (NULL past the end)."""
     struct = ", ".join(f"_c{i} STRING" for i in range(CSV_MAX_COLUMNS))
     fields = ", ".join(f"_f._c{i}" for i in range(CSV_MAX_COLUMNS))
-    return f"transform(array(from_csv({expr}, '{struct}')), _f -> array({fields}))[0]"
+    return (
+        f"transform(array(from_csv({expr}, '{struct}', {_CSV_OPTIONS})), _f -> array({fields}))[0]"
+    )
 
 
 def _csv_field_count(expr: str) -> str:
@@ -255,14 +268,21 @@ def _with_columns(df: DataFrame, *keep: str) -> DataFrame:
 
 
 def _csv_lines(spark: SparkSession, path: str) -> DataFrame:
-    """The data lines with text of every CSV file, with its file's columns (`_width`,
-    `_columns`): the header is the first line with text. A streamed file's header is the first
-    line with text of its first part, read again for it (a batch read joined to the stream); in
-    that part, a line equal to the header is taken as the header."""
+    """The data records with text of every CSV file (`_line`), with its file's columns
+    (`_width`, `_columns`): the header is the first record with text. A file read whole is cut
+    into records (_CSV_RECORD: a quoted value keeps its line breaks); a streamed file is cut
+    into lines, and when one of them leaves a quote open (a value spanning lines) every line of
+    that file is `_spans`, a corrupt record, rather than records cut in two. A streamed file's
+    header is the first line with text of its first part; both are found by a batch read joined
+    to the stream; in that part, a line equal to the header is taken as the header."""
     from pyspark.sql import functions as F
 
+    records = f"regexp_extract_all(_text, {_sql_string(_CSV_RECORD)}, 0)"
+    line_end = _sql_string(r"(?:\r\n|\r|\n)\z")
     whole = _whole_files(spark, path, "csv").select(
-        SOURCE_FILE, "_utf8", F.expr(f"split(_text, {_LINE_BREAKS})").alias("_lines")
+        SOURCE_FILE,
+        "_utf8",
+        F.expr(f"transform({records}, r -> regexp_replace(r, {line_end}, ''))").alias("_lines"),
     )
     whole = whole.select(
         "*", F.expr(f"element_at(filter(_lines, _line -> {_HAS_TEXT}), 1)").alias("_header")
@@ -271,46 +291,55 @@ def _csv_lines(spark: SparkSession, path: str) -> DataFrame:
         _with_columns(whole, SOURCE_FILE, "_utf8", "_lines", "_header_at")
         .select("*", F.posexplode("_lines").alias("_at", "_line"))
         .filter(F.expr(f"_at >= _header_at AND {_HAS_TEXT}"))  # _at counts from 0: after it
-        .select(SOURCE_FILE, "_line", F.expr(_BAD_TEXT).alias("_bad_text"), "_width", "_columns")
+        .select(
+            SOURCE_FILE,
+            "_line",
+            F.expr(_BAD_TEXT).alias("_bad_text"),
+            F.lit(False).alias("_spans"),
+            "_width",
+            "_columns",
+        )
     )
     # One task reads a file's first part, in order, and aggregates it before any exchange:
     # `first` is its first line with text (a streaming plan allows no row ids to order by).
     first_lines = (
         _files(spark, path, "csv", "text", stream=False)
         .load(path)
-        .where(
-            (F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
-            & (F.col("_metadata.file_block_start") == 0)
-        )
+        .where(F.col("_metadata.file_size") > WHOLE_FILE_MAX_BYTES)
         .select(
             F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.col("_metadata.file_block_start").alias("_block"),
             F.expr(f"make_valid_utf8(regexp_replace(value, '^{_BOM}', ''))").alias("_line"),
         )
         .filter(F.expr(_HAS_TEXT))
         .groupBy(SOURCE_FILE)
-        .agg(F.first("_line").alias("_header"))
+        .agg(
+            F.first(F.expr("IF(_block = 0, _line, NULL)"), ignorenulls=True).alias("_header"),
+            F.expr(f"bool_or({_csv_field_count('_line')} = -1)").alias("_spans"),
+        )
     )
-    headers = _with_columns(first_lines, SOURCE_FILE, "_header")
+    headers = _with_columns(first_lines, SOURCE_FILE, "_header", "_spans")
     streamed = (
         _streamed_lines(spark, path, "csv", F.col("_metadata.file_block_start").alias("_block"))
         .filter(F.expr(_HAS_TEXT))
         .join(headers, SOURCE_FILE, "left")
         .filter(F.expr("NOT (_block = 0 AND _line <=> _header)"))
-        .select(SOURCE_FILE, "_line", "_bad_text", "_width", "_columns")
+        .select(SOURCE_FILE, "_line", "_bad_text", "_spans", "_width", "_columns")
     )
     return whole.unionByName(streamed)
 
 
 def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
-    """CSV: columns are matched to the schema by name, as Auto Loader matches them. A line
+    """CSV: columns are matched to the schema by name, as Auto Loader matches them. A record
     whose number of fields differs from the header's is a corrupt record (its fields kept as
-    read)."""
+    read), and so is every line of a streamed file with a value spanning lines (`_spans`)."""
     from pyspark.sql import functions as F
 
     fields = lines.select(
         SOURCE_FILE,
         "_line",
         "_bad_text",
+        "_spans",
         "_width",
         "_columns",
         F.expr(_csv_fields("_line")).alias("_fields"),
@@ -328,7 +357,9 @@ def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
     return fields.select(
         SOURCE_FILE,
         *[column(n).alias(n) for n in names],
-        F.expr("CASE WHEN _bad_text OR _count != _width THEN _line END").alias(CORRUPT_RECORD),
+        F.expr("CASE WHEN _bad_text OR _spans OR _count != _width THEN _line END").alias(
+            CORRUPT_RECORD
+        ),
         F.expr(
             f"CASE WHEN size({pairs}) > 0 THEN concat('{{', array_join(transform({pairs}, "
             f"e -> concat({_json_text('e.k')}, ':', {_json_text('e.v')})), ','), '}}') END"

@@ -45,7 +45,8 @@ def spark_findings(
         raise SourceError(str(error)) from None
     try:
         with local.reporting_loss():
-            return _findings(local.spark, folder.resolve(), landed, typings, sample, keys)
+            dataset = f"silver_{plan.name}"
+            return _findings(local.spark, folder.resolve(), landed, typings, sample, keys, dataset)
     finally:
         local.stop()
         if staged:
@@ -53,7 +54,13 @@ def spark_findings(
 
 
 def _findings(
-    spark, folder: Path, landed: Landed, typings: list[Typing], sample: int, keys: list[str]
+    spark,
+    folder: Path,
+    landed: Landed,
+    typings: list[Typing],
+    sample: int,
+    keys: list[str],
+    dataset: str,
 ) -> Findings:
     from pyspark.sql import functions as F
 
@@ -93,7 +100,7 @@ def _findings(
             if item.column in nested:  # an example of a struct is a mapping, as silver sees it
                 item.passing = [v if v is None else json.loads(v) for v in item.passing]
             rules.append(item)
-    header = profile.render(figures, "x").split("\ndataset:")[0].splitlines()[3:]
+    header = profile.render(figures, dataset).split("\ndataset:")[0].splitlines()[3:]
 
     # Every record judged by every rule, on silver's types: the sample and the test's rows.
     rows = [[text(r.get(c)) for c in landed.columns] for r in landed.records]

@@ -105,8 +105,10 @@ def source_files(path: Path, wanted: str | None) -> tuple[list[Path], str]:
 
 
 def _read_text(file: Path) -> str:
+    """The file's text with its line breaks as they are: a quoted CSV value may hold one."""
     try:
-        return file.read_text(encoding="utf-8-sig")
+        with file.open(encoding="utf-8-sig", newline="") as handle:
+            return handle.read()
     except UnicodeDecodeError:
         raise SourceError(f"{file}: not UTF-8 text: save it as UTF-8") from None
 
@@ -120,8 +122,9 @@ def read_source(path: Path, wanted: str | None = None) -> Landed:
     for file in files:
         try:
             if file_format == "csv":
-                _check_header(file, _read_text(file))
-                rows = list(csv.reader(_read_text(file).splitlines()))
+                text = _read_text(file)
+                _check_header(file, text)
+                rows = list(csv.reader(io.StringIO(text, newline="")))
                 header = rows[0] if rows else []
                 records += [dict(zip(header, row, strict=False)) for row in rows[1:] if row]
             elif file_format == "json":

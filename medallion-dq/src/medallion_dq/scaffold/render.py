@@ -22,6 +22,9 @@ from medallion_dq.scaffold.model import (
 from medallion_dq.text import sql_column as quote
 from medallion_dq.text import sql_string
 
+#: The rule that keeps a record bronze could not parse out of silver (CONVENTIONS.md).
+WHOLE_RECORD = {"whole_record": "_corrupt_record IS NULL"}
+
 
 def render(
     plan: Plan, landed: Landed, *, keys: list[str], sample: int, owner: str | None, backend
@@ -37,16 +40,17 @@ def render(
     for label in found.dropped:
         print(f"  note: example {label!r} left out of the test: silver's type changes it")
     files = plan.files
+    marked = landed.file_format != "parquet"  # bronze marks what does not parse: _corrupt_record
     out: dict[str, str | bytes] = {
         files["bronze"].as_posix(): _bronze(plan, landed, typings),
-        files["silver"].as_posix(): _silver(plan, typings, found),
+        files["silver"].as_posix(): _silver(plan, typings, found, marked),
         files["rules"].as_posix(): _rule_file(plan, landed, typings, found, keys, owner),
         files["test"].as_posix(): _TEST.format(n=plan.name),
         files["cases"].as_posix(): _cases(landed, found),
         plan.fixture(landed.file_format).as_posix(): _fixture(landed, found.sample),
     }
     if "quarantine" in files:
-        out[files["quarantine"].as_posix()] = _quarantine_view(plan, typings, found)
+        out[files["quarantine"].as_posix()] = _quarantine_view(plan, landed, typings, found)
     return out
 
 
@@ -164,9 +168,15 @@ def _raw_struct(typings: list[Typing]) -> str | None:
     )
 
 
-def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
+def _silver(plan: Plan, typings: list[Typing], found: Findings, marked: bool) -> str:
     n, const, pkg = plan.name, _const(plan), plan.package
-    drops = any(r.action == "drop" for r in found.rules)
+    drops = marked or any(r.action == "drop" for r in found.rules)
+    # bronze's mark of a record that did not parse, for the whole_record rule
+    kept = (
+        '"_corrupt_record", "_source_file", "_ingested_at"'
+        if marked
+        else '"_source_file", "_ingested_at"'
+    )
     warns = any(r.action == "warn" for r in found.rules)
     stream = plan.kind == "stream"
     raw = _raw_struct(typings)
@@ -210,7 +220,7 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             '    """Bronze rows with silver\'s types; with keep_raw, `_raw` holds their text."""',
             f"    raw = [{const}_RAW] if keep_raw else []" if raw else "    raw = []",
             f'    return spark.readStream.table("bronze_{n}").selectExpr(  # noqa: F821',
-            f'        *{const}_TYPED, "_source_file", "_ingested_at", *raw',
+            f"        *{const}_TYPED, {kept}, *raw",
             "    )",
             "",
             "",
@@ -242,19 +252,22 @@ def _silver(plan: Plan, typings: list[Typing], found: Findings) -> str:
             *expects,
             f"def silver_{n}():",
             f'    return spark.read.table("bronze_{n}").selectExpr(  # noqa: F821',
-            f'        *{const}_TYPED, "_source_file", "_ingested_at"',
+            f"        *{const}_TYPED, {kept}",
             "    )",
         ]
     return "\n".join(lines) + "\n"
 
 
-def _quarantine_view(plan: Plan, typings: list[Typing], found: Findings) -> str:
+def _quarantine_view(plan: Plan, landed: Landed, typings: list[Typing], found: Findings) -> str:
     from medallion_dq.quarantine import view_sql
 
     n = plan.name
+    marked = landed.file_format != "parquet"
     drop = {r.name: r.constraint for r in found.rules if r.action == "drop"}
+    drop = {**WHOLE_RECORD, **drop} if marked else drop
     raw = _raw_struct(typings)
     select = [f"    {t.sql} AS {quote(t.column)}," for t in typings]
+    select += ["    _corrupt_record,"] if marked else []
     select += ["    _source_file,", "    _ingested_at" + ("," if raw else "")]
     if raw:
         select.append(f"    {raw} AS _raw")
@@ -302,6 +315,19 @@ def _rule_file(
         ),
         "rules:",
     ]
+    if landed.file_format != "parquet":
+        lines += [
+            "  # Bronze marks a record it could not parse (_corrupt_record); its columns may hold a",
+            "  # part of it, which could pass every rule below. CONVENTIONS.md: bronze to silver.",
+            "  - name: whole_record",
+            "    constraint: _corrupt_record IS NULL",
+            "    action: drop",
+            "    description: A record bronze could not parse is judged by no other rule; the",
+            "      quarantine keeps its text for the source to fix.",
+            "    examples:",
+            "      pass: [{_corrupt_record: null}]",
+            f"      fail: [{{_corrupt_record: {flow(_corrupt_text(landed, found))}}}]",
+        ]
     for rule in found.rules:
         lines += profile.rule_head(rule)
         if rule.name in found.thresholds:
@@ -395,18 +421,42 @@ def _fixture(landed: Landed, chosen: list[int]) -> str | bytes:
     return sink.getvalue()
 
 
+def _corrupt_text(landed: Landed, found: Findings) -> str:
+    """A record as bronze keeps one it could not parse: the base record cut short (a CSV
+    line with its last field missing, a JSON object with no end)."""
+    values = [text(landed.records[found.base].get(c)) or "" for c in landed.columns]
+    if landed.file_format == "json":
+        return json.dumps(dict(zip(landed.columns, values, strict=True)), ensure_ascii=False)[:-1]
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(values[:-1] if len(values) > 1 else [*values, ""])
+    return out.getvalue()
+
+
 def _cases(landed: Landed, found: Findings) -> str:
-    """The silver test's rows, as data: a real record and a changed copy per example."""
+    """The silver test's rows, as data: a real record and a changed copy per example (bronze's
+    _corrupt_record too, where bronze marks what it could not parse)."""
     schema = ", ".join(f"{quote(c)} STRING" for c in landed.columns)
-    cases = {
+    base = {c: text(landed.records[found.base].get(c)) for c in landed.columns}
+    cases, broken = dict(found.cases), {k: sorted(v) for k, v in found.broken.items()}
+    drop = sorted(r.name for r in found.rules if r.action == "drop")
+    rules = [r.name for r in found.rules]
+    if landed.file_format != "parquet":
+        schema += ", _corrupt_record STRING"
+        base["_corrupt_record"] = None
+        cases["whole_record fail 1"] = {"_corrupt_record": _corrupt_text(landed, found)}
+        broken["whole_record fail 1"] = sorted({*WHOLE_RECORD, *broken.get("base", [])})
+        drop, rules = sorted([*WHOLE_RECORD, *drop]), [*WHOLE_RECORD, *rules]
+    out = {
         "bronze": f"{schema}, _source_file STRING, _ingested_at TIMESTAMP",
-        "base": {c: text(landed.records[found.base].get(c)) for c in landed.columns},
-        "cases": found.cases,
-        "broken": {k: sorted(v) for k, v in found.broken.items()},
-        "drop": sorted(r.name for r in found.rules if r.action == "drop"),
-        "rules": [r.name for r in found.rules],
+        "base": base,
+        "cases": cases,
+        "broken": broken,
+        "drop": drop,
+        "rules": rules,
     }
-    return json.dumps(cases, indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
 
 
 _TEST = '''"""Silver {n}: each rule fails exactly its examples' rows; no row is lost.

@@ -28,6 +28,7 @@ def silver_customers():
         F.lower(F.trim("email")).alias("email"),
         F.upper(F.trim("country")).alias("country"),
         F.expr("try_cast(signup_date AS DATE)").alias("signup_date"),
+        "_corrupt_record",  # bronze's mark of a record that did not parse: rule whole_record
         "_source_file",
         "_ingested_at",
     )

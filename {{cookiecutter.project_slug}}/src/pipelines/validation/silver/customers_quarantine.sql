@@ -8,7 +8,7 @@ CREATE VIEW silver_customers_quarantine
 COMMENT 'Customers dropped from silver_customers, with the rules they broke.'
 AS SELECT
   *,
-  array_except(array(CASE WHEN NOT coalesce((customer_id IS NOT NULL), false) THEN 'valid_customer_id' END, CASE WHEN NOT coalesce((email RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$'), false) THEN 'valid_email' END, CASE WHEN NOT coalesce((country IN ('DE', 'ES', 'FR', 'GB', 'IE', 'IT', 'NL', 'US')), false) THEN 'known_country' END), array(CAST(NULL AS STRING)))
+  array_except(array(CASE WHEN NOT coalesce((_corrupt_record IS NULL), false) THEN 'whole_record' END, CASE WHEN NOT coalesce((customer_id IS NOT NULL), false) THEN 'valid_customer_id' END, CASE WHEN NOT coalesce((email RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$'), false) THEN 'valid_email' END, CASE WHEN NOT coalesce((country IN ('DE', 'ES', 'FR', 'GB', 'IE', 'IT', 'NL', 'US')), false) THEN 'known_country' END), array(CAST(NULL AS STRING)))
     AS _dq_failed_rules
 FROM (
   SELECT
@@ -17,9 +17,10 @@ FROM (
     lower(trim(email)) AS email,
     upper(trim(country)) AS country,
     try_cast(signup_date AS DATE) AS signup_date,
+    _corrupt_record,
     _source_file,
     _ingested_at,
     named_struct('signup_date', signup_date) AS _raw
   FROM bronze_customers
 ) AS quarantine_source
-WHERE NOT coalesce((customer_id IS NOT NULL) AND (email RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$') AND (country IN ('DE', 'ES', 'FR', 'GB', 'IE', 'IT', 'NL', 'US')), false);
+WHERE NOT coalesce((_corrupt_record IS NULL) AND (customer_id IS NOT NULL) AND (email RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$') AND (country IN ('DE', 'ES', 'FR', 'GB', 'IE', 'IT', 'NL', 'US')), false);

@@ -27,6 +27,7 @@ def typed_orders(keep_raw=False):
         F.upper(F.trim("currency")).alias("currency"),
         F.expr("try_cast(amount AS DECIMAL(12,2))").alias("amount"),
         F.expr("try_cast(quantity AS INT)").alias("quantity"),
+        "_corrupt_record",  # bronze's mark of a record that did not parse: rule whole_record
         "_source_file",
         "_ingested_at",
         *raw,
