@@ -379,7 +379,7 @@ def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_pat
 
     assert field_names(constant(_bronze(plan, landed, typings), "DATA_RAW_SCHEMA")) == ["id", name]
     found = Findings("", [], [], [], [], 0, {}, {}, [], {})
-    typed = constant(_silver(plan, typings, found), "DATA_TYPED")
+    typed = constant(_silver(plan, typings, found, marked=True), "DATA_TYPED")
     assert [parse_one(e, dialect="spark").alias_or_name for e in typed] == ["id", name]
     raw = parse_one(_raw_struct(typings), dialect="spark")
     assert [e.name for e in raw.expressions] == ["id", name]  # named_struct's keys

@@ -53,7 +53,7 @@ def test_check_exit_1_names_the_file_and_rule(tmp_path):
     done = cli("check", cwd=project)
     assert done.returncode == 1
     assert (
-        "DQ006 src/acme_orders/rules/silver/orders.yml: rule 'valid_order_id': "
+        "DQ006 src/acme_orders/rules/silver/orders.yml: rule 'whole_record': "
         "unknown action 'dorp'; fix: use warn, drop or fail"
     ) in done.stdout
 
@@ -68,7 +68,7 @@ def test_control_characters_in_what_check_prints_show_as_escapes(tmp_path):
     (rules / "orders\x1b[31m\r\u202e.yml").write_text(text.replace("silver_orders", "silver_o2"))
     done = cli("check", cwd=project)
     assert done.returncode == 1
-    assert "rules/silver/orders\\x1b[31m\\x0d\\u202e.yml: rule 'valid_order_id'" in done.stdout
+    assert "rules/silver/orders\\x1b[31m\\x0d\\u202e.yml: rule 'whole_record'" in done.stdout
     assert "unknown action '\\x1b[2Jdorp'" in done.stdout
     assert not any(c in done.stdout + done.stderr for c in "\x1b\r\u202e")
 

@@ -387,7 +387,7 @@ def test_invalid_rule_file_names_the_rule_and_the_loading_line(project, load):
     lines = str(error).splitlines()
     line = line_of(project / SILVER, "ORDERS = rules.load(")
     assert lines[0].startswith(f"{SILVER.as_posix()}:{line}: DQ006 ")
-    assert "rule 'valid_order_id': unknown action 'dorp'; fix: use warn, drop or fail" in lines[0]
+    assert "rule 'whole_record': unknown action 'dorp'; fix: use warn, drop or fail" in lines[0]
     assert lines[1].strip().startswith("ORDERS = rules.load(")
 
 

@@ -281,10 +281,9 @@ class _Collector:
         where = relative_path(path, self.root)
         text = self.replacing.get(path.resolve())
         try:
-            raw = yaml.load(
-                path.read_text(encoding="utf-8") if text is None else text,
-                Loader=rules.StrictLoader,
-            )
+            if text is None:
+                text = path.read_text(encoding="utf-8")
+            raw = yaml.load(text, Loader=rules.StrictLoader)
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
         native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)
@@ -295,7 +294,7 @@ class _Collector:
         except DataQualityError as error:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
-        self.problems += review.review(ruleset, where, path.read_text(encoding="utf-8"))
+        self.problems += review.review(ruleset, where, text or "")
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
         self.loaded[where] = ruleset
         if layer == "silver":
