@@ -509,18 +509,18 @@ def damage(project):
 def test_a_file_listed_in_the_tables_checkpoint_alone_is_checked_too(tmp_path, spark):
     """Delta writes a checkpoint every 10 commits and `run` reads the log from the latest one:
     a truncated file that only the checkpoint lists is found."""
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log
 
     folder = tmp_path / "events"
     for day in range(1, 13):  # versions 0-11: a checkpoint at 10
         frame = spark.sql(f"SELECT {day} AS day, TIMESTAMP'2026-11-{day:02d} 10:00' AS at")
         frame.write.format("delta").mode("append").save(str(folder))
     assert (folder / "_delta_log" / f"{10:020d}.checkpoint.parquet").is_file()
-    assert lake.damage(folder) is None
+    assert delta_log.damage(folder) is None
     first = min(folder.glob("*.parquet"), key=os.path.getmtime)  # version 0's
     size = first.stat().st_size
     first.write_bytes(first.read_bytes()[:100])
-    assert lake.damage(folder) == (
+    assert delta_log.damage(folder) == (
         f"data file {first.name} is 100 bytes, its commit says {size:,} (truncated?)"
     )
 
@@ -621,7 +621,7 @@ def test_an_empty_delivery_stops_at_the_gate_and_allow_empty_passes_it(project):
 def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark):
     """The lake on a 16 MB tmpfs, filled but for 1 MB, then a delivery of 8 MB: once a 55-line
     traceback, `"error": null` in --json and 44 MB of files no table used."""
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log, lake
 
     root = tmp_path / "project"
     subprocess.run(["cp", "-r", str(sample_project()), str(root)], check=True)
@@ -661,7 +661,7 @@ def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark)
         error = json.dumps(json.loads(summary.read_text())["error"])
         assert "could not be written" in error and "MB free on its disk" in error
         # Nothing the failed update wrote is left that no table uses.
-        for name, folder in lake.tables(disk / "warehouse").items():
+        for name, folder in delta_log.tables(disk / "warehouse").items():
             assert lake.untracked_files(folder, started) == [], name
         (disk / "filler").unlink()
         done = cli(root, "run", "--pipeline", "validation", "--json", summary)

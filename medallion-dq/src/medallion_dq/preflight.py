@@ -378,9 +378,10 @@ def check_lake(
     again, once) or ``new_delivery``: the folder is a new delivery of the same source, every file
     in it is read, so it must hold only files not read yet; a file there with the name and bytes
     of one under an earlier landing folder would be read twice, and is refused.
-    RUN017: a damaged table (lake.damage), but those named in ``rebuilt``: a ``--full-refresh``
+    RUN017: a damaged table (delta_log.damage), but those named in ``rebuilt``: a ``--full-refresh``
     rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
     name -> the bundle pipeline that writes it, named in the fix."""
+    from medallion_dq.local import delta_log
     from medallion_dq.local import lake as lakes
 
     def shown(path: Path) -> str:
@@ -388,7 +389,7 @@ def check_lake(
 
     problems = []
     where = shown(lake)
-    for table, why in lakes.damaged_tables(lake / "warehouse").items():
+    for table, why in delta_log.damaged_tables(lake).items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
             continue
