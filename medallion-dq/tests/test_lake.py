@@ -560,6 +560,92 @@ def test_damaged_tables_are_named_and_rebuilt_by_a_full_refresh(project, spark):
     assert silver.count() == silver.select("order_id").distinct().count() > 0
 
 
+def lose_last_commit(project, table, *, checksums_left):
+    """Delete the table's latest commit (with ``checksums_left``, not its checksum files: the
+    issue's case), or its commits back to its last micro-batch, checksums and all. Return the
+    first version lost."""
+    commits = sorted((Path(table_path(project, table)) / "_delta_log").glob("*.json"))
+    if not checksums_left:  # back to the last micro-batch its flow's checkpoint recorded
+        commits = commits[max(i for i, c in enumerate(commits) if '"txn"' in c.read_text()) :]
+    else:
+        commits = commits[-1:]
+    for commit in commits:
+        commit.unlink()
+        if not checksums_left:
+            for crc in (f".{commit.name}.crc", f"{commit.stem}.crc", f".{commit.stem}.crc.crc"):
+                (commit.parent / crc).unlink(missing_ok=True)
+    return int(commits[0].stem)
+
+
+def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
+    """Ways a local table is left half-written, one a table. Before: a lost last commit whose
+    checksum files were left made the run fail inside the engine on a Hadoop "Checksum error",
+    and --full-refresh too (the lake was stuck); a lost commit without its checksums went
+    unsaid, and the flow's checkpoint made the next update skip the lost rows for good."""
+    tables = ["silver_customers", "silver_orders_quarantine", "bronze_customers", "bronze_orders"]
+    tables += ["gold_daily_revenue", "gold_order_keys"]
+    rows = {
+        name: spark.read.format("delta").load(table_path(project, name)).count() for name in tables
+    }
+    lost = lose_last_commit(project, "silver_customers", checksums_left=True)
+    lose_last_commit(project, "silver_orders_quarantine", checksums_left=False)
+    log = Path(table_path(project, "bronze_customers")) / "_delta_log"
+    empty = max(log.glob("*.json"))
+    empty.write_bytes(b"")
+    (log / f".{empty.name}.crc").unlink()
+    changed = max((Path(table_path(project, "gold_daily_revenue")) / "_delta_log").glob("*.json"))
+    text = changed.read_text()
+    changed.write_text(text.replace('"timestamp":1', '"timestamp":2', 1))  # its size kept
+    assert changed.read_text() != text
+    lose_last_commit(project, "gold_order_keys", checksums_left=True)
+    shutil.rmtree(Path(table_path(project, "bronze_orders")) / "_delta_log")
+    why = {
+        "bronze_customers": f"commit {int(empty.stem)} of its Delta log is empty ({empty.name})",
+        "bronze_orders": "its Delta log (_delta_log) is missing, its data files are left",
+        "gold_daily_revenue": (
+            f"{changed.name} of its Delta log disagrees with its checksum .{changed.name}.crc"
+        ),
+        "gold_order_keys": "its latest commit, version ",
+        "silver_customers": (
+            f"its latest commit, version {lost} ({lost:020d}.json), is missing and its checksum "
+            "files are left behind ("
+        ),
+        "silver_orders_quarantine": (
+            "its flow silver_orders_quarantine's streaming checkpoint says micro-batch "
+        ),
+    }
+    checked = cli(project, "lake", "check")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert len(lines) == 7 and "6 of 8 table(s) of .local/lake/dev damaged" in lines[-1], lines
+    for line, (table, start) in zip(lines, why.items(), strict=False):
+        assert line.startswith(f"acme_orders.{table}: damaged: {start}"), line
+    # A plain run is refused before Spark starts, one line a table with the fix.
+    done = cli(project, "run", "--job", "medallion", "--landing", "deliveries")
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert [ln.split(": damaged: ")[0] for ln in errors] == [
+        f"error: RUN017 table acme_orders.{table}" for table in why
+    ]
+    fix = "rebuilds it, --fresh runs in a new lake, `medallion-dq lake check` lists every damaged"
+    assert all(ln.endswith(f"{fix} table of .local/lake/dev") for ln in errors), errors
+    assert "--full-refresh --pipeline publish rebuilds it" in errors[2]
+    assert "ready in" not in done.stdout and "Traceback" not in done.stderr
+    # A full refresh of the job removes them with their flows' checkpoints and rebuilds them.
+    args = ("--landing", "deliveries", "--allow-empty")
+    done = cli(project, "run", "--job", "medallion", "--full-refresh", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rebuilt = [ln.split(":")[0] for ln in done.stdout.splitlines() if ": damaged (" in ln]
+    assert rebuilt == [f"acme_orders.{table}" for table in why]
+    assert cli(project, "lake", "check").returncode == 0
+    after = {
+        name: spark.read.format("delta").load(table_path(project, name)).count() for name in tables
+    }
+    assert after == rows
+    done = cli(project, "run", "--job", "medallion", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_put_back_that_fails_is_said_and_tried_again(project):
     """An update whose tables could not be put back (here: a RESTORE to a version that is not
     there; on a full disk RESTORE cannot write) was a 55-line traceback."""

@@ -128,8 +128,8 @@ def cmd_lake(args) -> int:
     if not work_dir.is_dir():
         print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
         return 2
-    found = delta_log.tables(work_dir / "warehouse")
     damaged = delta_log.damaged_tables(work_dir)
+    found = {*delta_log.tables(work_dir / "warehouse"), *damaged}
     for name, why in damaged.items():
         print(f"{name}: damaged: {why}")
     if damaged:

@@ -12,6 +12,8 @@ log from its latest checkpoint on and stats the data files; no data is read. Wha
   and then cannot read it (Hadoop's "Checksum error"), --full-refresh too;
 - a log file that disagrees with the checksum Hadoop's local file system wrote beside it
   (``.<name>.crc``: a CRC-32 per 512 bytes): the engine's reads of it fail the same way;
+- a table folder whose Delta log is gone while its data files are left: the engine can neither
+  read it nor create the table there;
 - a flow's streaming checkpoint ahead of the table: it says a micro-batch was written that no
   commit of the log holds (the commit was lost), so the next update would go on after the lost
   rows and never write them.
@@ -204,6 +206,17 @@ def tables(warehouse: Path) -> dict[str, Path]:
     }
 
 
+def _unlogged(warehouse: Path) -> dict[str, Path]:
+    """The warehouse's table folders that hold files but no Delta log: the engine cannot read
+    them as a table, nor create its table there (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION)."""
+    return {
+        f"{schema.name[: -len('.db')]}.{table.name}": table
+        for schema in sorted(Path(warehouse).glob("*.db"))
+        for table in sorted(schema.iterdir())
+        if table.is_dir() and not (table / "_delta_log").is_dir() and any(table.iterdir())
+    }
+
+
 def checkpoint_folders(lake: Path, table: str) -> list[Path]:
     """The streaming checkpoints of the flows writing ``table`` (``schema.name``), in the storage
     of each pipeline of the lake (``storage/<pipeline>/_checkpoints/<catalog>/<schema>/<name>``)."""
@@ -213,16 +226,20 @@ def checkpoint_folders(lake: Path, table: str) -> list[Path]:
 
 def damaged_tables(lake: Path) -> dict[str, str]:
     """Every damaged table of the lake in folder ``lake``: name -> what is wrong (``damage``)."""
-    found = tables(Path(lake) / "warehouse").items()
-    return {
-        name: why
-        for name, folder in found
-        if (why := damage(folder, checkpoint_folders(lake, name)))
+    warehouse = Path(lake) / "warehouse"
+    found = {
+        name: "its Delta log (_delta_log) is missing, its data files are left"
+        for name in _unlogged(warehouse)
     }
+    for name, folder in tables(warehouse).items():
+        if why := damage(folder, checkpoint_folders(lake, name)):
+            found[name] = why
+    return dict(sorted(found.items()))
 
 
 def remove(lake: Path, table: str) -> None:
     """Remove ``table`` of the lake and its streaming checkpoints: a full refresh rebuilds it."""
-    shutil.rmtree(tables(Path(lake) / "warehouse")[table], ignore_errors=True)
+    warehouse = Path(lake) / "warehouse"
+    shutil.rmtree({**_unlogged(warehouse), **tables(warehouse)}[table], ignore_errors=True)
     for folder in checkpoint_folders(lake, table):
         shutil.rmtree(folder, ignore_errors=True)
