@@ -580,10 +580,13 @@ def lose_last_commit(project, table, *, checksums_left):
 def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
     """Ways a local table is left half-written, one a table. Before: a lost last commit whose
     checksum files were left made the run fail inside the engine on a Hadoop "Checksum error",
-    and --full-refresh too (the lake was stuck); a lost commit without its checksums went
-    unsaid, and the flow's checkpoint made the next update skip the lost rows for good."""
-    tables = ["silver_customers", "silver_orders_quarantine", "bronze_customers", "bronze_orders"]
-    tables += ["gold_daily_revenue", "gold_order_keys"]
+    and --full-refresh too (the lake was stuck); so did a log file that disagrees with its
+    checksum; a data file that does made the gate end in a traceback; a table folder without
+    its _delta_log failed the update (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION); a lost
+    commit without its checksums went unsaid, and the flow's checkpoint made the next update
+    skip the lost rows for good."""
+    tables = ["bronze_customers", "bronze_orders", "gold_daily_revenue", "gold_order_keys"]
+    tables += ["silver_customers", "silver_orders", "silver_orders_quarantine"]
     rows = {
         name: spark.read.format("delta").load(table_path(project, name)).count() for name in tables
     }
@@ -599,6 +602,10 @@ def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
     assert changed.read_text() != text
     lose_last_commit(project, "gold_order_keys", checksums_left=True)
     shutil.rmtree(Path(table_path(project, "bronze_orders")) / "_delta_log")
+    # The newest file: one of the current version (as in `damage` above).
+    data = max(Path(table_path(project, "silver_orders")).glob("*.parquet"), key=os.path.getmtime)
+    crc = data.with_name(f".{data.name}.crc")
+    crc.write_bytes(crc.read_bytes()[:-1] + bytes([crc.read_bytes()[-1] ^ 0xFF]))
     why = {
         "bronze_customers": f"commit {int(empty.stem)} of its Delta log is empty ({empty.name})",
         "bronze_orders": "its Delta log (_delta_log) is missing, its data files are left",
@@ -610,6 +617,7 @@ def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
             f"its latest commit, version {lost} ({lost:020d}.json), is missing and its checksum "
             "files are left behind ("
         ),
+        "silver_orders": f"data file {data.name} disagrees with its checksum file (.crc)",
         "silver_orders_quarantine": (
             "its flow silver_orders_quarantine's streaming checkpoint says micro-batch "
         ),
@@ -617,7 +625,7 @@ def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
     checked = cli(project, "lake", "check")
     assert checked.returncode == 1, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
-    assert len(lines) == 7 and "6 of 8 table(s) of .local/lake/dev damaged" in lines[-1], lines
+    assert len(lines) == 8 and "7 of 8 table(s) of .local/lake/dev damaged" in lines[-1], lines
     for line, (table, start) in zip(lines, why.items(), strict=False):
         assert line.startswith(f"acme_orders.{table}: damaged: {start}"), line
     # A plain run is refused before Spark starts, one line a table with the fix.
