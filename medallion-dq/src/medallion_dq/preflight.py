@@ -34,8 +34,8 @@ RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
 RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt name)
 RUN016  ``--landing`` is not the folder the lasting lake was built from (its files would all be
         read again), or with ``--new-delivery`` it holds files the lake has read already
-RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or data file missing or cut,
-        a lost last commit's checksums left, a streaming checkpoint ahead of its table)
+RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or data file missing,
+        cut or disagreeing with its checksum, a streaming checkpoint ahead of its table...)
 RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
         (``--ungated`` publishes them all the same)
 ======  ==========================================================================================
