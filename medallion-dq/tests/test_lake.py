@@ -524,18 +524,18 @@ def damage(project):
 def test_a_file_listed_in_the_tables_checkpoint_alone_is_checked_too(tmp_path, spark):
     """Delta writes a checkpoint every 10 commits and `run` reads the log from the latest one:
     a truncated file that only the checkpoint lists is found."""
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log
 
     folder = tmp_path / "events"
     for day in range(1, 13):  # versions 0-11: a checkpoint at 10
         frame = spark.sql(f"SELECT {day} AS day, TIMESTAMP'2026-11-{day:02d} 10:00' AS at")
         frame.write.format("delta").mode("append").save(str(folder))
     assert (folder / "_delta_log" / f"{10:020d}.checkpoint.parquet").is_file()
-    assert lake.damage(folder) is None
+    assert delta_log.damage(folder) is None
     first = min(folder.glob("*.parquet"), key=os.path.getmtime)  # version 0's
     size = first.stat().st_size
     first.write_bytes(first.read_bytes()[:100])
-    assert lake.damage(folder) == (
+    assert delta_log.damage(folder) == (
         f"data file {first.name} is 100 bytes, its commit says {size:,} (truncated?)"
     )
 
@@ -573,6 +573,100 @@ def test_damaged_tables_are_named_and_rebuilt_by_a_full_refresh(project, spark):
     assert cli(project, "lake", "check").returncode == 0
     silver = spark.read.format("delta").load(table_path(project, "silver_orders"))
     assert silver.count() == silver.select("order_id").distinct().count() > 0
+
+
+def lose_last_commit(project, table, *, checksums_left):
+    """Delete the table's latest commit (with ``checksums_left``, not its checksum files: the
+    issue's case), or its commits back to its last micro-batch, checksums and all. Return the
+    first version lost."""
+    commits = sorted((Path(table_path(project, table)) / "_delta_log").glob("*.json"))
+    if not checksums_left:  # back to the last micro-batch its flow's checkpoint recorded
+        commits = commits[max(i for i, c in enumerate(commits) if '"txn"' in c.read_text()) :]
+    else:
+        commits = commits[-1:]
+    for commit in commits:
+        commit.unlink()
+        if not checksums_left:
+            for crc in (f".{commit.name}.crc", f"{commit.stem}.crc", f".{commit.stem}.crc.crc"):
+                (commit.parent / crc).unlink(missing_ok=True)
+    return int(commits[0].stem)
+
+
+def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
+    """Ways a local table is left half-written, one a table. Before: a lost last commit whose
+    checksum files were left made the run fail inside the engine on a Hadoop "Checksum error",
+    and --full-refresh too (the lake was stuck); so did a log file that disagrees with its
+    checksum; a data file that does made the gate end in a traceback; a table folder without
+    its _delta_log failed the update (DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION); a lost
+    commit without its checksums went unsaid, and the flow's checkpoint made the next update
+    skip the lost rows for good."""
+    tables = ["bronze_customers", "bronze_orders", "gold_daily_revenue", "gold_order_keys"]
+    tables += ["silver_customers", "silver_orders", "silver_orders_quarantine"]
+    rows = {
+        name: spark.read.format("delta").load(table_path(project, name)).count() for name in tables
+    }
+    lost = lose_last_commit(project, "silver_customers", checksums_left=True)
+    lose_last_commit(project, "silver_orders_quarantine", checksums_left=False)
+    log = Path(table_path(project, "bronze_customers")) / "_delta_log"
+    empty = max(log.glob("*.json"))
+    empty.write_bytes(b"")
+    (log / f".{empty.name}.crc").unlink()
+    changed = max((Path(table_path(project, "gold_daily_revenue")) / "_delta_log").glob("*.json"))
+    text = changed.read_text()
+    changed.write_text(text.replace('"timestamp":1', '"timestamp":2', 1))  # its size kept
+    assert changed.read_text() != text
+    lose_last_commit(project, "gold_order_keys", checksums_left=True)
+    shutil.rmtree(Path(table_path(project, "bronze_orders")) / "_delta_log")
+    # The newest file: one of the current version (as in `damage` above).
+    data = max(Path(table_path(project, "silver_orders")).glob("*.parquet"), key=os.path.getmtime)
+    crc = data.with_name(f".{data.name}.crc")
+    crc.write_bytes(crc.read_bytes()[:-1] + bytes([crc.read_bytes()[-1] ^ 0xFF]))
+    why = {
+        "bronze_customers": f"commit {int(empty.stem)} of its Delta log is empty ({empty.name})",
+        "bronze_orders": "its Delta log (_delta_log) is missing, its data files are left",
+        "gold_daily_revenue": (
+            f"{changed.name} of its Delta log disagrees with its checksum .{changed.name}.crc"
+        ),
+        "gold_order_keys": "its latest commit, version ",
+        "silver_customers": (
+            f"its latest commit, version {lost} ({lost:020d}.json), is missing and its checksum "
+            "files are left behind ("
+        ),
+        "silver_orders": f"data file {data.name} disagrees with its checksum file (.crc)",
+        "silver_orders_quarantine": (
+            "its flow silver_orders_quarantine's streaming checkpoint says micro-batch "
+        ),
+    }
+    checked = cli(project, "lake", "check")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert len(lines) == 8 and "7 of 8 table(s) of .local/lake/dev damaged" in lines[-1], lines
+    for line, (table, start) in zip(lines, why.items(), strict=False):
+        assert line.startswith(f"acme_orders.{table}: damaged: {start}"), line
+    # A plain run is refused before Spark starts, one line a table with the fix.
+    done = cli(project, "run", "--job", "medallion", "--landing", "deliveries")
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("error:")]
+    assert [ln.split(": damaged: ")[0] for ln in errors] == [
+        f"error: RUN017 table acme_orders.{table}" for table in why
+    ]
+    fix = "rebuilds it, --fresh runs in a new lake, `medallion-dq lake check` lists every damaged"
+    assert all(ln.endswith(f"{fix} table of .local/lake/dev") for ln in errors), errors
+    assert "--full-refresh --pipeline publish rebuilds it" in errors[2]
+    assert "ready in" not in done.stdout and "Traceback" not in done.stderr
+    # A full refresh of the job removes them with their flows' checkpoints and rebuilds them.
+    args = ("--landing", "deliveries", "--allow-empty")
+    done = cli(project, "run", "--job", "medallion", "--full-refresh", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rebuilt = [ln.split(":")[0] for ln in done.stdout.splitlines() if ": damaged (" in ln]
+    assert rebuilt == [f"acme_orders.{table}" for table in why]
+    assert cli(project, "lake", "check").returncode == 0
+    after = {
+        name: spark.read.format("delta").load(table_path(project, name)).count() for name in tables
+    }
+    assert after == rows
+    done = cli(project, "run", "--job", "medallion", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_put_back_that_fails_is_said_and_tried_again(project):
@@ -636,7 +730,7 @@ def test_an_empty_delivery_stops_at_the_gate_and_allow_empty_passes_it(project):
 def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark):
     """The lake on a 16 MB tmpfs, filled but for 1 MB, then a delivery of 8 MB: once a 55-line
     traceback, `"error": null` in --json and 44 MB of files no table used."""
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log, lake
 
     root = tmp_path / "project"
     subprocess.run(["cp", "-r", str(sample_project()), str(root)], check=True)
@@ -676,7 +770,7 @@ def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark)
         error = json.dumps(json.loads(summary.read_text())["error"])
         assert "could not be written" in error and "MB free on its disk" in error
         # Nothing the failed update wrote is left that no table uses.
-        for name, folder in lake.tables(disk / "warehouse").items():
+        for name, folder in delta_log.tables(disk / "warehouse").items():
             assert lake.untracked_files(folder, started) == [], name
         (disk / "filler").unlink()
         done = cli(root, "run", "--pipeline", "validation", "--json", summary)

@@ -127,7 +127,7 @@ def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
 def cmd_lake(args) -> int:
     """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
     from medallion_dq.bundle import BundleError, load_bundle
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log, lake
 
     root = _root(args.root)
     try:
@@ -140,8 +140,8 @@ def cmd_lake(args) -> int:
     if not work_dir.is_dir():
         print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
         return 2
-    found = lake.tables(work_dir / "warehouse")
-    damaged = {name: why for name, folder in found.items() if (why := lake.damage(folder))}
+    damaged = delta_log.damaged_tables(work_dir)
+    found = {*delta_log.tables(work_dir / "warehouse"), *damaged}
     for name, why in damaged.items():
         print(f"{name}: damaged: {why}")
     if damaged:

@@ -34,7 +34,8 @@ RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
 RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt name)
 RUN016  ``--landing`` is not the folder the lasting lake was built from (its files would all be
         read again), or with ``--new-delivery`` it holds files the lake has read already
-RUN017  a table of the lasting lake is damaged (a Delta commit or a data file missing or cut)
+RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or data file missing,
+        cut or disagreeing with its checksum, a streaming checkpoint ahead of its table...)
 RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
         (``--ungated`` publishes them all the same)
 ======  ==========================================================================================
@@ -378,9 +379,10 @@ def check_lake(
     again, once) or ``new_delivery``: the folder is a new delivery of the same source, every file
     in it is read, so it must hold only files not read yet; a file there with the name and bytes
     of one under an earlier landing folder would be read twice, and is refused.
-    RUN017: a damaged table (lake.damage), but those named in ``rebuilt``: a ``--full-refresh``
+    RUN017: a damaged table (delta_log.damage), but those named in ``rebuilt``: a ``--full-refresh``
     rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
     name -> the bundle pipeline that writes it, named in the fix."""
+    from medallion_dq.local import delta_log
     from medallion_dq.local import lake as lakes
 
     def shown(path: Path) -> str:
@@ -388,7 +390,7 @@ def check_lake(
 
     problems = []
     where = shown(lake)
-    for table, why in lakes.damaged_tables(lake / "warehouse").items():
+    for table, why in delta_log.damaged_tables(lake).items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
             continue

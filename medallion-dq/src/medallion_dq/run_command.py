@@ -288,20 +288,18 @@ def _lake_server(root: Path, target: str, variables: dict, args, work_dir: Path,
 def _damaged_rebuilt(root: Path, target: str, variables: dict, args, work_dir: Path):
     """Remove the damaged tables a full refresh of the run's pipelines rebuilds; yield each
     (table, what was wrong). A damaged table of another pipeline stopped the run in preflight."""
-    import shutil
-
     from medallion_dq import preflight
     from medallion_dq.bundle import load_bundle
-    from medallion_dq.local import lake
+    from medallion_dq.local import delta_log
 
     bundle = load_bundle(root, target=target, variables=variables)
     keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
     rebuilt = preflight.datasets_defined(
         {f for key in keys for f in bundle.pipelines[key].library_files}
     )
-    for table, folder in lake.tables(work_dir / "warehouse").items():
-        if table.split(".")[-1] in rebuilt and (why := lake.damage(folder)):
-            shutil.rmtree(folder)
+    for table, why in delta_log.damaged_tables(work_dir).items():
+        if table.split(".")[-1] in rebuilt:
+            delta_log.remove(work_dir, table)  # with its flows' checkpoints
             yield table, why
 
 

@@ -22,9 +22,8 @@ The lake also remembers the landing folder it was built from (`landing.json`): t
 knows files by path (as Auto Loader does), so the same files under another folder would all be
 read again; `medallion-dq run` refuses another folder unless told (preflight RUN016).
 
-`damage` reads a table's Delta log without Spark (every commit since the last checkpoint, every
-data file of the current version there with its size), so a damaged table is named before an
-update touches it, and `medallion-dq lake check` verifies a whole lake.
+A damaged table is named before an update touches it, and `medallion-dq lake check` verifies
+a whole lake (`delta_log.damage`).
 """
 
 from __future__ import annotations
@@ -39,9 +38,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
-from medallion_dq.local import machine
+from medallion_dq.local import delta_log, machine
 from medallion_dq.problems import MedallionDQError
 
 UPDATES = "updates"
@@ -294,7 +292,6 @@ def current_version(spark, table: str) -> int | None:
 # table's versions and its commits' metrics are read from its `_delta_log` directly: no query per
 # table. What is not found there (a table elsewhere, a remote server) is asked of Spark, which
 # reads the same commit files for DESCRIBE HISTORY.
-_COMMIT_FILE = re.compile(r"^(\d{20})\.json$")
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -318,7 +315,7 @@ def _commit_versions(folder: Path) -> list[int] | None:
         names = os.listdir(folder / "_delta_log")
     except OSError:
         return None
-    versions = sorted(int(m[1]) for m in map(_COMMIT_FILE.match, names) if m)
+    versions = sorted(int(m[1]) for m in map(delta_log.COMMIT_FILE.match, names) if m)
     return versions or None
 
 
@@ -510,116 +507,12 @@ def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[li
     return restored, removed
 
 
-# -- the table's Delta log, read without Spark ----------------------------------------------------
-# Classic and multi-part checkpoints; a V2 one (a uuid in its name, sidecar files) is not read.
-_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(?:\.\d+\.\d+|\.[0-9a-f-]{36})?\.(?:parquet|json)$")
-_V2_CHECKPOINT = re.compile(r"\.checkpoint\.[0-9a-f-]{36}\.")
-
-
-def _relative(path: str) -> str:
-    """A log action's path as a path relative to the table (absolute paths are kept)."""
-    return urlparse(path).path if ":" in path.split("/")[0] else unquote(path)
-
-
-def _log(folder: Path) -> tuple[int | None, list[int], list[str]]:
-    """(the latest checkpoint's version or None, the commit versions after it, its files)."""
-    names = os.listdir(folder / "_delta_log")
-    checkpoints = sorted({int(m[1]) for m in map(_CHECKPOINT.match, names) if m})
-    base = checkpoints[-1] if checkpoints else None
-    commits = sorted(int(m[1]) for m in map(_COMMIT_FILE.match, names) if m)
-    parts = (
-        sorted(n for n in names if n.startswith(f"{base:020d}.checkpoint")) if checkpoints else []
-    )
-    return base, [c for c in commits if base is None or c > base], parts
-
-
-def _files(folder: Path, *, every: bool = False) -> dict[str, int] | None:
-    """The data files of the table's current version (path -> size its commit recorded); with
-    ``every``, each file any commit or checkpoint of the log names; None when a V2 checkpoint
-    holds them. Raises ``ValueError`` naming a commit missing or unreadable."""
-    base, commits, parts = _log(folder)
-    log = folder / "_delta_log"
-    start = 0 if base is None else base + 1
-    if commits:
-        latest = commits[-1]
-    elif base is not None:
-        latest = base
-    else:
-        raise ValueError("its Delta log holds no commit")
-    if missing := sorted(set(range(start, latest + 1)) - set(commits)):
-        raise ValueError(
-            f"version {missing[0]} of its Delta log is missing ({missing[0]:020d}.json)"
-        )
-    if any(_V2_CHECKPOINT.search(part) for part in parts):
-        return None
-    files: dict[str, int] = {}
-    for part in parts:
-        import pyarrow.parquet as pq
-
-        try:
-            adds = pq.read_table(log / part, columns=["add"]).column("add").to_pylist()
-        except Exception as error:  # noqa: BLE001 - a damaged checkpoint, in pyarrow's words
-            raise ValueError(f"its checkpoint {part} cannot be read: {cause(error)}") from None
-        files.update({_relative(a["path"]): a["size"] for a in adds if a})
-    for version in range(start, latest + 1):
-        try:
-            with (log / f"{version:020d}.json").open(encoding="utf-8") as lines:
-                actions = [json.loads(line) for line in lines if line.strip()]
-        except (OSError, ValueError) as error:
-            raise ValueError(
-                f"commit {version} of its Delta log cannot be read: {cause(error)}"
-            ) from None
-        for action in actions:
-            if "add" in action:
-                files[_relative(action["add"]["path"])] = action["add"].get("size")
-            elif "remove" in action and not every:
-                files.pop(_relative(action["remove"]["path"]), None)
-    return files
-
-
-def damage(folder: Path) -> str | None:
-    """What is wrong with the Delta table in ``folder``, None when nothing: a commit missing or
-    unreadable, a data file of its current version missing or not the size its commit recorded
-    (truncated). Reads the log and stats the files: no data is read."""
-    try:
-        files = _files(folder)
-    except ValueError as error:
-        return str(error)
-    except OSError as error:
-        return f"its Delta log cannot be read: {cause(error)}"
-    for path, size in sorted((files or {}).items()):
-        try:
-            actual = (folder / path).stat().st_size
-        except FileNotFoundError:
-            return f"data file {path} of its current version is missing"
-        except OSError as error:
-            return f"data file {path} cannot be read: {cause(error)}"
-        if size is not None and actual != size:
-            return f"data file {path} is {actual:,} bytes, its commit says {size:,} (truncated?)"
-    return None
-
-
-def tables(warehouse: Path) -> dict[str, Path]:
-    """The warehouse's Delta tables, ``schema.table`` -> folder (as register_tables finds them)."""
-    return {
-        f"{schema.name[: -len('.db')]}.{table.name}": table
-        for schema in sorted(Path(warehouse).glob("*.db"))
-        for table in sorted(schema.iterdir())
-        if (table / "_delta_log").is_dir()
-    }
-
-
-def damaged_tables(warehouse: Path) -> dict[str, str]:
-    """Every damaged table of the warehouse: name -> what is wrong (``damage``)."""
-    return {name: why for name, folder in tables(warehouse).items() if (why := damage(folder))}
-
-
 def untracked_files(folder: Path, since: float) -> list[Path]:
     """Files of the table written since ``since`` that no commit of its log names: the data of
     a commit that failed, and the log's own temporary files. A file its log names, at any
     version, is kept (time travel reads it)."""
     try:
-        named = _files(folder, every=True)
+        named = delta_log.files(folder, every=True)
     except (OSError, ValueError):
         return []  # a damaged log: leave the table as it is (`lake check` names it)
     if named is None:
