@@ -19,11 +19,11 @@ from sqlglot.errors import ParseError, TokenError
 from medallion_dq.anomaly import METRICS
 from medallion_dq.constraints import top_level_columns
 from medallion_dq.problems import Problem
+from medallion_dq.text import MAX_NAME as MAX_NAME  # rules and profile read it here
 
 EXPECTED = ("pass", "fail")  # the keys of a rule's examples
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")  # max_age: 90m, 36h, 2d
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-MAX_NAME = 128
 _REPR = reprlib.Repr()
 _REPR.maxstring, _REPR.maxother, _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 80, 80, 2, 4, 4
 

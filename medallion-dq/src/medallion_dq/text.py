@@ -27,6 +27,9 @@ def _escape(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+#: The longest rule or dataset name (here, where the light CLI modules can read it).
+MAX_NAME = 128
+
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Spark's reserved words (ANSI mode) and the words an expression reads as something else: a
 # column of that name is quoted.

@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import config
-from medallion_dq.local.autoloader import CSV_MAX_COLUMNS
 from medallion_dq.problems import MedallionDQError
-from medallion_dq.rule_fields import MAX_NAME
+from medallion_dq.text import MAX_NAME, sql_string
 from medallion_dq.text import sql_column as quote
-from medallion_dq.text import sql_string
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.profile import Suggestion
@@ -29,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMATS = {"json": ("json", "jsonl"), "csv": ("csv",), "parquet": ("parquet",)}
 NAME = re.compile(r"[a-z][a-z0-9_]*")
-#: The longest source name: silver_<name>_quarantine is a dataset name (rule_fields.MAX_NAME).
+#: The longest source name: silver_<name>_quarantine is a dataset name (text.MAX_NAME).
 MAX_SOURCE = MAX_NAME - len("silver__quarantine")
 #: Records the sample keeps by default (plus the first record each rule catches).
 SAMPLE = 300
@@ -162,6 +160,10 @@ def read_source(path: Path, wanted: str | None = None) -> Landed:
 
 def _check_header(file: Path, content: str) -> None:
     """A CSV header bronze can read by name: every column named once, on one line."""
+    # Here, not at the top: the engine's reader imports sqlglot, and every CLI command imports
+    # this module (its first line must come before anything slow).
+    from medallion_dq.local.autoloader import CSV_MAX_COLUMNS
+
     header = next(csv.reader(io.StringIO(content)), [])
     if len(header) == 1 and (delimiter := next((d for d in ";\t|" if d in header[0]), None)):
         raise SourceError(
