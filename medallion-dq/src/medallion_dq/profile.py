@@ -496,10 +496,18 @@ def flow(value: Any) -> str:
         # a date or timestamp: as text, the form text columns hold
         return str(value) if hasattr(value, "isoformat") else value
 
+    # A scalar is dumped inside a list: alone it would be a block scalar, whose `,` and `: `
+    # need no quotes there but break the flow mapping it is written into.
+    nested = isinstance(value, dict | list)
     text = yaml.safe_dump(
-        plain(value), default_flow_style=True, allow_unicode=True, width=10**6, sort_keys=False
+        plain(value) if nested else [plain(value)],
+        default_flow_style=True,
+        allow_unicode=True,
+        width=10**6,
+        sort_keys=False,
     )
-    return text.strip().removesuffix("...").strip()
+    text = text.strip().removesuffix("...").strip()
+    return text if nested else text[1:-1]
 
 
 def rule_head(s: Suggestion) -> list[str]:
