@@ -42,7 +42,9 @@ def judged(spark, text: str) -> dict[str, str | None]:
 def test_the_sample_rules_examples_all_hold(spark):
     count, problems = examples.check(spark, sample_project())
     assert problems == []
-    assert count == 48  # every rule has examples: orders 7, customers 5 (each with whole_record), gold 3
+    assert (
+        count == 48
+    )  # every rule has examples: orders 7, customers 5 (each with whole_record), gold 3
 
 
 def test_null_fails_values_are_exact_and_nested_values_are_spark_values(spark):
