@@ -236,40 +236,58 @@ def test_server_killed_mid_run_ends_the_run_with_a_clear_error(server, tmp_path)
     assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
 
 
+# Kills its own server when the server is up and the examples are not yet judged.
+CHECK_THAT_LOSES_ITS_SERVER = """
+import os, signal, sys
+from medallion_dq import cli, examples
+from processes import child_processes
+
+before, cases = set(child_processes(os.getpid(), "java")), examples.cases
+
+def kill_the_server_first(rule_sets):
+    (jvm,) = set(child_processes(os.getpid(), "java")) - before
+    os.kill(jvm, signal.SIGKILL)
+    os.waitpid(jvm, 0)
+    return cases(rule_sets)
+
+examples.cases = kill_the_server_first
+sys.exit(cli.main(["--root", sys.argv[1], "check", "--examples"]))
+"""
+
+
 @pytest.mark.spark
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the server's JVM through /proc")
-def test_check_examples_that_loses_its_server_says_so_once(tmp_path, monkeypatch, capsys):
+def test_check_examples_that_loses_its_server_says_so_once(tmp_path):
     """`check --examples` whose server dies as the examples are judged ends with exit 3 and one
     line saying what happened. Before: each of the sample's examples was reported as an example
     Spark cannot judge (87 DQ020 "type" errors, after a rule's java_method stopped the JVM) and
-    the check exited 1. The test owns its server (DQ_REUSE=0: a JVM of this process): killing
-    the warm server the test processes share would break every other test using it."""
+    the check exited 1. It needs a Spark server of its own (DQ_REUSE=0, a JVM of its own
+    process): killing the warm server the test processes share would break every test using it,
+    and a server started inside the test process leaves pyspark's process-wide state (the
+    Connect mode, the JVM gateway) pointing at a dead JVM for the tests after it."""
     import shutil
-
-    from medallion_dq import cli as medallion_cli
-    from medallion_dq import examples
 
     project = tmp_path / "project"
     shutil.copytree(sample_project(), project, ignore=shutil.ignore_patterns(".local"))
-    monkeypatch.setenv("DQ_REUSE", "0")
-    monkeypatch.setenv("DQ_BACKEND", "embedded")
-    before = set(child_processes(os.getpid(), "java"))
-    cases = examples.cases
-
-    def kill_the_server_first(rule_sets):  # the server is up, the examples not yet judged
-        (jvm,) = set(child_processes(os.getpid(), "java")) - before
-        os.kill(jvm, signal.SIGKILL)
-        os.waitpid(jvm, 0)
-        return cases(rule_sets)
-
-    monkeypatch.setattr(examples, "cases", kill_the_server_first)
-    assert medallion_cli.main(["--root", str(project), "check", "--examples"]) == 3
-    said = capsys.readouterr()
-    errors = [line for line in said.err.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, said.err
+    tests = os.path.dirname(__file__)
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_THAT_LOSES_ITS_SERVER, str(project)],
+        env={
+            **os.environ,
+            "DQ_REUSE": "0",
+            "DQ_BACKEND": "embedded",
+            "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])),
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, done.stderr
     assert errors[0].startswith("error: the embedded Spark Connect server stopped answering")
-    assert "DQ020" not in said.out + said.err and "Traceback" not in said.err
-    assert "check: " not in said.out  # no count of examples it could not judge
+    assert "DQ020" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert "check: " not in done.stdout  # no count of examples it could not judge
 
 
 def test_a_run_says_what_it_does_within_a_second(tmp_path):
