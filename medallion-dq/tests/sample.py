@@ -59,3 +59,13 @@ def typed_like_silver(frame):
         F.expr("try_cast(amount AS DECIMAL(12,2))").alias("amount"),
         F.expr("try_cast(quantity AS INT)").alias("quantity"),
     )
+
+
+def project_files(root: Path) -> dict[str, float]:
+    """A project's files (not local state nor caches) and when each was last written."""
+    skip = {".local", "__pycache__", ".pytest_cache"}
+    return {
+        p.relative_to(root).as_posix(): p.stat().st_mtime
+        for p in root.rglob("*")
+        if p.is_file() and not skip & set(p.relative_to(root).parts)
+    }

@@ -19,14 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import checks, cli, contract, conventions, examples, gate, markup, rules
+from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
+from medallion_dq import checks, cli, contract, conventions, gate, markup, rules
 from medallion_dq.problems import MedallionDQError
 from sample import sample_project
-
-HERE = Path(__file__).parent / "contracts"
-ODCS_EXAMPLES = HERE / "odcs-examples"
-# The standard's own examples (v3.1.0): a sql rule, nested properties, SLA properties and more.
-EXAMPLES = ("column-accuracy", "all-schema-types", "full-example")
 
 
 @pytest.fixture
@@ -467,15 +463,6 @@ def test_untranslated_clauses_are_listed(project, capsys):
 # --------------------------------------------------------------------------- translation
 
 
-def generated() -> dict[str, rules.RuleSet]:
-    path = HERE / "members.odcs.yaml"
-    made = contract.translate(contract.read(path), path.name)
-    return {
-        key: rules.parse(contract.render(contract.merge(f, {})[0]), key)
-        for key, f in made.files.items()
-    }
-
-
 def test_options_and_metrics_become_rules_with_their_clause():
     files = generated()
     silver, keys = files["silver/members.yml"], files["gold/member_keys.yml"]
@@ -530,20 +517,6 @@ def test_a_passing_example_is_made_for_a_pattern(pattern):
 def test_no_example_is_made_for_a_pattern_it_cannot_read(pattern):
     """A look-around, a back reference, a class of other letters, Java's syntax: none."""
     assert contract.patterns.matching(pattern) is None
-
-
-@pytest.mark.spark
-def test_the_examples_made_hold_on_spark(spark, project):
-    """Every example import made (the standard's examples, the options and metrics above, the
-    sample's contract) is judged on Spark as the expectations judge rows."""
-    made = list(generated().values())
-    for name in EXAMPLES:
-        assert run(project, "import", str(ODCS_EXAMPLES / f"{name}.odcs.yaml")) == 0
-    assert run(project, "import", "contracts/orders.odcs.yaml") == 0
-    made += examples.project_rule_sets(project)
-    cases = examples.cases(made)
-    assert len(cases) > 60
-    assert [str(p) for p in examples.judge(spark, cases) if p] == []
 
 
 def test_check_accepts_the_standards_examples_once_pipelines_define_their_datasets(project, capsys):
@@ -642,58 +615,6 @@ def test_diff_and_the_report_name_the_clause_as_the_gate_does(project):
     page = report.html(rows, clauses=clauses)
     assert f'<code>valid_amount</code> <span class="clause">[{amount}]</span></td>' in page
     assert "<code>has_orders</code></td>" in page
-
-
-# One delivery breaking every clause the sample's contract translates, each in 10 of 100 rows
-# (over every threshold: 2 % for valid_order_id, 5 % else), its orders 9 days before the
-# project's as_of (2026-11-08): (field, value) of each group; the rest is one good order.
-GOOD = {"order_id": None, "customer_id": "C-0037", "order_ts": "2026-10-30T10:00:00"}
-GOOD |= {"channel": "web", "currency": "EUR", "amount": "10.00", "quantity": "1"}
-BREAKS = {
-    "valid_order_id": ("order_id", None),
-    "valid_amount": ("amount", "-5.00"),
-    "valid_order_ts": ("order_ts", "not a time"),
-    "known_currency": ("currency", "JPY"),
-    "known_channel": ("channel", "kiosk"),
-    "positive_quantity": ("quantity", "0"),
-    "known_customer": ("customer_id", "C-9999"),  # a customer the CRM never sent
-    "unique_order_id": ("order_id", "K-DUP"),  # gold_order_keys: one id 10 times
-}
-
-
-@pytest.mark.spark
-def test_a_job_over_rows_breaking_each_clause_stops_at_the_gate_naming_each(lake):
-    """The sample's job over a delivery breaking every clause of its contract: the gate fails
-    each silver rule and check made from one, naming its clause, contract id and version. The
-    uniqueness clause is gold's (a `fail` rule of the publish pipeline, which the failed gate
-    skips): the publish pipeline run on what silver kept stops on it."""
-    rows = []
-    for n in range(100):
-        row = GOOD | {"order_id": f"K-{n:03d}"}
-        if n < 10 * len(BREAKS):
-            field, value = list(BREAKS.values())[n // 10]
-            row[field] = value
-        rows.append(row)
-    lake.land("orders", "orders-2026-10-30", rows)
-    lake.land_fixtures("customers")
-    job = lake.project.run_job("medallion")
-    validate, verdict, publish = job.tasks
-    assert (validate.status, verdict.status, publish.status) == ("SUCCESS", "FAILED", "SKIPPED")
-    orders = rules.load(lake.root / "src/acme_orders/rules/silver/orders.yml")
-    made = {i.name: i.contract for i in (*orders.rules, *orders.checks) if i.contract}
-    assert set(made) == set(BREAKS) - {"unique_order_id"} | {"fresh_orders"}
-    failed = {r.rule for r in verdict.gate.failures}
-    failed |= {c.name for c in verdict.gate.checks if not c.passed}
-    assert set(made) <= failed
-    table = verdict.gate.table()
-    for name, clause in made.items():
-        assert f"{name} [{clause} (acme-orders-orders 1.0.0)]" in table, name
-    gold = lake.run("publish")
-    assert not gold.ok
-    # The update's error names the clause too, as the gate's table does.
-    assert "'unique_order_id' [unique_order_id (acme-orders-orders 1.0.0)]" in gold.error.message
-    keys = rules.load(lake.root / "src/acme_orders/rules/gold/order_keys.yml")
-    assert keys.clauses() == {"unique_order_id": "unique_order_id (acme-orders-orders 1.0.0)"}
 
 
 def test_dataset_picks_one_object_and_a_wrong_kind_of_value_is_listed(project, capsys):

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_conventions import SILVER_PIPELINE, SILVER_RULES, only, write
 
 from medallion_dq import conventions, quarantine, rules
 from medallion_dq.problems import DataQualityError
-from test_conventions import SILVER_PIPELINE, SILVER_RULES, only, write
 
 SOURCE = "(SELECT * FROM bronze_orders)"
 DROP = {"valid_amount": "amount >= 0"}

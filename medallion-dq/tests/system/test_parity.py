@@ -7,7 +7,7 @@ updates, then a fail rule failing the third, every table left as it was (3 updat
 project's `medallion` job: validation, quality gate, publish (2 updates). A session time zone
 changed on one backend must show as a difference (1 more update there).
 
-    DQ_PARITY_BACKENDS=embedded,container,cluster pytest tests/test_parity.py
+    DQ_PARITY_BACKENDS=embedded,container,cluster pytest tests/system/test_parity.py
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 
 from medallion_dq.config import load_toml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "medallion_dq"
 CONTRACTS = load_toml(ROOT / "pyproject.toml")["tool"]["importlinter"]["contracts"]
 LAYERS = [

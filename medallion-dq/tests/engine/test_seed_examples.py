@@ -17,7 +17,7 @@ from sample import sample_project
 
 pytestmark = pytest.mark.spark
 
-SEEDS = Path(__file__).parent / "seeds"
+SEEDS = Path(__file__).parents[1] / "seeds"
 CLICKS = "timestamp STRING, current_page_id INT, current_page_title STRING, count INT"
 ORDERS = "order_id STRING, quantity INT, amount INT, order_date DATE"
 ORDERS_RAW = [

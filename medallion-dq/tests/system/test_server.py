@@ -562,3 +562,32 @@ def test_a_canceled_update_is_put_back_once_its_session_runs_nothing(local_spark
         assert local_spark.engine_stopped(session, timeout=120)
         assert done.is_set()
         worker.join()
+
+
+@pytest.mark.spark
+def test_unreachable_repository_is_one_clear_error(tmp_path):
+    """Nothing cached and no way to Maven Central: `run` exits 2 with one message naming the
+    coordinate, the repository and the fix (in a process of its own: one server per process)."""
+    project = tmp_path / "project"
+    shutil.copytree(sample_project(), project, ignore=shutil.ignore_patterns(".local"))
+    env = {
+        **os.environ,
+        "DQ_CACHE_DIR": str(tmp_path / "cache"),
+        "HOME": str(tmp_path),  # no ~/.m2
+        "DQ_MAVEN_REPOSITORY": "http://127.0.0.1:9/maven2",  # nothing listens there
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation", "--fresh"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert time.monotonic() - started < 300
+    assert done.returncode == 2, done.stdout + done.stderr
+    coordinate = jars.delta_artifacts()[0]
+    assert f"could not fetch {coordinate} from http://127.0.0.1:9/maven2" in done.stderr
+    assert "DQ_MAVEN_REPOSITORY" in done.stderr and "Traceback" not in done.stderr
+    assert not list((tmp_path / "cache" / "jars").glob("*.jar"))

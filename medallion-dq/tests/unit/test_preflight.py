@@ -579,22 +579,6 @@ def test_cli_misspelt_name_is_exit_2_before_spark(project):
     assert check.returncode == 1 and "RUN015" in check.stdout
 
 
-@pytest.mark.spark
-def test_cli_misused_decorator_is_one_block_and_exit_2(project):
-    """Only loading the file shows it: the grouped decorator given two strings (DQ015)."""
-    edit(
-        project / SILVER,
-        "@dp.expect_all_or_drop(ORDERS.drop)",
-        '@dp.expect_all_or_drop("valid_amount", "amount >= 0")',
-    )
-    done = cli(project, "run", "--pipeline", "validation")
-    output = done.stdout + done.stderr
-    assert done.returncode == 2, output
-    line = line_of(project / SILVER, "@dp.expect_all_or_drop(")
-    assert f"{SILVER.as_posix()}:{line}" in output and "DQ015" in output, output
-    assert "Traceback" not in output and "at org.apache" not in output
-
-
 def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypatch):
     """`check` runs where only the project is installed (as on Databricks, where pyspark is
     the runtime's): an import of pyspark is not a missing module."""

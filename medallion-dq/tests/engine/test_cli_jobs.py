@@ -1,16 +1,13 @@
-"""`medallion-dq`, as a team runs it in its project folder: output, JSON summary, exit codes."""
+"""The sample job as a team runs it with the CLI: the summary, the gate's exit code, report, and a project in a folder whose name needs quoting."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 
 import pytest
 
-import medallion_dq
 from medallion_dq.local import server
-from processes import child_processes, run_cli_and_kill_server
 from sample import sample_project
 
 
@@ -23,54 +20,6 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
         text=True,
         timeout=900,
     )
-
-
-def test_version():
-    done = cli("--version")
-    assert (done.returncode, done.stdout.strip()) == (0, f"medallion-dq {medallion_dq.__version__}")
-
-
-def test_check_finds_the_project_from_any_folder_below_it():
-    done = cli("check", cwd=sample_project() / "src" / "pipelines")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().endswith("check: 0 error(s), 0 warning(s)")
-
-
-def test_outside_a_project_is_exit_2_with_the_fix(tmp_path):
-    done = cli("check", cwd=tmp_path)
-    assert done.returncode == 2
-    assert done.stderr.strip() == (
-        f"error: no databricks.yml in {tmp_path.resolve()} or above it: "
-        "run from the project folder or pass --root"
-    )
-
-
-def test_check_exit_1_names_the_file_and_rule(tmp_path):
-    project = tmp_path / "project"
-    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-    rules = project / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
-    rules.write_text(rules.read_text().replace("action: drop", "action: dorp", 1))
-    done = cli("check", cwd=project)
-    assert done.returncode == 1
-    assert (
-        "DQ006 src/acme_orders/rules/silver/orders.yml: rule 'whole_record': "
-        "unknown action 'dorp'; fix: use warn, drop or fail"
-    ) in done.stdout
-
-
-def test_control_characters_in_what_check_prints_show_as_escapes(tmp_path):
-    """A file name and a value with a terminal escape, a carriage return and a bidirectional
-    override: printed as their escapes, so they cannot colour, overwrite or reorder the line."""
-    project = tmp_path / "project"
-    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-    rules = project / "src" / "acme_orders" / "rules" / "silver"
-    text = (rules / "orders.yml").read_text().replace("action: drop", 'action: "\\e[2Jdorp"', 1)
-    (rules / "orders\x1b[31m\r\u202e.yml").write_text(text.replace("silver_orders", "silver_o2"))
-    done = cli("check", cwd=project)
-    assert done.returncode == 1
-    assert "rules/silver/orders\\x1b[31m\\x0d\\u202e.yml: rule 'whole_record'" in done.stdout
-    assert "unknown action '\\x1b[2Jdorp'" in done.stdout
-    assert not any(c in done.stdout + done.stderr for c in "\x1b\r\u202e")
 
 
 @pytest.fixture(scope="module")
@@ -199,114 +148,6 @@ def test_report_reads_both_days_with_their_checks(two_days):
     assert "silver_orders.daily_volume (volume)" in checks and "FAIL" in checks
     page = (project / ".local" / "dq-report.html").read_text()
     assert "Dataset checks (latest gate)" in page and "silver_orders.known_customer" in page
-
-
-@pytest.mark.spark
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the server's JVM through /proc")
-@pytest.mark.parametrize("server", ["own", "warm"])
-def test_server_killed_mid_run_ends_the_run_with_a_clear_error(server, tmp_path):
-    """Fault injection: the server's JVM is killed (as the OOM killer would) during the
-    validation update: a run's own server, or the lake's warm one. The run ends within the
-    client's retry bound (about 15 s) with exit code 3 and a message saying what happened: no
-    hang, no stack trace."""
-    project = tmp_path / "project"
-    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-
-    def kill_its_jvm(cli):
-        if server == "own":
-            parent = cli.pid
-        else:  # the lake's server: a JVM under its supervisor, apart from the run's process
-            (state,) = (project / ".local" / "lake" / "dev" / "server").glob("*/server.json")
-            parent = json.loads(state.read_text())["pid"]
-        jvms = child_processes(parent, "java")
-        assert len(jvms) == 1, jvms
-        os.kill(jvms[0], signal.SIGKILL)
-
-    own = ["--own-server"] if server == "own" else []
-    code, output, ended_in = run_cli_and_kill_server(
-        project,
-        ["run", "--pipeline", "validation", *own],
-        kill_its_jvm,
-        env={"DQ_BACKEND": "embedded", "DQ_SERVER_IDLE_TIMEOUT": "60"},
-    )
-    assert code == 3, output
-    assert "error: the embedded Spark Connect server stopped answering mid-run" in output
-    assert "Start a new run" in output and "Cause: details =" in output
-    assert "Traceback" not in output and "\tat org.apache" not in output, output
-    assert ended_in < 60, f"the run took {ended_in:.0f} s to end after the kill"
-
-
-# Kills its own server when the server is up and the examples are not yet judged.
-CHECK_THAT_LOSES_ITS_SERVER = """
-import os, signal, sys
-from medallion_dq import cli, examples
-from processes import child_processes
-
-before, cases = set(child_processes(os.getpid(), "java")), examples.cases
-
-def kill_the_server_first(rule_sets):
-    (jvm,) = set(child_processes(os.getpid(), "java")) - before
-    os.kill(jvm, signal.SIGKILL)
-    os.waitpid(jvm, 0)
-    return cases(rule_sets)
-
-examples.cases = kill_the_server_first
-sys.exit(cli.main(["--root", sys.argv[1], "check", "--examples"]))
-"""
-
-
-@pytest.mark.spark
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the server's JVM through /proc")
-def test_check_examples_that_loses_its_server_says_so_once(tmp_path):
-    """`check --examples` whose server dies as the examples are judged ends with exit 3 and one
-    line saying what happened. Before: each of the sample's examples was reported as an example
-    Spark cannot judge (87 DQ020 "type" errors, after a rule's java_method stopped the JVM) and
-    the check exited 1. It needs a Spark server of its own (DQ_REUSE=0, a JVM of its own
-    process): killing the warm server the test processes share would break every test using it,
-    and a server started inside the test process leaves pyspark's process-wide state (the
-    Connect mode, the JVM gateway) pointing at a dead JVM for the tests after it."""
-    import shutil
-
-    project = tmp_path / "project"
-    shutil.copytree(sample_project(), project, ignore=shutil.ignore_patterns(".local"))
-    tests = os.path.dirname(__file__)
-    done = subprocess.run(
-        [sys.executable, "-c", CHECK_THAT_LOSES_ITS_SERVER, str(project)],
-        env={
-            **os.environ,
-            "DQ_REUSE": "0",
-            "DQ_BACKEND": "embedded",
-            "PYTHONPATH": os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])),
-        },
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 3, done.stdout + done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, done.stderr
-    assert errors[0].startswith("error: the embedded Spark Connect server stopped answering")
-    assert "DQ020" not in done.stdout + done.stderr and "Traceback" not in done.stderr
-    assert "check: " not in done.stdout  # no count of examples it could not judge
-
-
-def test_a_run_says_what_it_does_within_a_second(tmp_path):
-    """The first line comes before anything slow (checks, Spark): a user sees it at once."""
-    import time
-
-    project = sample_project()
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "nope"],
-        cwd=project,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    first = process.stderr.readline()
-    elapsed = time.monotonic() - started
-    process.communicate(timeout=120)
-    assert first.startswith("medallion-dq: run pipeline nope"), first
-    assert elapsed < 1, f"the first line came after {elapsed:.2f} s"
 
 
 @pytest.mark.spark

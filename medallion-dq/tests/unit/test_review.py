@@ -18,7 +18,7 @@ from medallion_dq.contract.files import plan
 from medallion_dq.problems import DataQualityError
 from sample import sample_project
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 # Each kind of finding once; the lines are the file's (the first rule is on line 6).
 EVERY_KIND = """\
@@ -251,7 +251,7 @@ def test_the_sample_project_has_nothing_to_review():
 def _rule_files_in_tests() -> list[tuple[str, str]]:
     """Every rule file the tests write that loads: (where, text)."""
     found = []
-    for path in sorted(TESTS.glob("*.py")):
+    for path in sorted(TESTS.rglob("*.py")):
         if path.name == "test_review.py":  # this file's rules are wrong on purpose
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

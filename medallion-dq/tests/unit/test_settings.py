@@ -16,7 +16,7 @@ from medallion_dq.local.spark import BackendUnavailable
 from sample import sample_project
 
 PACKAGE = Path(medallion_dq.__file__).parent
-REPO = Path(__file__).resolve().parents[2]  # the template's repository: medallion-dq/ is in it
+REPO = Path(__file__).resolve().parents[3]  # the template's repository: medallion-dq/ is in it
 # A read of a DQ_ variable by name: os.environ["DQ_..."], .get("DQ_...") or os.getenv("DQ_...").
 READ = re.compile(r"""os\.(environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*f?["']DQ_""")
 NAME = re.compile(r"(?<![A-Za-z0-9_])DQ_[A-Z][A-Z0-9_]*")
