@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
+    LocalReader = Callable[[SparkSession, str, str, str | StructType], DataFrame]
+
 __all__ = [
     "CORRUPT_RECORD",
     "CSV_OPTIONS",
@@ -92,9 +94,15 @@ EXTENSIONS: dict[str, tuple[str, ...]] = {"json": ("json", "jsonl"), "csv": ("cs
 
 
 #: Where Auto Loader is not (``medallion.source.format`` is the file format), json and csv files
-#: are read by the local engine's emulation of it: ``medallion_dq.local.autoloader`` puts its
-#: reader here when imported, so that this module imports nothing local.
-local_text_reader: Callable[[SparkSession, str, str, str | StructType], DataFrame] | None = None
+#: are read by the local engine's emulation of it, which the engine registers as it starts
+#: (``use_local_reader``): this module imports nothing local.
+_local_reader: LocalReader | None = None
+
+
+def use_local_reader(reader: LocalReader) -> None:
+    """The local engine's reader of json and csv landing files (Auto Loader's emulation)."""
+    global _local_reader
+    _local_reader = reader
 
 
 class SourceNotConfigured(MedallionDQError, ValueError):
@@ -242,13 +250,13 @@ def read_landing(
     if reader_format == "cloudFiles":
         return _auto_loader(spark, path, file_format, schema)
     if file_format in ("json", "csv"):
-        if local_text_reader is None:
+        if _local_reader is None:
             raise LocalReaderMissing(
                 f"medallion.source.format is {reader_format}: {file_format} files are read so by"
-                " the local engine only (import medallion_dq.local); on Databricks set"
+                " the local engine only (medallion_dq.local.spark.start); on Databricks set"
                 " medallion.source.format: cloudFiles"
             )
-        return local_text_reader(spark, path, file_format, schema)
+        return _local_reader(spark, path, file_format, schema)
     return _plain_file_source(spark, path, file_format, file_format, schema)
 
 

@@ -1,7 +1,6 @@
 """The local engine: Spark on this machine runs the bundle's pipelines and job.
 
-Importing it puts the local reader of landing files in ``medallion_dq.sources`` (Auto Loader's
-emulation, ``autoloader``), which the Databricks layer cannot import.
+Importing it has no side effect: `spark.start` registers the local reader of landing files
+(Auto Loader's emulation, ``autoloader``) in ``medallion_dq.sources``, which the Databricks layer
+cannot import.
 """
-
-from medallion_dq.local import autoloader  # noqa: F401

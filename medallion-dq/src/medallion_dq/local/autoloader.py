@@ -2,7 +2,7 @@
 
 `medallion_dq.sources.read_landing` reads a landing folder with Auto Loader on Databricks; the
 local engine sets `medallion.source.format` to the file format, and the reading is this module's
-`read_text_files`, which puts itself in `sources.local_text_reader` when it is imported (the
+`read_text_files`, which the engine registers in `sources` as it starts (`register`; the
 Databricks layer imports nothing local). The same pipeline file runs unchanged on both.
 
 Open-source Spark has no rescued-data option, so it is emulated: a file of at most
@@ -367,4 +367,6 @@ def _csv_records(lines: DataFrame, names: list[str], known: str) -> DataFrame:
     )
 
 
-sources.local_text_reader = read_text_files
+def register() -> None:
+    """Make `read_text_files` the reader `sources.read_landing` uses for json and csv files."""
+    sources.use_local_reader(read_text_files)

@@ -519,6 +519,9 @@ def start(
     # pyspark.sql.functions build Connect columns, as SparkSession.builder.remote() would.
     # pyspark.sql.connect is imported after the cheap checks: it takes seconds on a cold disk.
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    from medallion_dq.local import autoloader
+
+    autoloader.register()  # read_landing's json and csv files, as Auto Loader would
 
     if backend == "embedded":
         return _embedded(work_dir, started, Path(shared) if shared else None, lake)
