@@ -488,7 +488,7 @@ def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[li
                 shutil.rmtree(checkpoint, ignore_errors=True)
             return "removed"
         if journal.kinds.get(name) == "MaterializedView":
-            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {before}")
+            _restore(spark, table, before)
             return "restored"
         return None  # a streaming table keeps its committed micro-batches (module docstring)
 
@@ -505,6 +505,20 @@ def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[li
     if failed := {n: cause(e) for n, e in done.items() if isinstance(e, BaseException)}:
         raise PutBackFailed(failed, restored, removed)
     return restored, removed
+
+
+def _restore(spark, table: str, version: int, tries: int = 4) -> None:
+    """RESTORE, tried again when a commit came in between (Delta's DELTA_CONCURRENT_* errors):
+    a canceled flow that had begun a write may still commit after its session looked idle.
+    Restoring to the version before the update is right whatever came after it."""
+    for attempt in range(1, tries + 1):
+        try:
+            spark.sql(f"RESTORE TABLE {table} TO VERSION AS OF {version}")
+            return
+        except Exception as error:  # pyspark's error classes differ by backend: read the text
+            if "DELTA_CONCURRENT_" not in str(error) or attempt == tries:
+                raise
+            time.sleep(0.5 * attempt)
 
 
 def untracked_files(folder: Path, since: float) -> list[Path]:
