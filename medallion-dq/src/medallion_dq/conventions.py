@@ -283,7 +283,7 @@ class _Collector:
         try:
             if text is None:
                 text = path.read_text(encoding="utf-8")
-            raw = yaml.load(text, Loader=rules.StrictLoader)
+            raw = rules.load_yaml(text)
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
         native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)

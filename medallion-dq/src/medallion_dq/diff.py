@@ -95,7 +95,7 @@ def _parse(text: str, file: str) -> rules.RuleSet:
     """A rule file's text; a Lakehouse Plumber file names no dataset: its file name does (as in
     `medallion-dq check`)."""
     try:
-        raw = yaml.load(text, Loader=rules.StrictLoader)
+        raw = rules.load_yaml(text)
     except (yaml.YAMLError, RecursionError):
         raw = None  # rules.parse reports it
     native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)

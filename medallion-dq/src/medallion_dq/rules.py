@@ -53,8 +53,11 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
@@ -317,8 +320,8 @@ def _expanded(root: yaml.Node) -> None:
         stack.extend((child, False) for child in children if id(child) not in size)
 
 
-class StrictLoader(BoundedLoader):
-    """BoundedLoader, refusing a key given twice in one mapping: plain YAML keeps the last one,
+class _UniqueKeys:
+    """A constructor refusing a key given twice in one mapping: plain YAML keeps the last one,
     so a rule missing its '- ' would silently replace another."""
 
     def construct_mapping(self, node, deep=False):
@@ -327,7 +330,7 @@ class StrictLoader(BoundedLoader):
             for key_node, _ in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     continue
-                key = self.construct_object(key_node, deep=True)
+                key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
                 if isinstance(key, Hashable) and key in seen:
                     raise yaml.constructor.ConstructorError(
                         "while reading a mapping",
@@ -337,7 +340,61 @@ class StrictLoader(BoundedLoader):
                     )
                 if isinstance(key, Hashable):
                     seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class StrictLoader(_UniqueKeys, BoundedLoader):
+    """BoundedLoader, refusing a key given twice in one mapping (_UniqueKeys)."""
+
+
+# libyaml's parser (where PyYAML was built with it) reads a file about 20 times faster than the
+# pure-Python one, in which `check` spent a third of its time. Its composer recurses in C, where
+# a hostile nesting would end the process instead of raising RecursionError: a document is
+# composed there only once its events (libyaml's parser, no recursion) show it nests at most
+# MAX_NESTING collections deep; deeper is refused as the pure-Python loader refuses it.
+MAX_NESTING = 200
+
+try:
+    from yaml import cyaml
+except ImportError:  # PyYAML built without libyaml: the pure-Python loaders only
+    cyaml = None  # type: ignore[assignment]
+CParser: Any = getattr(cyaml, "CParser", None)
+
+
+if CParser is not None:
+
+    class _CBounded(CParser, SafeConstructor, Resolver):
+        """BoundedLoader on libyaml's parser."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        def get_single_node(self) -> yaml.Node | None:
+            node = CParser.get_single_node(self)
+            if node is not None:
+                _expanded(node)
+            return node
+
+    class _CStrict(_UniqueKeys, _CBounded):
+        """StrictLoader on libyaml's parser."""
+
+
+def load_yaml(text: str, *, strict: bool = True) -> Any:
+    """A YAML document a user gave: safe (no Python tags), its aliases bounded (YAMLTooLarge),
+    with ``strict`` a key given twice refused; RecursionError when it nests too deeply."""
+    if CParser is None:
+        return yaml.load(text, Loader=StrictLoader if strict else BoundedLoader)
+    depth = 0
+    for event in yaml.parse(text, Loader=cyaml.CSafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise RecursionError(f"nested more than {MAX_NESTING} collections deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return yaml.load(text, Loader=_CStrict if strict else _CBounded)
 
 
 def display_path(path: Path) -> str:
@@ -355,7 +412,7 @@ def display_path(path: Path) -> str:
 def _yaml(text: str, reader: Reader) -> dict:
     """The file's top-level mapping; DataQualityError when there is none."""
     try:
-        data = yaml.load(text, Loader=StrictLoader)  # a SafeLoader: no Python tags
+        data = load_yaml(text)  # a SafeLoader: no Python tags
     except RecursionError:
         reader.add(
             "DQ002",

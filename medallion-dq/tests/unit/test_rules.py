@@ -65,6 +65,14 @@ MALFORMED = [
         None,
     ),
     ("yaml_nested_too_deep", "dataset: " + "[" * 3000 + "]" * 3000 + "\n", ["DQ002"], None),
+    # Past rules.MAX_NESTING, in 500 bytes and by indentation: refused before libyaml composes.
+    ("yaml_nested_201_deep", "dataset: " + "[" * 201 + "]" * 201 + "\n", ["DQ002"], None),
+    (
+        "yaml_nested_by_indentation",
+        "dataset: a\nrules:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 202)) + " x\n",
+        ["DQ002"],
+        None,
+    ),
     # wrong shapes and types
     ("empty_file", "", ["DQ003"], None),
     ("only_comments", "# rules for silver_orders\n# (to do)\n", ["DQ003"], None),
@@ -741,3 +749,14 @@ def test_a_few_aliases_still_read():
         "  - name: valid_quantity\n    constraint: quantity > 0\n    owner: *team\n"
     )
     assert [r.owner for r in rules.parse(text, FILE).rules] == ["orders-team"] * 2
+
+
+def test_a_document_at_the_nesting_bound_still_reads():
+    """rules.MAX_NESTING collections deep is read (by libyaml where PyYAML has it); one more is
+    refused as too deep, never handed to libyaml's recursive composer."""
+    deep = rules.load_yaml("[" * rules.MAX_NESTING + "]" * rules.MAX_NESTING)
+    for _ in range(rules.MAX_NESTING - 1):
+        (deep,) = deep
+    assert deep == []
+    with pytest.raises(RecursionError):
+        rules.load_yaml("[" * (rules.MAX_NESTING + 1) + "]" * (rules.MAX_NESTING + 1))

@@ -285,7 +285,7 @@ def read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return yaml.load(text, Loader=rules.BoundedLoader)
+        return rules.load_yaml(text, strict=False)
     except RecursionError:
         raise BundleError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:

@@ -50,7 +50,7 @@ def render(data: dict) -> str:
 
 def raw(path: Path) -> dict:
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
+        data = rules.load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -75,7 +75,7 @@ def _qualities(doc: dict):
 
 def _load_yaml(path: Path, label: str) -> Any:
     try:
-        return yaml.load(path.read_text(encoding="utf-8"), Loader=rules.StrictLoader)
+        return rules.load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ContractError([f"{label}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as error:
