@@ -1,4 +1,5 @@
-"""add source on the engine: added sources pass their silver tests and run through the job, every record kept or quarantined."""
+"""add source on the engine: added sources pass their silver tests and run through the job, every
+record kept or quarantined."""
 
 import csv
 import json

@@ -1,4 +1,5 @@
-"""The sample job as a team runs it with the CLI: the summary, the gate's exit code, report, and a project in a folder whose name needs quoting."""
+"""The sample job as a team runs it with the CLI: the summary, the gate's exit code, report, and a
+project in a folder whose name needs quoting."""
 
 import json
 import os

@@ -1,4 +1,5 @@
-"""Contracts on the engine: the rules an import makes hold on Spark, and a job over rows breaking each clause stops at the gate."""
+"""Contracts on the engine: the rules an import makes hold on Spark, and a job over rows breaking
+each clause stops at the gate."""
 
 from __future__ import annotations
 

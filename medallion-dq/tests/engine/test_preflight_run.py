@@ -1,4 +1,5 @@
-"""A mistake only loading a pipeline file shows: one block naming the file and line, from a real run."""
+"""A mistake only loading a pipeline file shows: one block naming the file and line, from a real
+run."""
 
 from __future__ import annotations
 

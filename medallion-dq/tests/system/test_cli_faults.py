@@ -1,4 +1,5 @@
-"""Faults under the CLI: a run or a check whose Spark server is killed mid-way ends in one clear line."""
+"""Faults under the CLI: a run or a check whose Spark server is killed mid-way ends in one clear
+line."""
 
 import json
 import os

@@ -1,4 +1,5 @@
-"""A local lake whose updates end badly: interrupted, killed, on a full disk, its tables damaged; each put back, refused with the fix, or rebuilt.
+"""A local lake whose updates end badly: interrupted, killed, on a full disk, its tables damaged;
+each put back, refused with the fix, or rebuilt.
 
 The CLI runs in a copy of the sample project, as a team runs it, on a lake of this module's own
 (the faults leave it as no other test expects): its lake is `.local/lake/dev/`, read here by
