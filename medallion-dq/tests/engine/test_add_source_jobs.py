@@ -158,7 +158,9 @@ def real_sources(tmp_path_factory):
     """Four sources a team meets, added to a copy of the sample, checked and run as the job at
     once (one job, one server): a CSV header of hostile names, nested JSON with camelCase fields
     (GitHub's events' shape), a Parquet timestamp[ns] column (pandas' default) and a CSV whose
-    quoted values hold line breaks. Returns the project, the job's summary and what landed."""
+    quoted values hold line breaks. Returns the project, the job's summary and what landed.
+    The job needs a server of its own: a project's lake is served by its own server (its
+    warehouse), and these sources live only in this copy."""
     import pandas as pd
 
     tmp_path = tmp_path_factory.mktemp("real-sources")
