@@ -342,6 +342,9 @@ def _show_library_lines() -> None:
     if not any(isinstance(handler, _Stderr) for handler in library.handlers):
         library.addHandler(_Stderr())
     library.setLevel(logging.INFO)
+    # py4j logs a JVM gateway that stopped answering with its whole stack (Python's last-resort
+    # handler prints it); the run reports the server's loss itself, in one line.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
 
 
 class _Console:

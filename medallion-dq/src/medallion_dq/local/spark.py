@@ -367,14 +367,20 @@ def _doubled(memory: str) -> str:
 
 
 def _unreachable(error: BaseException) -> bool:
-    """The gRPC status of a Spark Connect call that found no server (after its retries)."""
+    """A Spark Connect call that found no server (its gRPC status, after its retries), or the
+    embedded server's JVM gateway refusing the connection."""
     import grpc
 
     if hasattr(error, "getGrpcStatusCode"):  # SparkConnectGrpcException
         return error.getGrpcStatusCode() == grpc.StatusCode.UNAVAILABLE
     if isinstance(error, grpc.RpcError) and hasattr(error, "code"):
         return error.code() == grpc.StatusCode.UNAVAILABLE
-    return isinstance(error, ValueError) and "closed channel" in str(error)
+    if isinstance(error, ValueError) and "closed channel" in str(error):
+        return True
+    # An embedded server's JVM is also reached through py4j (its gateway), which refuses at once.
+    from py4j.protocol import Py4JNetworkError
+
+    return isinstance(error, (Py4JNetworkError, ConnectionRefusedError, ConnectionResetError))
 
 
 @contextlib.contextmanager
