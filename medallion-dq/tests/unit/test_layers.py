@@ -14,7 +14,10 @@ import pytest
 from medallion_dq.config import load_toml
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "src" / "medallion_dq"
+# The package's two folders: the runtime's distribution (medallion-dq) and this one's.
+RUNTIME = ROOT / "runtime" / "src" / "medallion_dq"
+TOOLS = ROOT / "src" / "medallion_dq"
+FOLDERS = (RUNTIME, TOOLS)
 CONTRACTS = load_toml(ROOT / "pyproject.toml")["tool"]["importlinter"]["contracts"]
 LAYERS = [
     {name.strip() for name in layer.split(":")}
@@ -25,7 +28,8 @@ PUBLIC_PYSPARK = ("pyspark.sql", "pyspark.pipelines", "pyspark.errors")  # Datab
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    folder = next(folder for folder in FOLDERS if path.is_relative_to(folder))
+    parts = path.relative_to(folder.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -69,7 +73,7 @@ def private_uses(text: str, me: str, package: str) -> set[str]:
 
 def package_modules():
     """(source, module name, its package) of every module of medallion_dq."""
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(p for folder in FOLDERS for p in folder.rglob("*.py")):
         me = module_name(path)
         package = me if path.name == "__init__.py" else me.rpartition(".")[0]
         yield path.read_text(encoding="utf-8"), me, package
@@ -78,16 +82,33 @@ def package_modules():
 def test_every_module_has_its_layer():
     """A new module is placed in the layers contract, or import-linter would not check it."""
     placed = set().union(*LAYERS)
-    modules = {module_name(path) for path in PACKAGE.rglob("*.py") if path.parent == PACKAGE} | {
-        f"medallion_dq.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()
+    modules = {module_name(path) for path in TOOLS.glob("*.py")} | {
+        f"medallion_dq.{p.name}" for p in TOOLS.iterdir() if (p / "__init__.py").is_file()
     }
-    assert sorted(modules - placed - {"medallion_dq"}) == []
+    assert sorted(modules - placed) == []
+
+
+def test_the_runtime_folder_holds_what_runs_on_databricks_and_only_that():
+    """The runtime's distribution is its folder: a module of the last layer lives there, and
+    nothing else does (the engine and the tools are medallion-dq-dev's)."""
+    runtime = {module_name(path) for path in RUNTIME.glob("*.py")} - {"medallion_dq"}
+    assert runtime == LAYERS[-1]
+    assert not (TOOLS / "__init__.py").exists()  # one __init__.py: the runtime's
+    assert sorted(p.name for p in RUNTIME.iterdir() if p.is_dir() and p.name[0] != "_") == []
+
+
+def test_the_two_distributions_are_one_version():
+    """medallion-dq-dev depends on the runtime at its own version: released together."""
+    import medallion_dq
+
+    dependencies = load_toml(ROOT / "pyproject.toml")["project"]["dependencies"]
+    assert f"medallion-dq=={medallion_dq.__version__}" in dependencies
 
 
 @pytest.mark.parametrize("name", ON_DATABRICKS)
 def test_what_runs_on_databricks_uses_no_pyspark_internals(name):
     me = f"medallion_dq.{name}"
-    text = (PACKAGE / f"{name}.py").read_text(encoding="utf-8")
+    text = (RUNTIME / f"{name}.py").read_text(encoding="utf-8")
     wrong = [
         module
         for module, _, _ in imports(text, me, "medallion_dq")

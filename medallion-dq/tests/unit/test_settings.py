@@ -15,7 +15,8 @@ from medallion_dq.local import spark
 from medallion_dq.local.spark import BackendUnavailable
 from sample import sample_project
 
-PACKAGE = Path(medallion_dq.__file__).parent
+# The runtime's folder and the tools' (one folder once both are installed).
+PACKAGES = [Path(folder) for folder in medallion_dq.__path__]
 REPO = Path(__file__).resolve().parents[3]  # the template's repository: medallion-dq/ is in it
 # A read of a DQ_ variable by name: os.environ["DQ_..."], .get("DQ_...") or os.getenv("DQ_...").
 READ = re.compile(r"""os\.(environ\s*\[|environ\.get\s*\(|getenv\s*\()\s*f?["']DQ_""")
@@ -24,8 +25,9 @@ NAME = re.compile(r"(?<![A-Za-z0-9_])DQ_[A-Z][A-Z0-9_]*")
 
 def test_only_the_settings_module_reads_a_dq_variable():
     reads = [
-        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
-        for path in sorted(PACKAGE.rglob("*.py"))
+        f"{path}:{number}: {line.strip()}"
+        for package in PACKAGES
+        for path in sorted(package.rglob("*.py"))
         if path.name != "settings.py"
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if READ.search(line)
@@ -35,7 +37,7 @@ def test_only_the_settings_module_reads_a_dq_variable():
 
 def test_every_variable_is_declared_and_the_readme_table_is_current():
     places = [
-        PACKAGE,
+        *PACKAGES,
         REPO / "medallion-dq" / "tests",
         REPO / "{{cookiecutter.project_slug}}",
         REPO / "tests",

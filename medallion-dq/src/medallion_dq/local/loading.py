@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import medallion_dq
 from medallion_dq.problems import MedallionDQError
 
 __all__ = [
@@ -57,8 +58,9 @@ __all__ = [
     "source_and_caret",
 ]
 
-#: Where the framework's own code lives: never the location of a user's mistake.
-_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+#: Where the framework's own code lives (the runtime's folder and the tools', one folder once
+#: installed): never the location of a user's mistake.
+_PACKAGE_DIRS = [Path(folder).resolve() for folder in medallion_dq.__path__]
 #: Folders whose modules are installed or generated code, not the project's own.
 _NOT_PROJECT_PARTS = {"site-packages", "dist-packages", ".venv", "venv", ".nox", ".tox", ".local"}
 #: A rule / decorator problem of medallion_dq: "DQ015 expect_or_drop takes two strings ...".
@@ -137,7 +139,7 @@ def _is_project_code(filename: str, root: Path) -> bool:
     if filename.startswith("<"):  # <frozen importlib._bootstrap>, <string>
         return False
     path = Path(filename).resolve()
-    if path.is_relative_to(_PACKAGE_DIR) or not path.is_relative_to(root):
+    if any(map(path.is_relative_to, _PACKAGE_DIRS)) or not path.is_relative_to(root):
         return False
     return not (_NOT_PROJECT_PARTS & set(path.relative_to(root).parts))
 
