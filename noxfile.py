@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import nox
 
@@ -39,6 +40,8 @@ nox.options.reuse_venv = "yes"
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"
 PROJECT_TEMPLATE = ROOT / "{{cookiecutter.project_slug}}"
+# The framework: medallion-dq-dev (the engine and the tools) here, and in its runtime/ folder
+# medallion-dq, the runtime the pipelines import on Databricks; one version, released together.
 PACKAGE = ROOT / "medallion-dq"
 WHEELS = BUILD / "wheels"
 # PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv:
@@ -184,9 +187,14 @@ def commit_all(session: nox.Session, repo: Path, message: str, init: bool = Fals
     return session.run(*git, "rev-parse", "HEAD", external=True, silent=True, env=env).strip()
 
 
+def version_file(source: Path = PACKAGE) -> Path:
+    """The runtime's __init__.py: its __version__ is both distributions' (hatchling's too)."""
+    return source / "runtime" / "src" / "medallion_dq" / "__init__.py"
+
+
 def package_version(source: Path = PACKAGE) -> str:
-    """The version in the package's __init__.py (hatchling reads it from there too)."""
-    text = (source / "src" / "medallion_dq" / "__init__.py").read_text(encoding="utf-8")
+    """The version of the package in ``source``."""
+    text = version_file(source).read_text(encoding="utf-8")
     return next(
         line.split("=", 1)[1].strip().strip("\"'")
         for line in text.splitlines()
@@ -194,24 +202,38 @@ def package_version(source: Path = PACKAGE) -> str:
     )
 
 
-def build_wheel(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS) -> Path:
-    """Build medallion-dq's wheel from ``source`` into ``out``/<digest of the sources>/; return
-    it. A folder per content: uv caches a wheel by where it found it, so new code never hides
-    behind an old build of the same version, and unchanged code is not built again."""
+class Wheels(NamedTuple):
+    """The two wheels of one build, side by side in one folder."""
+
+    runtime: Path  # medallion-dq
+    dev: Path  # medallion-dq-dev
+
+    def requirements(self, extras: str) -> tuple[str, str]:
+        """Both wheels, by path (the runtime is never looked up on an index), ``extras`` of dev."""
+        return str(self.runtime), f"{self.dev}[{extras}]"
+
+
+def build_wheels(session: nox.Session, source: Path = PACKAGE, out: Path = WHEELS) -> Wheels:
+    """Build the wheels of medallion-dq and medallion-dq-dev from ``source`` into
+    ``out``/<digest of the sources>/. A folder per content: uv caches a wheel by where it found
+    it, so new code never hides behind an old build of the same version, and unchanged code is
+    not built again."""
     files = sorted(
         p
-        for p in [source / "pyproject.toml", *(source / "src").rglob("*")]
+        for folder in (source, source / "runtime")
+        for p in [folder / "pyproject.toml", *(folder / "src").rglob("*")]
         if p.is_file() and "__pycache__" not in p.parts
     )
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes())
     folder = out / digest.hexdigest()[:16]
-    if not list(folder.glob("medallion_dq-*.whl")):
-        build = ("uv", "build", "--wheel", "--quiet", "--out-dir", str(folder), str(source))
-        session.run_install(*build)  # in --install-only too: the install needs the wheel
-    (wheel,) = folder.glob("medallion_dq-*.whl")
-    return wheel
+    if len(list(folder.glob("medallion_dq*.whl"))) != 2:
+        build = ("uv", "build", "--wheel", "--all-packages", "--quiet", "--out-dir", str(folder))
+        session.run_install(*build, str(source))  # in --install-only too: the install needs it
+    (runtime,) = folder.glob("medallion_dq-*.whl")
+    (dev,) = folder.glob("medallion_dq_dev-*.whl")
+    return Wheels(runtime, dev)
 
 
 def pyspark_wheel(session: nox.Session) -> None:
@@ -241,7 +263,10 @@ def lint(session: nox.Session) -> None:
     the package's layers (import-linter's contracts) and types (mypy, with pyspark installed),
     set in its pyproject.toml."""
     pyspark_wheel(session)  # mypy checks the engine against pyspark's own types
-    session.install(*group("lint"), *package_group("lint"), "-e", f"{PACKAGE}[local]")
+    # Installed from the wheels, not editable: the two distributions' modules then share one
+    # folder, as on a user's machine, which is where import-linter looks for the package.
+    wheels = build_wheels(session)
+    session.install(*group("lint"), *package_group("lint"), *wheels.requirements("local"))
     session.run("ruff", "check", *OURS)
     session.run("ruff", "format", "--check", "--diff", *OURS)
     with session.chdir(PACKAGE):  # the package's own [tool.ruff], [tool.importlinter], [tool.mypy]
@@ -276,9 +301,9 @@ def package(session: nox.Session) -> None:
     embedded Spark; arguments after `--` go to pytest."""
     session.install(*group("runner"))
     pyspark_wheel(session)
-    wheel = build_wheel(session)
-    session.log(f"medallion-dq wheel: {wheel} (UV_FIND_LINKS={wheel.parent})")
-    session.install(f"{wheel}[local,container]", *package_group("test"), env=COMPILED)
+    wheels = build_wheels(session)
+    session.log(f"medallion-dq wheels: {wheels.runtime.parent}")
+    session.install(*wheels.requirements("local,container"), *package_group("test"), env=COMPILED)
     session.chdir(PACKAGE)
     # The tiers in order (tests/unit, engine, system): a broken parser fails in the first two
     # minutes, before any Spark server starts; paths after `--` run those tests alone. Two test
@@ -301,8 +326,8 @@ def container(session: nox.Session) -> None:
     if not docker_running():
         session.skip("Docker is not running")
     session.install(*group("runner"))
-    wheel = build_wheel(session)
-    session.install(f"{wheel}[client,container]", *package_group("test"))
+    wheels = build_wheels(session)
+    session.install(*wheels.requirements("client,container"), *package_group("test"))
     venv = Path(session.virtualenv.location)
     size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file())
     session.log(f"the light client's environment: {size / 1e6:.0f} MB, no Java needed")
@@ -321,8 +346,8 @@ def cluster(session: nox.Session) -> None:
         session.skip("Docker is not running")
     session.install(*group("runner"))
     pyspark_wheel(session)
-    wheel = build_wheel(session)
-    session.install(f"{wheel}[local,container]", *package_group("test"))
+    wheels = build_wheels(session)
+    session.install(*wheels.requirements("local,container"), *package_group("test"))
     session.chdir(PACKAGE)
     env = {"DQ_BACKEND": "cluster", "DQ_PARITY_BACKENDS": "embedded,container,cluster"}
     tests = ("tests/system/test_cluster.py", "tests/system/test_parity.py")
@@ -339,7 +364,7 @@ def plugins(session: nox.Session) -> None:
     """Rebuild the server plugins jar shipped in the wheel from its Java sources (needs a JDK);
     commit the result (tests fail while it is out of date with the sources)."""
     pyspark_wheel(session)
-    session.install("-e", f"{PACKAGE}[local]")
+    session.install("-e", str(PACKAGE / "runtime"), "-e", f"{PACKAGE}[local]")
     build = "from medallion_dq.local import jars; jars.build_plugin_jar(jars.PACKAGED_PLUGINS)"
     session.run("python", "-c", build)
 
@@ -384,10 +409,11 @@ def generated(session: nox.Session) -> None:
 
 def bump_patch(source: Path) -> str:
     """Raise the patch version of the package in ``source``; return the new version."""
-    init = source / "src" / "medallion_dq" / "__init__.py"
-    major, minor, patch = package_version(source).split(".")
+    have = package_version(source)
+    major, minor, patch = have.split(".")
     newer = f"{major}.{minor}.{int(patch) + 1}"
-    init.write_text(init.read_text("utf-8").replace(package_version(source), newer), "utf-8")
+    for path in (version_file(source), source / "pyproject.toml"):  # and dev's pin of the runtime
+        path.write_text(path.read_text("utf-8").replace(have, newer), "utf-8")
     return newer
 
 
@@ -404,7 +430,7 @@ def release_problems(tag: str, source: Path = PACKAGE) -> list[str]:
     version, problems = match[1], []
     if version != have:
         problems.append(
-            f"tag {tag}: src/medallion_dq/__init__.py has __version__ = {have!r}; "
+            f"tag {tag}: runtime/src/medallion_dq/__init__.py has __version__ = {have!r}; "
             f"bump it to {version!r} or tag medallion-dq-v{have}"
         )
     changelog = (source / "CHANGELOG.md").read_text(encoding="utf-8")
@@ -445,10 +471,11 @@ def demo(session: nox.Session) -> None:
     """Bake into build/demo/, run its medallion job and print the data-quality summary."""
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
-    wheel = build_wheel(session)
+    wheels = build_wheels(session)
     project, _ = bake_default(session, BUILD / "demo", medallion_dq_source="index")
     # What running the pipelines locally needs: the project, and medallion-dq's local engine.
-    session.install("-e", str(project), f"{wheel}[local]", env=find_links(wheel.parent))
+    links = find_links(wheels.dev.parent)
+    session.install("-e", str(project), *wheels.requirements("local"), env=links)
     summary = BUILD / "demo" / "summary.json"
     session.chdir(project)
     try:
@@ -469,19 +496,20 @@ def bench(session: nox.Session) -> None:
     if not script.is_file():
         session.error(f"{script.relative_to(ROOT)} does not exist yet: no benchmark to run")
     if "--anomalies" in session.posargs:  # pure Python, the checks' own decision functions
-        session.install(*group("anomalies"), str(ROOT / "medallion-dq"))
+        session.install(*group("anomalies"), str(PACKAGE / "runtime"))
         args = [a for a in session.posargs if a != "--anomalies"]
         session.run("python", str(ROOT / "benchmarks" / "anomalies.py"), *args)
         return
     session.install(*group("test", "runner"))
     pyspark_wheel(session)
-    wheel = build_wheel(session)
+    wheels = build_wheels(session)
     project, _ = bake_default(session, BUILD / "bench", medallion_dq_source="index")
-    links = find_links(wheel.parent)  # and compiled: the command-line loop is a process a run
-    session.install("-e", str(project), f"{wheel}[local,container]", env={**links, **COMPILED})
+    links = find_links(wheels.dev.parent)  # and compiled: the command-line loop is a process a run
+    requirements = wheels.requirements("local,container")
+    session.install("-e", str(project), *requirements, env={**links, **COMPILED})
     if "--peers" in session.posargs:  # the peer tools, in this session's venv only
         session.install(*group("peers"))
-    env = find_links(wheel.parent)  # --nox runs the baked project's own nox
+    env = links  # --nox runs the baked project's own nox
     session.run("python", str(script), "--project", str(project), *session.posargs, env=env)
 
 

@@ -63,7 +63,8 @@ REMOVALS: tuple[tuple[str, object, tuple[str, ...]], ...] = (
 # Placeholders the template leaves for the source (pyproject.toml) and pip's requirement (README).
 SOURCE_LINE = 'medallion-dq = "@medallion-dq-source@"'
 REQUIREMENT = "@medallion-dq-requirement@"
-PACKAGE_DIR = "medallion-dq"  # the package's folder in the template repository
+PACKAGE_DIR = "medallion-dq"  # medallion-dq-dev's folder in the template repository
+RUNTIME_DIR = "runtime"  # medallion-dq's (the runtime's) folder inside it
 
 
 def _git(repo: Path, *args: str) -> str | None:
@@ -107,25 +108,45 @@ def template_source(repo: Path, checkout: str | None = None) -> dict[str, str]:
     return {"path": str((repo / PACKAGE_DIR).resolve())}
 
 
+def distribution_sources(source: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Each distribution's source, from medallion-dq-dev's: the runtime is in its folder."""
+    if "path" in source:
+        runtime = {"path": str(Path(source["path"]) / RUNTIME_DIR)}
+    else:
+        runtime = {**source, "subdirectory": f"{source['subdirectory']}/{RUNTIME_DIR}"}
+    return {"medallion-dq": runtime, "medallion-dq-dev": source}
+
+
 def source_lines(source: dict[str, str]) -> str:
-    """The [tool.uv.sources] entry (JSON strings are TOML basic strings), with a comment."""
-    table = ", ".join(f"{key} = {json.dumps(value)}" for key, value in source.items())
+    """The [tool.uv.sources] entries (JSON strings are TOML basic strings), with a comment."""
+    entries = [
+        name + " = { " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in where.items())
+        + " }"
+        for name, where in distribution_sources(source).items()
+    ]  # fmt: skip
     note = ""
     if "path" in source:
         note = (
             "# A folder of this machine (the template was a local checkout with no published\n"
             '# commit): replace it with { git = "<template repository URL>", subdirectory =\n'
-            '# "medallion-dq", rev = "<commit>" } before others clone this repository.\n'
+            '# "medallion-dq", rev = "<commit>" } (subdirectory "medallion-dq/runtime" for\n'
+            "# medallion-dq) before others clone this repository.\n"
         )
-    return note + "medallion-dq = { " + table + " }"
+    return note + "\n".join(entries)
 
 
-def pip_requirement(source: dict[str, str]) -> str:
-    """The same source as a requirement pip understands (pip ignores [tool.uv.sources])."""
-    if "path" in source:
-        return f"medallion-dq[local] @ {Path(source['path']).as_uri()}"
-    url = source["git"] if source["git"].startswith("git+") else f"git+{source['git']}"
-    return f"medallion-dq[local] @ {url}@{source['rev']}#subdirectory={source['subdirectory']}"
+def pip_requirements(source: dict[str, str]) -> list[str]:
+    """The same sources as requirements pip understands (pip ignores [tool.uv.sources]): the
+    runtime and the local engine with its tools."""
+    found = []
+    for name, where in distribution_sources(source).items():
+        wanted = f"{name}[local]" if name == "medallion-dq-dev" else name
+        if "path" in where:
+            found.append(f"{wanted} @ {Path(where['path']).as_uri()}")
+            continue
+        url = where["git"] if where["git"].startswith("git+") else f"git+{where['git']}"
+        found.append(f"{wanted} @ {url}@{where['rev']}#subdirectory={where['subdirectory']}")
+    return found
 
 
 def template_copy(repo_dir: str) -> Path:
@@ -144,7 +165,7 @@ def write_source(root: Path, source: dict[str, str]) -> None:
     if SOURCE_LINE not in text:
         raise SystemExit(f"ERROR: hook: pyproject.toml has no {SOURCE_LINE!r}; fix the template")
     pyproject.write_text(text.replace(SOURCE_LINE, source_lines(source)), encoding="utf-8")
-    command = f"pip install {shlex.quote(pip_requirement(source))}"
+    command = "pip install " + " ".join(map(shlex.quote, pip_requirements(source)))
     readme.write_text(
         readme.read_text(encoding="utf-8").replace(REQUIREMENT, command), encoding="utf-8"
     )

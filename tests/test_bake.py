@@ -49,7 +49,7 @@ def container_backend(project: Path) -> tuple[bool, bool, bool]:
     noxfile = (project / "noxfile.py").read_text(encoding="utf-8")
     pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
     sessions = "def container(" in noxfile, "def cluster(" in noxfile
-    return (*sessions, "medallion-dq[client,container]" in pyproject)
+    return (*sessions, "medallion-dq-dev[client,container]" in pyproject)
 
 
 def test_template_files_are_valid_jinja() -> None:
@@ -128,8 +128,9 @@ def test_the_project_is_thin(default_project: Path) -> None:
     """The team's own repo: no module of the framework, about 1,300 lines of Python and YAML
     outside the sample data, the examples, the data contracts (the producers' documents) and the
     CI file (two sources, three layers, their rules, checks and tests)."""
-    framework = TEMPLATE_DIR / "medallion-dq" / "src" / "medallion_dq"
-    ours = {p.name for p in framework.rglob("*") if p.is_file()} - {"__init__.py"}
+    package = TEMPLATE_DIR / "medallion-dq"
+    framework = [package / "src" / "medallion_dq", package / "runtime" / "src" / "medallion_dq"]
+    ours = {p.name for f in framework for p in f.rglob("*") if p.is_file()} - {"__init__.py"}
     files = file_set(default_project)
     assert sorted(p for p in files if Path(p).name in ours) == []
     code = [

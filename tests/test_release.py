@@ -16,7 +16,7 @@ WORKFLOWS = sorted((TEMPLATE_DIR / ".github" / "workflows").glob("*.yml"))
 
 def package(folder: Path, version: str, changelog: str) -> Path:
     """A package folder as the check reads it: __version__ and CHANGELOG.md."""
-    init = folder / "src" / "medallion_dq" / "__init__.py"
+    init = folder / "runtime" / "src" / "medallion_dq" / "__init__.py"
     init.parent.mkdir(parents=True)
     init.write_text(f'"""medallion-dq."""\n\n__version__ = "{version}"\n', encoding="utf-8")
     (folder / "CHANGELOG.md").write_text(f"# Changelog\n\n{changelog}", encoding="utf-8")

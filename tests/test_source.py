@@ -79,13 +79,20 @@ def test_a_remote_folder_becomes_a_file_url(tmp_path: Path) -> None:
 def test_the_bake_writes_the_source_and_the_pip_line(
     tmp_path: Path, cookiecutter_config: Path
 ) -> None:
-    """A bake from this checkout: uv's source and pip's requirement say the same place."""
+    """A bake from this checkout: uv's sources (the runtime and the engine with its tools)
+    and pip's requirements say the same places."""
     project = bake(tmp_path / "out", cookiecutter_config)
     source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    entry = source["tool"]["uv"]["sources"]["medallion-dq"]
-    assert entry == post_gen.template_source(TEMPLATE_DIR)
+    entries = source["tool"]["uv"]["sources"]
+    dev = post_gen.template_source(TEMPLATE_DIR)
+    assert entries == {
+        "medallion-dq": {"path": str(Path(dev["path"]) / "runtime")},
+        "medallion-dq-dev": dev,
+    }
+    assert (Path(entries["medallion-dq"]["path"]) / "pyproject.toml").is_file()
     readme = (project / "README.md").read_text(encoding="utf-8")
-    assert f"pip install '{post_gen.pip_requirement(entry)}'" in readme
+    runtime, tools = post_gen.pip_requirements(dev)
+    assert f"pip install '{runtime}' '{tools}'" in readme
     assert "@medallion-dq-" not in readme
 
 
@@ -98,11 +105,13 @@ def test_index_bakes_no_source(tmp_path: Path, cookiecutter_config: Path) -> Non
     assert "@medallion-dq-" not in readme
 
 
-def test_pip_requirement_for_git_and_path() -> None:
+def test_pip_requirements_for_git_and_path() -> None:
     git_source = {"git": "https://h/a/t.git", "subdirectory": "medallion-dq", "rev": "abc"}
-    assert post_gen.pip_requirement(git_source) == (
-        "medallion-dq[local] @ git+https://h/a/t.git@abc#subdirectory=medallion-dq"
-    )
-    assert post_gen.pip_requirement({"path": "/a b/medallion-dq"}) == (
-        "medallion-dq[local] @ file:///a%20b/medallion-dq"
-    )
+    assert post_gen.pip_requirements(git_source) == [
+        "medallion-dq @ git+https://h/a/t.git@abc#subdirectory=medallion-dq/runtime",
+        "medallion-dq-dev[local] @ git+https://h/a/t.git@abc#subdirectory=medallion-dq",
+    ]
+    assert post_gen.pip_requirements({"path": "/a b/medallion-dq"}) == [
+        "medallion-dq @ file:///a%20b/medallion-dq/runtime",
+        "medallion-dq-dev[local] @ file:///a%20b/medallion-dq",
+    ]

@@ -464,10 +464,10 @@ def main(argv: list[str] | None = None) -> int:
     except run_command.OutputNotWritten as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except ModuleNotFoundError as error:  # an install without Spark, e.g. medallion-dq[tools]
+    except ModuleNotFoundError as error:  # an install without Spark, e.g. medallion-dq-dev[tools]
         if error.name != "pyspark":
             raise
-        print(f"error: {args.command} runs Spark: install medallion-dq[local]", file=sys.stderr)
+        print(f"error: {args.command} runs Spark: install medallion-dq-dev[local]", file=sys.stderr)
         return 2
     except Exception as error:
         local_spark = sys.modules.get("medallion_dq.local.spark")  # loaded by any server's user

@@ -205,14 +205,14 @@ def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
 
 # -- pyspark's wheel ------------------------------------------------------------------------------
 def pyspark_wheel() -> Path:
-    """The folder holding the wheel of the pyspark medallion-dq[local] pins, built there once.
+    """The folder holding the wheel of the pyspark medallion-dq-dev[local] pins, built there once.
 
     PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv;
     installers find the wheel with ``--find-links <folder>``. The folder is in medallion-dq's
     cache ($DQ_CACHE_DIR, for a CI that caches its workspace only)."""
     (pin,) = (
         match[1]
-        for requirement in requires("medallion-dq") or []
+        for requirement in requires("medallion-dq-dev") or []
         if (match := re.match(r"pyspark(?:\[[^\]]*\])?==([\w.]+)", requirement))
     )
     wheels = settings.CACHE_DIR.get() / "wheels"

@@ -543,7 +543,7 @@ def test_cli_misspelt_option_is_named(project):
 
 
 def test_run_without_spark_installed_is_one_line(project, monkeypatch, capsys):
-    """A tools-only install (`medallion-dq[tools]`, a team's check job) has no pyspark: `run`
+    """A tools-only install (`medallion-dq-dev[tools]`, a team's check job) has no pyspark: `run`
     ended in a ModuleNotFoundError traceback."""
     from medallion_dq import cli, run_command
 
@@ -552,7 +552,7 @@ def test_run_without_spark_installed_is_one_line(project, monkeypatch, capsys):
 
     monkeypatch.setattr(run_command, "cmd_run", no_spark)
     assert cli.main(["--root", str(project), "run", "--job", "medallion"]) == 2
-    assert capsys.readouterr().err == "error: run runs Spark: install medallion-dq[local]\n"
+    assert capsys.readouterr().err == "error: run runs Spark: install medallion-dq-dev[local]\n"
 
 
 def test_cli_syntax_error_is_exit_2_before_spark(project):

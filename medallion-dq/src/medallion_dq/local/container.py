@@ -98,7 +98,7 @@ def _client(timeout: float = 10) -> Any:
     except ImportError as exc:
         raise ContainerBackendUnavailable(
             "The container and cluster backends need testcontainers (and docker): pip install"
-            " 'medallion-dq[container]'."
+            " 'medallion-dq-dev[container]'."
         ) from exc
     try:
         client = DockerClient(timeout=timeout).client

@@ -19,7 +19,7 @@ from medallion_dq.local import machine
 
 logger = logging.getLogger(__name__)
 
-DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq[local] pins (checked by a test)
+DELTA_VERSION = "4.4.0"  # the delta-spark that medallion-dq-dev[local] pins (checked by a test)
 # Server-side plugins, one jar: the metrics listener, the catalog alias, the local file system.
 # The jar ships in the wheel (built by `nox -s plugins` against the pinned pyspark); it records
 # the digest of the sources it was built from, and is compiled again only when they changed (a
@@ -44,7 +44,7 @@ IVY_SETTINGS = """\
 def delta_artifacts() -> tuple[str, ...]:
     """Maven coordinates of the Delta jars for the installed delta-spark and pyspark, named as
     delta-spark's own `configure_spark_with_delta_pip` names them (Scala 2.13). A client-only
-    install ([client]: no delta-spark) gets the version medallion-dq[local] pins."""
+    install ([client]: no delta-spark) gets the version medallion-dq-dev[local] pins."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

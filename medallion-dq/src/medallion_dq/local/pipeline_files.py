@@ -252,7 +252,7 @@ def check_pipeline_code(
 
 
 #: What the pipeline runtime provides on Databricks: a project installs them only for local
-#: runs (medallion-dq[local]), so `check` in a Databricks-only environment must not miss them.
+#: runs (medallion-dq-dev[local]), so `check` in a Databricks-only environment must not miss them.
 RUNTIME_MODULES = frozenset({"pyspark", "dlt", "databricks", "py4j"})
 
 #: Names a pipeline file may use without defining them: the engine injects `spark`.

@@ -551,9 +551,9 @@ def _embedded(work_dir: Path, started: float, reuse: Path | None, lake: bool) ->
     a server of this process's own."""
     if not jar_files.PYSPARK_JARS.is_dir():
         raise BackendUnavailable(
-            "this environment has Spark's client only (medallion-dq[client], pyspark-client):"
+            "this environment has Spark's client only (medallion-dq-dev[client], pyspark-client):"
             " no server to embed. Use --backend container (Docker) or remote, or install "
-            "medallion-dq[local] (a Java 17+ runtime runs it)"
+            "medallion-dq-dev[local] (a Java 17+ runtime runs it)"
         )
     with jar_files.first_fetch() as jars:  # None: this process fetches them, the others wait
         if reuse is not None:
