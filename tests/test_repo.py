@@ -76,6 +76,7 @@ def test_template_pin_takes_the_package_version() -> None:
     from packaging.specifiers import SpecifierSet
 
     context = json.loads((TEMPLATE_DIR / "cookiecutter.json").read_text(encoding="utf-8"))
-    init = (TEMPLATE_DIR / "medallion-dq" / "runtime" / "src" / "medallion_dq" / "__init__.py").read_text()
+    runtime = TEMPLATE_DIR / "medallion-dq" / "runtime"
+    init = (runtime / "src" / "medallion_dq" / "__init__.py").read_text()
     version = re.search(r'^__version__ = "([^"]+)"$', init, re.MULTILINE)[1]
     assert version in SpecifierSet(f"~={context['__medallion_dq_version']}")

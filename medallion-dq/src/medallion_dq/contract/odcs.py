@@ -55,7 +55,9 @@ def _path(parts) -> str:
 def _validator():
     import jsonschema
 
-    schema = json.loads((files("medallion_dq.contract") / "schemas" / SCHEMA_FILE).read_text("utf-8"))
+    schema = json.loads(
+        (files("medallion_dq.contract") / "schemas" / SCHEMA_FILE).read_text("utf-8")
+    )
     return jsonschema.Draft201909Validator(schema)
 
 
