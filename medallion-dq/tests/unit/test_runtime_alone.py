@@ -77,7 +77,7 @@ def test_the_baked_pipelines_find_what_they_import_and_read_every_rule_file(runt
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("medallion_dq"):
                 wanted |= {(node.module, alias.name) for alias in node.names}
-    assert ("medallion_dq", "rules") in wanted and ("medallion_dq.sources", "read_landing") in wanted
+    assert {("medallion_dq", "rules"), ("medallion_dq.sources", "read_landing")} <= wanted
     found = in_runtime(
         runtime_python,
         "import importlib, json;"
