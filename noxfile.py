@@ -381,8 +381,12 @@ def generated(session: nox.Session) -> None:
     project, _ = bake_default(session, BUILD / "generated", template=f"git+{repository.as_uri()}")
     session.chdir(project)
     source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
-    expected = {"git": repository.as_uri(), "subdirectory": "medallion-dq", "rev": baked}
-    if source["tool"]["uv"]["sources"]["medallion-dq"] != expected:
+    where = {"git": repository.as_uri(), "rev": baked}
+    expected = {
+        "medallion-dq": {**where, "subdirectory": "medallion-dq/runtime"},
+        "medallion-dq-dev": {**where, "subdirectory": "medallion-dq"},
+    }
+    if source["tool"]["uv"]["sources"] != expected:
         session.error(f"the project's [tool.uv.sources] is not {expected}")
     # Nothing set: the project's noxfile finds pyspark's wheel in ~/.cache itself.
     env: dict[str, str | None] = {"UV_FIND_LINKS": None, "PIP_FIND_LINKS": None}

@@ -4,12 +4,13 @@ keeping the team's own edits, and says where the two touch the same lines."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from bakery import DEFAULT_PACKAGE, GIT_ENV, commit_all, git, template_repository
+from bakery import DEFAULT_PACKAGE, GIT_ENV, TEMPLATE_DIR, commit_all, git, template_repository
 
 try:
     import tomllib
@@ -118,3 +119,62 @@ def test_update_reports_a_conflict_as_such(template: Path, project: Path) -> Non
     assert "Team: lint." in text
     assert "Template: lint." in text
     assert NEW_SECTION in (project / "CONVENTIONS.md").read_text(encoding="utf-8")
+
+
+# The template as 0.5 released it: one medallion-dq distribution, with its engine and tools.
+BEFORE_THE_SPLIT = "4eb4e17878463c2fe686f4e061f1eef94c0c3ea6"
+
+
+def test_a_project_baked_at_0_5_upgrades_where_the_split_requires_only(tmp_path: Path) -> None:
+    """A project baked before medallion-dq became two distributions takes the template of this
+    checkout: the files the CHANGELOG's upgrade steps name change (the dependency groups, the
+    sources, the pip line, the session that finds pyspark's wheel), no other, and its
+    pyproject.toml is then the one a fresh bake writes."""
+    if subprocess.run(
+        ["git", "-C", str(TEMPLATE_DIR), "cat-file", "-e", BEFORE_THE_SPLIT]
+    ).returncode:
+        pytest.skip(f"this checkout has no commit {BEFORE_THE_SPLIT} (a shallow clone)")
+    template = tmp_path / "template"
+    template.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(TEMPLATE_DIR), "archive", BEFORE_THE_SPLIT],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(template)], input=archive, check=True)
+    commit_all(template, "0.5")
+    created = cruft(
+        "create", template, "--no-input", "--output-dir", tmp_path / "out", cwd=tmp_path
+    )
+    assert created.returncode == 0, created.stderr
+    (project,) = (tmp_path / "out").iterdir()
+    commit_all(project, "baked at 0.5")
+    now = template_repository(tmp_path / "now")  # this checkout's files, as a later commit
+    git(template, "rm", "-r", "--quiet", ".")
+    shutil.copytree(now, template, ignore=shutil.ignore_patterns(".git"), dirs_exist_ok=True)
+    later = commit_all(template, "now")
+
+    updated = cruft("update", "--skip-apply-ask", cwd=project)
+
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert "conflict" not in (updated.stdout + updated.stderr).lower()
+    git(project, "add", "--all")
+    changed = set(git(project, "diff", "--cached", "--name-only").split())
+    assert changed == {".cruft.json", "README.md", "noxfile.py", "pyproject.toml"}
+    pyproject = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["dependency-groups"]["test"][0] == "medallion-dq-dev[local]"
+    assert {
+        name: where["subdirectory"] for name, where in pyproject["tool"]["uv"]["sources"].items()
+    } == {
+        "medallion-dq": "medallion-dq/runtime",
+        "medallion-dq-dev": "medallion-dq",
+    }
+    created = cruft(
+        "create", template, "--no-input", "--output-dir", tmp_path / "fresh", cwd=tmp_path
+    )
+    assert created.returncode == 0, created.stderr
+    (baked,) = (tmp_path / "fresh").iterdir()
+    assert (project / "pyproject.toml").read_text("utf-8") == (baked / "pyproject.toml").read_text(
+        "utf-8"
+    )
+    assert later in (project / "pyproject.toml").read_text("utf-8")

@@ -21,7 +21,7 @@ RULES = Path("src/{{ cookiecutter.package_name }}/rules")
 def pytest(session: nox.Session, *args: str, group: str = "test", env: dict | None = None) -> None:
     links = []
     if group == "test":  # pyspark's wheel, built once by medallion-dq: PyPI has its source only
-        session.install("-e", ".")
+        session.install("-e", ".", "--group", "check")  # medallion-dq-dev, no Spark yet
         wheels = session.run("python", "-m", "medallion_dq.testing", silent=True, stderr=None)
         links = ["--find-links", str(wheels).strip()]
     session.install("-e", ".", "--group", group, *links)
