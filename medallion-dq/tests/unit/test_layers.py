@@ -95,6 +95,9 @@ def test_the_runtime_folder_holds_what_runs_on_databricks_and_only_that():
     assert runtime == LAYERS[-1]
     assert not (TOOLS / "__init__.py").exists()  # one __init__.py: the runtime's
     assert sorted(p.name for p in RUNTIME.iterdir() if p.is_dir() and p.name[0] != "_") == []
+    mypy = load_toml(ROOT / "pyproject.toml")["tool"]["mypy"]["overrides"]
+    strict = next(o for o in mypy if o.get("disallow_untyped_defs"))  # checked strictly
+    assert set(strict["module"]) == runtime | {"medallion_dq"}
 
 
 def test_the_two_distributions_are_one_version():

@@ -152,8 +152,8 @@ def rows_written(events_df: DataFrame) -> list[dict[str, Any]]:
 
 
 def delivery(
-    written: list[dict], dataset: str, update_id: str | Sequence[str]
-) -> tuple[int, bool, list[dict]] | None:
+    written: list[dict[str, Any]], dataset: str, update_id: str | Sequence[str]
+) -> tuple[int, bool, list[dict[str, Any]]] | None:
     """The rows the update (or these updates, one delivery) wrote to the dataset, whether it was
     a full refresh, and the earlier deliveries (oldest first; no empty one, no full refresh):
     the volume and anomaly checks' history. None: the dataset reported no rows written."""
@@ -174,7 +174,7 @@ def delivery(
 def volume(
     check: Check,
     dataset: str,
-    written: list[dict],
+    written: list[dict[str, Any]],
     update_id: str | Sequence[str],
     allow_empty: bool = False,
 ) -> CheckResult:
@@ -289,7 +289,7 @@ def anomaly_check(
     check: Check,
     dataset: str,
     table: str,
-    events: Mapping[str, list[dict]],
+    events: Mapping[str, list[dict[str, Any]]],
     update_id: str | Sequence[str],
     allow_empty: bool = False,
 ) -> CheckResult:
@@ -351,7 +351,7 @@ def _lag_anomaly(spark: SparkSession, check: Check, dataset: str, table: str) ->
 
 
 def _rate_anomaly(
-    check: Check, dataset: str, rates: list[dict], update_id: str | Sequence[str]
+    check: Check, dataset: str, rates: list[dict[str, Any]], update_id: str | Sequence[str]
 ) -> CheckResult:
     rule, updates = check.get("rule"), update_ids(update_id)
     per_update: dict[str, tuple[Any, int, int]] = {}  # update -> (time, failed, judged)
@@ -498,7 +498,7 @@ def judge(
         moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
     results = []
 
-    def timed(judge: Callable[..., CheckResult], *args) -> None:
+    def timed(judge: Callable[..., CheckResult], *args: Any) -> None:
         started = time.perf_counter()
         result = judge(*args)
         results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
@@ -572,4 +572,4 @@ def _update_time(events_df: DataFrame, update_id: str, first: bool = False) -> s
     )
     if row["time"] is None:
         raise ValueError(f"no events of update {update_id}")
-    return row["time"]
+    return str(row["time"])

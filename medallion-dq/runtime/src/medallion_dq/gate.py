@@ -50,6 +50,9 @@ from medallion_dq.text import short_name, shown, table_lines
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
+    from medallion_dq.checks import CheckResult
+    from medallion_dq.rules import RuleSet
+
 __all__ = [
     "DEFAULT_THRESHOLD",
     "EMPTY_DELIVERY",
@@ -115,7 +118,7 @@ def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
     return out
 
 
-def load_rule_files(paths: Iterable[Path | str]) -> list:
+def load_rule_files(paths: Iterable[Path | str]) -> list[RuleSet]:
     """The rule sets of ``paths`` (files, or folders searched for *.yml / *.yaml), read by the
     rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
     its DataQualityError (a ValueError) with the DQ codes."""
@@ -124,7 +127,7 @@ def load_rule_files(paths: Iterable[Path | str]) -> list:
     return [rules.load(path) for path in _rule_file_paths(paths)]
 
 
-def _thresholds(rulesets: Iterable) -> dict[str, float]:
+def _thresholds(rulesets: Iterable[RuleSet]) -> dict[str, float]:
     thresholds: dict[str, float] = {}
     for ruleset in rulesets:
         thresholds.update(ruleset.thresholds())
@@ -196,7 +199,7 @@ class GateResult:
     #: Report empty datasets without failing (``--allow-empty``).
     allow_empty: bool = False
     #: Dataset-level checks and schema contracts of the datasets in the update (checks.py).
-    checks: list = field(default_factory=list)
+    checks: list[CheckResult] = field(default_factory=list)
     #: ``dataset.rule`` (or check) -> the data-contract clause it was made from, when it was.
     clauses: dict[str, str] = field(default_factory=dict)
 

@@ -10,7 +10,7 @@ import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from datetime import date, datetime
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from sqlglot import exp
@@ -100,7 +100,7 @@ class Entry:
     (`rule=` or `path=`) and the fields read from it so far."""
 
     reader: Reader
-    data: Mapping
+    data: Mapping[str, Any]
     where: dict[str, str] = field(default_factory=dict)
     got: dict[str, Any] = field(default_factory=dict)
 
@@ -166,13 +166,15 @@ def read_fraction(entry: Entry, key: str) -> float | None:
     return float(value)
 
 
-def read_choice(options: tuple[str, ...], code: str, message: str, fix: str, default=None) -> Read:
+def read_choice(
+    options: tuple[str, ...], code: str, message: str, fix: str, default: str | None = None
+) -> Read:
     """One of `options`; absent is `default` (None: the field is optional)."""
 
     def read(entry: Entry, key: str) -> str | None:
         value = entry.data.get(key, default)
         if (value is None and default is None) or value in options:
-            return value
+            return cast("str | None", value)
         entry.add(code, message.format(show(value)), fix)
         return None
 
@@ -473,7 +475,7 @@ def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
     return tuple(found)
 
 
-def _check_options(check: Entry, kind: str, value: object) -> dict | None:
+def _check_options(check: Entry, kind: str, value: object) -> dict[str, Any] | None:
     """The options of a check of `kind`, None when one is wrong."""
     spec, write = CHECK_KINDS[kind], f"write {kind}: {_CHECK_EXAMPLE[kind]}"
     value = {} if value is None else value
@@ -496,7 +498,7 @@ def _check_options(check: Entry, kind: str, value: object) -> dict | None:
     return dict(value) if len(check.reader.problems) == problems else None
 
 
-def _anomaly_pairs(check: Entry, value: Mapping) -> None:
+def _anomaly_pairs(check: Entry, value: Mapping[str, Any]) -> None:
     """The anomaly options that only make sense together."""
     metric, rule = value.get("metric"), value.get("rule")
     if isinstance(rule, str) and rule not in check.reader.names:  # the rules are read first

@@ -53,7 +53,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, replace
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from yaml.constructor import SafeConstructor
@@ -282,8 +282,8 @@ class BoundedLoader(yaml.SafeLoader):
     more than MAX_ALIAS_VALUES values (YAMLTooLarge), before anything walks it. Every YAML file
     a user gives is read with it (or StrictLoader)."""
 
-    def compose_document(self):
-        node = super().compose_document()
+    def compose_document(self) -> yaml.Node | None:
+        node: yaml.Node | None = super().compose_document()
         if node is not None:
             _expanded(node)
         return node
@@ -324,7 +324,7 @@ class _UniqueKeys:
     """A constructor refusing a key given twice in one mapping: plain YAML keeps the last one,
     so a rule missing its '- ' would silently replace another."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             seen = set()
             for key_node, _ in node.value:
@@ -340,7 +340,8 @@ class _UniqueKeys:
                     )
                 if isinstance(key, Hashable):
                     seen.add(key)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return mapping
 
 
 class StrictLoader(_UniqueKeys, BoundedLoader):
@@ -363,7 +364,7 @@ CParser: Any = getattr(cyaml, "CParser", None)
 
 if CParser is not None:
 
-    class _CBounded(CParser, SafeConstructor, Resolver):
+    class _CBounded(CParser, SafeConstructor, Resolver):  # type: ignore[misc]  # libyaml's, untyped
         """BoundedLoader on libyaml's parser."""
 
         def __init__(self, stream: str) -> None:
@@ -372,7 +373,7 @@ if CParser is not None:
             Resolver.__init__(self)
 
         def get_single_node(self) -> yaml.Node | None:
-            node = CParser.get_single_node(self)
+            node: yaml.Node | None = CParser.get_single_node(self)
             if node is not None:
                 _expanded(node)
             return node
@@ -409,7 +410,7 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def _yaml(text: str, reader: Reader) -> dict:
+def _yaml(text: str, reader: Reader) -> dict[str, Any]:
     """The file's top-level mapping; DataQualityError when there is none."""
     try:
         data = load_yaml(text)  # a SafeLoader: no Python tags
@@ -444,10 +445,10 @@ def _yaml(text: str, reader: Reader) -> dict:
         )
     if reader.problems:
         raise DataQualityError(reader.problems)
-    return data
+    return cast("dict[str, Any]", data)
 
 
-def _lakehouse_plumber(data: dict, reader: Reader) -> dict:
+def _lakehouse_plumber(data: dict[str, Any], reader: Reader) -> dict[str, Any]:
     """Lakehouse Plumber's `{<constraint>: {action, name}}` as the native format's `rules:`
     (the name defaults to the constraint); checks and a schema contract are the native format's."""
     entries = []

@@ -293,7 +293,7 @@ def _auto_loader(
 
 
 def _plain_file_source(
-    spark: SparkSession, path: str, reader_format: str, file_format: str, schema
+    spark: SparkSession, path: str, reader_format: str, file_format: str, schema: str | StructType
 ) -> DataFrame:
     """Any other format: Spark's own streaming file source, as it reads it."""
     reader = (
@@ -336,7 +336,7 @@ class Drift:
             parts.append(f"missing or null: {named}")
         return "; ".join(parts)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 

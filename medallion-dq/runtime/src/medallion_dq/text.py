@@ -22,7 +22,7 @@ def shown(text: str) -> str:
     return _UNSHOWN.sub(_escape, text)
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
