@@ -95,7 +95,7 @@ def cmd_check(args) -> int:
     # are about rules that do.
     unread = [p for p in problems if p.code.startswith("DQ0") and p.code not in review.CODES]
     if args.examples and not unread:
-        from medallion_dq.local.machine import BackendUnavailable
+        from medallion_dq.local import BackendUnavailable
 
         try:
             judged, failed = _check_examples(root, args.backend)
@@ -114,9 +114,9 @@ def cmd_check(args) -> int:
 def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
     """Every rule example of the project, judged in one query on the project's warm server."""
     from medallion_dq import examples
-    from medallion_dq.local import spark as local_spark
+    from medallion_dq.local import start
 
-    local = local_spark.start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
+    local = start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
     try:
         with local.reporting_loss():
             return examples.check(local.spark, root, lost=local.lost)
@@ -127,7 +127,7 @@ def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
 def cmd_lake(args) -> int:
     """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
     from medallion_dq.bundle import BundleError, load_bundle
-    from medallion_dq.local import delta_log, lake
+    from medallion_dq.local import damaged_tables, delta_tables, unfinished_updates
 
     root = _root(args.root)
     try:
@@ -140,8 +140,8 @@ def cmd_lake(args) -> int:
     if not work_dir.is_dir():
         print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
         return 2
-    damaged = delta_log.damaged_tables(work_dir)
-    found = {*delta_log.tables(work_dir / "warehouse"), *damaged}
+    damaged = damaged_tables(work_dir)
+    found = {*delta_tables(work_dir / "warehouse"), *damaged}
     for name, why in damaged.items():
         print(f"{name}: damaged: {why}")
     if damaged:
@@ -151,7 +151,7 @@ def cmd_lake(args) -> int:
             f"or delete {where} to start over"
         )
         return 1
-    for line in lake.unfinished(work_dir):  # sound tables may hold what such an update wrote
+    for line in unfinished_updates(work_dir):  # sound tables may hold what such an update wrote
         print(line)
     print(f"lake check: {len(found)} table(s) of {where}, all sound")
     return 0
@@ -159,8 +159,7 @@ def cmd_lake(args) -> int:
 
 def cmd_report(args) -> int:
     from medallion_dq import gate, report
-    from medallion_dq.local import server as shared_server
-    from medallion_dq.local import spark as local_spark
+    from medallion_dq.local import start, warm_lake
 
     root = _root(args.root)
     logs = sorted(
@@ -174,9 +173,9 @@ def cmd_report(args) -> int:
         return 1
     # Reads event logs by path, no table: any server serves it. A lake's warm server where one
     # runs (a run just ended), else the project's: not a second JVM beside the lake's.
-    lake = shared_server.warm_lake(root)
+    lake = warm_lake(root)
     work_dir = lake or root / STATE_DIR / "report"
-    local = local_spark.start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
+    local = start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
     try:
         with local.reporting_loss():
             spark = local.spark
@@ -203,10 +202,16 @@ def cmd_report(args) -> int:
 
 def cmd_spark(args) -> int:
     """The project's warm Spark servers (started by test runs): list them, or stop them."""
-    from medallion_dq.local import server
+    from medallion_dq.local import (
+        SERVER_LOG_FILE,
+        ServerInUse,
+        servers,
+        stop_server,
+        unused_servers,
+    )
 
     root = _root(args.root)
-    found = [(folder, info) for folder, info in server.servers(root) if info is not None]
+    found = [(folder, info) for folder, info in servers(root) if info is not None]
     if not found:
         print(f"spark: no shared Spark server runs for {root}")
         return 0
@@ -214,9 +219,9 @@ def cmd_spark(args) -> int:
         where = folder.relative_to(root)
         if args.action == "stop":
             try:
-                with server.unused(folder, wait=args.wait):
-                    server.stop(folder)
-            except server.ServerInUse as error:
+                with unused_servers(folder, wait=args.wait):
+                    stop_server(folder)
+            except ServerInUse as error:
                 print(f"spark: {error} ({where})", file=sys.stderr)
                 return 1
             print(f"spark: stopped the server on port {info.port} ({where})")
@@ -224,7 +229,7 @@ def cmd_spark(args) -> int:
             age = time.time() - info.started
             print(
                 f"spark: server on port {info.port}, pid {info.pid}, up {age / 60:.0f} min "
-                f"({where}; log {where / server.LOG_FILE})"
+                f"({where}; log {where / SERVER_LOG_FILE})"
             )
     return 0
 
@@ -470,8 +475,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.command} runs Spark: install medallion-dq-dev[local]", file=sys.stderr)
         return 2
     except Exception as error:
-        local_spark = sys.modules.get("medallion_dq.local.spark")  # loaded by any server's user
-        if local_spark is None or not isinstance(error, local_spark.ServerLost):
+        # A server's loss can only come from where servers start: no import of Spark here.
+        servers = sys.modules.get("medallion_dq.local.spark")
+        if servers is None or not isinstance(error, servers.ServerLost):
             raise
         print(f"error: {error}", file=sys.stderr)
         return 3

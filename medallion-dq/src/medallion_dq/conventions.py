@@ -357,21 +357,26 @@ class _Collector:
         )
 
     def read_sql_file(self, path: Path, layer: str | None) -> None:
-        from medallion_dq.local import sql_files
-        from medallion_dq.local.expectations import check_expectation
+        from medallion_dq.local import (
+            StatementError,
+            check_expectation,
+            parse_sql_statement,
+            sql_statements,
+            strip_sql_comments,
+        )
 
         rel = relative_path(path, self.root)
         try:
             text = path.read_text(encoding="utf-8")
-            statements = sql_files.statements(text)
+            statements = sql_statements(text)
         except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             return
         for statement in statements:
             offset = max(text.find(statement), 0)
             try:
-                parsed = sql_files.parse(statement, rel, text.count("\n", 0, offset) + 1)
-            except sql_files.StatementError as error:
+                parsed = parse_sql_statement(statement, rel, text.count("\n", 0, offset) + 1)
+            except StatementError as error:
                 self.add("DQC000", error.where, error.problem, error.fix)
                 continue
             except (ValueError, StopIteration) as error:
@@ -385,7 +390,7 @@ class _Collector:
             if not parsed:
                 continue
             self.datasets.setdefault(layer or "", set()).add(short_name(parsed["name"]))
-            persisted = _PERSISTED_VIEW.match(sql_files.strip_comments(statement).strip())
+            persisted = _PERSISTED_VIEW.match(strip_sql_comments(statement).strip())
             form = (
                 "view"
                 if persisted
@@ -395,9 +400,7 @@ class _Collector:
             )
             self.forms[short_name(parsed["name"])] = (form, rel, statement)
             if layer == "silver":
-                reads = {
-                    short_name(t) for t in _SQL_READS.findall(sql_files.strip_comments(statement))
-                }
+                reads = {short_name(t) for t in _SQL_READS.findall(strip_sql_comments(statement))}
                 self.inputs[short_name(parsed["name"])] = (reads, rel)
             for e in parsed["constraints"]:
                 line = parsed["lines"][e.name]

@@ -405,11 +405,11 @@ def pipeline_order(bundle) -> list[str]:
 def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int, log) -> None:
     """Run the pipelines over the landing files (see the module doc) and judge each dataset as
     soon as its table holds its input; stop once every dataset is judged."""
-    from medallion_dq.local import expectations
+    from medallion_dq.local import passing_through
 
     spark, database = project.local.spark, project.database
     pending = list(diffs)
-    with expectations.passing_through(diffs):
+    with passing_through(diffs):
         for key in pipeline_order(project.bundle):
             if not pending:
                 break
@@ -436,12 +436,12 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int, log) ->
 def lake_table(project_root: Path, bundle, name: str) -> Path:
     """The folder of table `name` ([schema.]table) in the project's local lake of the bundle's
     target; BadInput when there is none."""
-    from medallion_dq.local import lake
+    from medallion_dq.local import table_folder
 
     schemas = [p.schema for p in bundle.pipelines.values() if p.schema]
     qualified = name if "." in name or not schemas else f"{schemas[0]}.{name}"
     where = Path(STATE_DIR) / "lake" / bundle.target
-    folder = lake.table_folder(project_root / where / "warehouse", qualified)
+    folder = table_folder(project_root / where / "warehouse", qualified)
     if folder is None or not (folder / "_delta_log").is_dir():
         raise BadInput(
             [
@@ -718,9 +718,7 @@ def run(
 
 
 def _judge_all(root, diffs, source, landing, backend, examples) -> None:
-    from medallion_dq.local import spark as local_spark
-    from medallion_dq.local.project import LocalProject
-    from medallion_dq.local.runner import log_to_stderr
+    from medallion_dq.local import LocalProject, log_to_stderr, start
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     work_dir = root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}"
@@ -732,7 +730,7 @@ def _judge_all(root, diffs, source, landing, backend, examples) -> None:
         # nothing, so its tables live in a database of its own on the shared server, dropped
         # at the end (a diff killed midway leaves only that database, which the server
         # forgets when it stops, and its folder under .local/diff).
-        local = local_spark.start(
+        local = start(
             backend,
             work_dir=work_dir,
             reuse=root,

@@ -52,7 +52,7 @@ def _records(records: Iterable[dict]) -> str:
 
 def _tasks(result: Any) -> list:
     """The job's task results, or a pipeline run as one task without a gate."""
-    from medallion_dq.local.project import JobResult, TaskResult
+    from medallion_dq.local import JobResult, TaskResult
 
     if isinstance(result, JobResult):
         return list(result.tasks)

@@ -29,8 +29,7 @@ from medallion_dq.problems import MedallionDQError
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.gate import GateResult
-    from medallion_dq.local.project import JobResult
-    from medallion_dq.local.runner import UpdateResult
+    from medallion_dq.local import JobResult, UpdateResult
 
 #: Columns saying when a row was written: different on every run, whatever the backend.
 VOLATILE = frozenset({"_ingested_at", "_dq_quarantined_at"})

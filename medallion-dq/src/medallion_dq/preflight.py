@@ -63,15 +63,15 @@ from medallion_dq.bundle.model import (
     load_bundle,
     load_raw,
 )
-from medallion_dq.local.pipeline_files import (
+from medallion_dq.local import (
     check_pipeline_code,
     compile_pipeline_files,
     datasets_defined,
     landing_folders,
     landing_formats,
-    relative,
 )
 from medallion_dq.problems import Problem
+from medallion_dq.text import relative_path
 
 __all__ = [
     "DEFAULT_LANDING",
@@ -379,18 +379,17 @@ def check_lake(
     again, once) or ``new_delivery``: the folder is a new delivery of the same source, every file
     in it is read, so it must hold only files not read yet; a file there with the name and bytes
     of one under an earlier landing folder would be read twice, and is refused.
-    RUN017: a damaged table (delta_log.damage), but those named in ``rebuilt``: a ``--full-refresh``
+    RUN017: a damaged table (the engine's `damage`), but those named in ``rebuilt``: a ``--full-refresh``
     rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
     name -> the bundle pipeline that writes it, named in the fix."""
-    from medallion_dq.local import delta_log
-    from medallion_dq.local import lake as lakes
+    from medallion_dq.local import damaged_tables, landings
 
     def shown(path: Path) -> str:
-        return relative(path, root) if path.is_relative_to(root) else str(path)
+        return relative_path(path, root) if path.is_relative_to(root) else str(path)
 
     problems = []
     where = shown(lake)
-    for table, why in delta_log.damaged_tables(lake).items():
+    for table, why in damaged_tables(lake).items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
             continue
@@ -404,7 +403,7 @@ def check_lake(
                 f"`medallion-dq lake check` lists every damaged table of {where}",
             )
         )
-    built_from = lakes.landings(lake)
+    built_from = landings(lake)
     if not list(sources) or not built_from or full_refresh:
         return problems
     landing = landing.resolve()
@@ -446,7 +445,7 @@ def check_gate(
     ``lake`` holds rows the last such gate failed, unless ``ungated``: on Databricks that job
     skipped its publish, so one run by hand is refused unless asked for. ``root``: the project,
     to name the landing folder the lake reads (relative to it)."""
-    from medallion_dq.local.lake import Unjudged, gate_failed, landings
+    from medallion_dq.local import Unjudged, gate_failed, landings
 
     problems = []
     for job in [] if ungated else bundle.jobs.values():
@@ -469,7 +468,7 @@ def check_gate(
                 built_from = landings(lake)
                 landing = ""
                 if built_from and root is not None and built_from[-1] != root / DEFAULT_LANDING:
-                    landing = f" --landing {relative(built_from[-1], root)}"
+                    landing = f" --landing {relative_path(built_from[-1], root)}"
                 fix = (
                     f"`medallion-dq run --job {rejected['job']}{landing}` judges them again with "
                     "the next delivery; --ungated publishes them as they are"
@@ -537,7 +536,7 @@ def _check_names(
                     fix = f"write the {field} itself, or a ${{var.<name>}} that has a value"
                 where = (
                     "RUN007",
-                    relative(pipeline.source_file, bundle.root),
+                    relative_path(pipeline.source_file, bundle.root),
                     f"resources.pipelines.{key}.{field}",
                     value,
                 )
@@ -546,7 +545,7 @@ def _check_names(
                 if var:
                     file, path, how = _variable_origin(var.group(1), raw_config, target, overrides)
                 else:
-                    file = relative(pipeline.source_file, bundle.root)
+                    file = relative_path(pipeline.source_file, bundle.root)
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
                 suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", value).strip("_")
                 example = f", e.g. {how}{suggestion}" if _valid_name(suggestion) else ""

@@ -687,12 +687,11 @@ def _profile(source: str, dataset: str, *, root, out, force, backend, **options)
     else:
         delta = True  # a table name: Spark says whether it exists
 
-    from medallion_dq.local import spark as local_spark
-    from medallion_dq.local.machine import BackendUnavailable
+    from medallion_dq.local import BackendUnavailable, start
 
     work_dir = root / STATE_DIR / "profile" if root else None
     try:
-        local = local_spark.start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
+        local = start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
     except BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:

@@ -32,7 +32,7 @@ import pytest
 from medallion_dq.problems import MedallionDQError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from medallion_dq.local.container import ClusterServer
+    from medallion_dq.local import ClusterServer
 
 pytest.register_assert_rewrite("medallion_dq.testing")
 
@@ -63,8 +63,7 @@ def medallion_project(pytestconfig) -> Path:
 @pytest.fixture(scope="session")
 def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     from medallion_dq import settings
-    from medallion_dq.local import spark as spark_backend
-    from medallion_dq.local.machine import BackendUnavailable
+    from medallion_dq.local import BackendUnavailable, start
 
     try:  # every setting: a bad one fails the session, even where the backend would skip
         settings.check()
@@ -74,7 +73,7 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     try:
         # A remote server's test folders go in the folder it shares with us (DQ_REMOTE_DIR).
         work_dir = None if backend == "remote" else tmp_path_factory.mktemp("spark")
-        local = spark_backend.start(backend, work_dir=work_dir, reuse=medallion_project)
+        local = start(backend, work_dir=work_dir, reuse=medallion_project)
     except BackendUnavailable as error:
         if backend in ("container", "cluster"):
             pytest.skip(f"{backend} backend unavailable: {error}")
@@ -107,7 +106,7 @@ def _warm_server(start: Path) -> str | None:
     """A line on the tests' warm Spark server when one runs on after them: it holds its memory
     (about 2 GB) until it has gone unused for DQ_SERVER_IDLE_TIMEOUT."""
     from medallion_dq import config, settings
-    from medallion_dq.local import server
+    from medallion_dq.local import LAKE_SERVER, servers
 
     try:
         root = config.find_root(start)
@@ -116,8 +115,8 @@ def _warm_server(start: Path) -> str | None:
         return None
     ports = [
         info.port
-        for folder, info in server.servers(root)
-        if info is not None and folder.parent.name != server.LAKE_SERVER
+        for folder, info in servers(root)
+        if info is not None and folder.parent.name != LAKE_SERVER
     ]
     if not ports:
         return None

@@ -19,8 +19,7 @@ from medallion_dq.problems import MedallionDQError
 from medallion_dq.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from medallion_dq.local.project import JobResult
-    from medallion_dq.local.runner import UpdateResult
+    from medallion_dq.local import JobResult, UpdateResult
 
 #: --fresh lakes kept in .local/runs/ (the newest; older ones are removed by the next --fresh run).
 KEEP_FRESH = 5
@@ -29,11 +28,11 @@ KEEP_FRESH = 5
 def _lake(root: Path, target: str, fresh: bool) -> Path:
     """The lake this run works in: the target's, which lasts, or a throwaway one (--fresh)."""
     if fresh:
-        from medallion_dq.local import lake
+        from medallion_dq.local import prune_runs
 
         runs = root / STATE_DIR / "runs"
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        lake.prune(runs, keep=KEEP_FRESH - 1)
+        prune_runs(runs, keep=KEEP_FRESH - 1)
         return runs / f"{stamp}-{uuid.uuid4().hex[:6]}"
     return root / STATE_DIR / "lake" / target
 
@@ -105,7 +104,7 @@ def _write_junit(path: str | None, root: Path, result, what: str, error: str | N
 
 
 def _terminated(signum, _frame):
-    from medallion_dq.local.runner import Interrupted
+    from medallion_dq.local import Interrupted
 
     raise Interrupted(signum)
 
@@ -131,9 +130,7 @@ def cmd_run(args, root: Path) -> int:
     print(f"medallion-dq: run {what} in {root} (checking it first)", file=sys.stderr, flush=True)
 
     from medallion_dq import preflight
-    from medallion_dq.local import lake
-    from medallion_dq.local.project import LocalProject
-    from medallion_dq.local.runner import Interrupted
+    from medallion_dq.local import LAKE_UPDATES, Interrupted, LocalProject, lake_locked
 
     problems, target = _preflight(root, args)
     for problem in problems:
@@ -154,7 +151,7 @@ def cmd_run(args, root: Path) -> int:
     local = None
     result: JobResult | UpdateResult | None = None
     try:
-        with lake.locked(work_dir):
+        with lake_locked(work_dir):
             local = _lake_server(root, target, variables, args, work_dir, landing)
             project = LocalProject(
                 root,
@@ -184,7 +181,7 @@ def cmd_run(args, root: Path) -> int:
         back = [*update.restored, *update.removed] if update else []
         if back:
             outcome = f"put back {', '.join(back)}"
-        elif any((work_dir / lake.UPDATES).glob("*/journal.json")):  # a second signal cut it
+        elif any((work_dir / LAKE_UPDATES).glob("*/journal.json")):  # a second signal cut it
             outcome = "the update was not put back yet: the next run on this lake puts it back"
         else:
             outcome = "its update had written no table yet, so none was put back"
@@ -216,10 +213,15 @@ def _run_failed(
     """The exit code of a run that `error` ended (its line said, `summary` given it), or the
     error raised again when it is not one a user is told about in a line."""
     from medallion_dq.bundle import BundleError
-    from medallion_dq.local import lake
-    from medallion_dq.local import spark as local_spark
-    from medallion_dq.local.loading import PipelineCodeError
-    from medallion_dq.local.machine import BackendUnavailable
+    from medallion_dq.local import (
+        BackendUnavailable,
+        LakeBusy,
+        PipelineCodeError,
+        PutBackFailed,
+        ServerLost,
+        disk_note,
+        io_fault,
+    )
     from medallion_dq.problems import DataQualityError
 
     summary["error"] = str(error)
@@ -231,18 +233,18 @@ def _run_failed(
         if args.traceback:
             print(error.traceback, file=sys.stderr)
         return 2
-    if isinstance(error, lake.PutBackFailed):
+    if isinstance(error, PutBackFailed):
         print(f"{what}: FAILED: {error}", file=sys.stderr)
         return 1
-    user_errors = (lake.LakeBusy, BackendUnavailable, DataQualityError, BundleError)
+    user_errors = (LakeBusy, BackendUnavailable, DataQualityError, BundleError)
     if isinstance(error, (*user_errors, KeyError, ValueError)):
         print(f"error: {error}", file=sys.stderr)
         return 2
     lost = None
     if local is not None:
-        lost = error if isinstance(error, local_spark.ServerLost) else local.lost(error)
-    if lost is None and (fault := lake.io_fault(error)):  # a full disk, a read-only lake
-        fault += lake.disk_note(work_dir)
+        lost = error if isinstance(error, ServerLost) else local.lost(error)
+    if lost is None and (fault := io_fault(error)):  # a full disk, a read-only lake
+        fault += disk_note(work_dir)
         summary["error"] = f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
         print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
         return 1
@@ -257,26 +259,22 @@ def _run_failed(
 def _lake_server(root: Path, target: str, variables: dict, args, work_dir: Path, landing: Path):
     """The Spark session of a run in lake `work_dir` (locked): on the lake's warm server unless
     --own-server or --fresh, started after removing what a full refresh rebuilds."""
-    from medallion_dq.local import lake
-    from medallion_dq.local import server as shared_server
-    from medallion_dq.local import spark as local_spark
+    from medallion_dq.local import LAKE_UPDATES, start, stop_lake_servers
 
     if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
         removed = list(_damaged_rebuilt(root, target, variables, args, work_dir))
         for table, why in removed:
             print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
         if removed:  # the lake's warm server still holds them in its catalog
-            shared_server.stop_lake_servers(work_dir)
-    if any((work_dir / lake.UPDATES).glob("*/journal.json")):
+            stop_lake_servers(work_dir)
+    if any((work_dir / LAKE_UPDATES).glob("*/journal.json")):
         # A run of this lake ended mid-update: its update may still be running on the
         # lake's warm server. A new server, then the put-back (LocalProject.open_lake).
-        shared_server.stop_lake_servers(work_dir)
+        stop_lake_servers(work_dir)
     # The lake's own warm server: its catalog already knows the lake's tables, and
     # runs after the first skip the JVM's start and its cold first update.
     warm = None if args.own_server or args.fresh else work_dir
-    local = local_spark.start(
-        args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True
-    )
+    local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
     print(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
         f"lake {work_dir.relative_to(root)}",
@@ -290,16 +288,16 @@ def _damaged_rebuilt(root: Path, target: str, variables: dict, args, work_dir: P
     (table, what was wrong). A damaged table of another pipeline stopped the run in preflight."""
     from medallion_dq import preflight
     from medallion_dq.bundle import load_bundle
-    from medallion_dq.local import delta_log
+    from medallion_dq.local import damaged_tables, remove_table
 
     bundle = load_bundle(root, target=target, variables=variables)
     keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
     rebuilt = preflight.datasets_defined(
         {f for key in keys for f in bundle.pipelines[key].library_files}
     )
-    for table, why in delta_log.damaged_tables(work_dir).items():
+    for table, why in damaged_tables(work_dir).items():
         if table.split(".")[-1] in rebuilt:
-            delta_log.remove(work_dir, table)  # with its flows' checkpoints
+            remove_table(work_dir, table)  # with its flows' checkpoints
             yield table, why
 
 

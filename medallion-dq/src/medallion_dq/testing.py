@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from medallion_dq import settings
 
 if TYPE_CHECKING:
-    from medallion_dq.local.runner import UpdateResult
+    from medallion_dq.local import UpdateResult
 
 log = logging.getLogger("medallion_dq.testing")  # also when run as __main__
 
@@ -39,7 +39,7 @@ class Lake:
     jobs, run in that schema."""
 
     def __init__(self, local, root: Path):
-        from medallion_dq.local.project import LocalProject
+        from medallion_dq.local import LocalProject
         from medallion_dq.preflight import landing_folders
 
         self.id = uuid.uuid4().hex[:8]
@@ -119,7 +119,7 @@ class Lake:
         """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema.
         `datasets`: only the files defining these (or their `_quarantine`), so a test seeds the
         tables they read and no other source's."""
-        from medallion_dq.local.pipeline_files import datasets_defined
+        from medallion_dq.local import datasets_defined
 
         spec = self.project.spec(
             pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"

@@ -4,6 +4,7 @@ these tests check what it cannot see: every module is placed in a layer, what ru
 uses no pyspark internals, and no module uses another's private names."""
 
 import ast
+import json
 import importlib
 import subprocess
 import sys
@@ -173,3 +174,26 @@ def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_engine_face_serves_every_name_it_lists_and_imports_nothing_before():
+    """`medallion_dq.local` (its face) costs nothing to import: no engine module, no pyspark;
+    each name it lists is the engine's own object, loaded at its first use."""
+    code = (
+        "import sys, json, medallion_dq.local as face;"
+        "before = sorted(m for m in sys.modules if m.startswith(('medallion_dq.local.', 'pyspark')));"
+        "served = {n: getattr(face, n).__module__ if hasattr(getattr(face, n), '__module__')"
+        " else None for n in face.__all__};"
+        "print(json.dumps([before, sorted(face.__all__), len(served)]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    before, names, served = json.loads(done.stdout)
+    assert before == []
+    assert served == len(names) and {"start", "LocalProject", "ServerLost"} <= set(names)
+    import medallion_dq.local as face
+    from medallion_dq.local import server
+
+    assert face.stop_server is server.stop  # the engine's own function, under the face's name
+    with pytest.raises(AttributeError, match="no attribute 'lake_internals'"):
+        face.lake_internals  # noqa: B018

@@ -28,8 +28,7 @@ log = logging.getLogger(__name__)
 def spark_findings(
     plan: Plan, landed: Landed, typings: list[Typing], sample: int, backend, keys: list[str]
 ):
-    from medallion_dq.local import spark as local_spark
-    from medallion_dq.local.machine import BackendUnavailable
+    from medallion_dq.local import BackendUnavailable, start
 
     folder, staged = landed.path, None
     if landed.path.is_file():  # the profiler reads a folder: give it one holding the file alone
@@ -40,7 +39,7 @@ def spark_findings(
         shutil.copy2(landed.path, folder / landed.path.name)
     work_dir = plan.root / config.STATE_DIR / "profile"
     try:
-        local = local_spark.start(backend, work_dir=work_dir, reuse=plan.root, mounts=[folder])
+        local = start(backend, work_dir=work_dir, reuse=plan.root, mounts=[folder])
     except BackendUnavailable as error:
         raise SourceError(str(error)) from None
     try:

@@ -162,7 +162,7 @@ def _check_header(file: Path, content: str) -> None:
     """A CSV header bronze can read by name: every column named once, on one line."""
     # Here, not at the top: the engine's reader imports sqlglot, and every CLI command imports
     # this module (its first line must come before anything slow).
-    from medallion_dq.local.autoloader import CSV_MAX_COLUMNS
+    from medallion_dq.local import CSV_MAX_COLUMNS
 
     header = next(csv.reader(io.StringIO(content)), [])
     if len(header) == 1 and (delimiter := next((d for d in ";\t|" if d in header[0]), None)):
