@@ -51,7 +51,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from medallion_dq import review, rules
+from medallion_dq import review, rules, user_yaml
 from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.pipeline_ast import (
     DATASET_DECORATORS,
@@ -283,7 +283,7 @@ class _Collector:
         try:
             if text is None:
                 text = path.read_text(encoding="utf-8")
-            raw = rules.load_yaml(text)
+            raw = user_yaml.load_yaml(text)
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
         native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)

@@ -44,7 +44,7 @@ from typing import Literal, overload
 
 import yaml
 
-from medallion_dq import config, quarantine, rules
+from medallion_dq import config, quarantine, rules, user_yaml
 from medallion_dq.config import STATE_DIR
 from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
@@ -95,7 +95,7 @@ def _parse(text: str, file: str) -> rules.RuleSet:
     """A rule file's text; a Lakehouse Plumber file names no dataset: its file name does (as in
     `medallion-dq check`)."""
     try:
-        raw = rules.load_yaml(text)
+        raw = user_yaml.load_yaml(text)
     except (yaml.YAMLError, RecursionError):
         raw = None  # rules.parse reports it
     native = isinstance(raw, dict) and ("rules" in raw or "dataset" in raw)

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 
-from medallion_dq import config, rule_fields, rules
+import yaml
+
+from medallion_dq import config, library, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.quarantine import passes_all_sql
 from medallion_dq.text import sql_name, sql_string
@@ -63,6 +65,25 @@ def cases(rule_sets: Iterable[rules.RuleSet]) -> list[Case]:
         for rule in rule_set.rules
         for example in rule.examples
     ]
+
+
+def library_rule_set(pack: str) -> rules.RuleSet:
+    """Every rule of pack ``pack``'s library, used as a rule file uses it (columns named as the
+    parameters, the other parameters given the library's ``with``), with the library's examples:
+    what a pack's tests judge on Spark."""
+    entries = []
+    for rule in library.library(pack).values():
+        given = dict((rule.examples or {}).get("with") or {})
+        arguments = ", ".join(
+            f"{param}={param}" if kind == "column" else f"{param}={given.get(param)!r}"
+            for param, kind in rule.params.items()
+        )
+        examples = {k: v for k, v in (rule.examples or {}).items() if k != "with"}
+        entries.append(
+            {"name": rule.name, "use": f"{pack}.{rule.name}({arguments})", "examples": examples}
+        )
+    text = yaml.safe_dump({"dataset": f"{pack}_library", "rules": entries}, sort_keys=False)
+    return rules.parse(text, f"{pack}: {library.LIBRARY_FILE}")
 
 
 def project_rule_sets(root: Path, layer: str | None = None) -> list[rules.RuleSet]:

@@ -124,3 +124,13 @@ def test_pytest_collects_each_example_of_a_rule_file_as_a_test(spark):
     # The warm server it used runs on after it, holding its memory: said, with how to stop it.
     assert "medallion-dq: the tests' Spark server (port " in done.stdout
     assert "`medallion-dq spark stop` stops it now" in done.stdout
+
+
+def test_every_rule_of_the_built_in_library_holds_its_examples(spark):
+    """The built-in pack's rules (library.yml), used as a rule file uses them, judged on Spark:
+    what a pack's own tests do for its library."""
+    rule_set = examples.library_rule_set("medallion")
+    cases = examples.cases([rule_set])
+    assert len(cases) >= 30 and len(rule_set.rules) == 8
+    wrong = [str(p) for p in examples.judge(spark, cases) if p is not None]
+    assert wrong == []

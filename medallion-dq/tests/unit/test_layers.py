@@ -4,8 +4,8 @@ these tests check what it cannot see: every module is placed in a layer, what ru
 uses no pyspark internals, and no module uses another's private names."""
 
 import ast
-import json
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path

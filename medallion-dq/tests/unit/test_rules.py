@@ -12,7 +12,7 @@ import json
 import pytest
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import rules, user_yaml
 from medallion_dq.local import expectations
 from medallion_dq.problems import DataQualityError
 from sample import sample_project
@@ -65,7 +65,7 @@ MALFORMED = [
         None,
     ),
     ("yaml_nested_too_deep", "dataset: " + "[" * 3000 + "]" * 3000 + "\n", ["DQ002"], None),
-    # Past rules.MAX_NESTING, in 500 bytes and by indentation: refused before libyaml composes.
+    # Past user_yaml.MAX_NESTING, in 500 bytes and by indentation: refused before libyaml composes.
     ("yaml_nested_201_deep", "dataset: " + "[" * 201 + "]" * 201 + "\n", ["DQ002"], None),
     (
         "yaml_nested_by_indentation",
@@ -752,11 +752,11 @@ def test_a_few_aliases_still_read():
 
 
 def test_a_document_at_the_nesting_bound_still_reads():
-    """rules.MAX_NESTING collections deep is read (by libyaml where PyYAML has it); one more is
+    """user_yaml.MAX_NESTING collections deep is read (by libyaml where PyYAML has it); one more is
     refused as too deep, never handed to libyaml's recursive composer."""
-    deep = rules.load_yaml("[" * rules.MAX_NESTING + "]" * rules.MAX_NESTING)
-    for _ in range(rules.MAX_NESTING - 1):
+    deep = user_yaml.load_yaml("[" * user_yaml.MAX_NESTING + "]" * user_yaml.MAX_NESTING)
+    for _ in range(user_yaml.MAX_NESTING - 1):
         (deep,) = deep
     assert deep == []
     with pytest.raises(RecursionError):
-        rules.load_yaml("[" * (rules.MAX_NESTING + 1) + "]" * (rules.MAX_NESTING + 1))
+        user_yaml.load_yaml("[" * (user_yaml.MAX_NESTING + 1) + "]" * (user_yaml.MAX_NESTING + 1))

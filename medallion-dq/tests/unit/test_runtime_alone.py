@@ -110,3 +110,57 @@ def test_the_quality_gate_entry_point_runs(runtime_python):
     assert done.stderr == (
         "ERROR: quality gate could not run: ModuleNotFoundError: No module named 'pyspark'\n"
     )
+
+
+PACK_PYPROJECT = """
+[project]
+name = "acme-conventions"
+version = "1.0.0"
+dependencies = ["medallion-dq"]
+
+[project.entry-points."medallion_dq.packs"]
+acme = "acme_conventions"
+
+[build-system]
+requires = ["hatchling>=1.25"]
+build-backend = "hatchling.build"
+"""
+
+
+def test_the_runtime_resolves_library_rules_of_an_installed_pack(runtime_python, tmp_path):
+    """A rule file using the built-in library and a platform team's pack (a wheel, installed as
+    a project's dependency is on Databricks) loads with the runtime alone."""
+    pack = tmp_path / "pack"
+    (pack / "src" / "acme_conventions").mkdir(parents=True)
+    (pack / "pyproject.toml").write_text(PACK_PYPROJECT, encoding="utf-8")
+    (pack / "src" / "acme_conventions" / "__init__.py").write_text("")
+    (pack / "src" / "acme_conventions" / "library.yml").write_text(
+        "rules:\n  - name: order_id\n    params: {column: column}\n"
+        "    constraint: \"{column} RLIKE '^ORD-[0-9]{6}$'\"\n",
+        encoding="utf-8",
+    )
+    uv = shutil.which("uv")
+    assert uv
+    run(uv, "build", "--wheel", "--quiet", "--out-dir", tmp_path / "dist", pack)
+    (wheel,) = (tmp_path / "dist").glob("acme_conventions-*.whl")
+    run(uv, "pip", "install", "--quiet", "--python", runtime_python, "--no-deps", wheel)
+    uninstall = (uv, "pip", "uninstall", "--quiet", "--python", runtime_python, "acme-conventions")
+    rule_file = tmp_path / "orders.yml"
+    rule_file.write_text(
+        "dataset: silver_orders\nrules:\n"
+        "  - {name: valid_id, use: 'acme.order_id(column=order_id)', action: drop}\n"
+        "  - {name: valid_email, use: 'medallion.email(column=email)'}\n",
+        encoding="utf-8",
+    )
+    try:
+        loaded = in_runtime(
+            runtime_python,
+            "import json; from medallion_dq import rules;"
+            f"print(json.dumps(rules.load({str(rule_file)!r}).all))",
+        )
+    finally:  # the venv is the module's: the other tests see the runtime alone
+        run(*uninstall)
+    assert loaded == {
+        "valid_id": "order_id RLIKE '^ORD-[0-9]{6}$'",
+        "valid_email": "email RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$'",
+    }

@@ -35,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import user_yaml
 from medallion_dq.config import BUNDLE_FILE
 from medallion_dq.problems import MedallionDQError
 
@@ -278,21 +278,21 @@ class Bundle:
 
 
 def read_yaml(path: Path) -> Any:
-    """A bundle file's YAML (`rules.BoundedLoader`: no alias bomb), with errors turned into
+    """A bundle file's YAML (`user_yaml.BoundedLoader`: no alias bomb), with errors turned into
     ``BundleError``."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        return rules.load_yaml(text, strict=False)
+        return user_yaml.load_yaml(text, strict=False)
     except RecursionError:
         raise BundleError(f"{path}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        if isinstance(exc, rules.YAMLTooLarge):
+        if isinstance(exc, user_yaml.YAMLTooLarge):
             raise BundleError(f"{path}: YAML refused{where}: {problem}", exc.fix) from None
         raise BundleError(
             f"{path}: invalid YAML{where}: {problem}", "fix the YAML syntax"

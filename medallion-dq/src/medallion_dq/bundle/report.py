@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import user_yaml
 from medallion_dq.bundle.model import join_path
 from medallion_dq.problems import Problem
 from medallion_dq.text import relative_path
@@ -66,7 +66,7 @@ def _line_map(text: str) -> dict[str, int]:
             for i, item in enumerate(node.value):
                 walk(item, f"{path}[{i}]")
 
-    node = yaml.compose(text, Loader=rules.BoundedLoader)
+    node = yaml.compose(text, Loader=user_yaml.BoundedLoader)
     if node is not None:
         walk(node, "")
     return out

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from medallion_dq import config, rule_fields, rules
+from medallion_dq import config, rule_fields, rules, user_yaml
 from medallion_dq.contract.model import RuleFile, Translation
 from medallion_dq.contract.odcs import ContractError
 from medallion_dq.problems import DataQualityError
@@ -50,7 +50,7 @@ def render(data: dict) -> str:
 
 def raw(path: Path) -> dict:
     try:
-        data = rules.load_yaml(path.read_text(encoding="utf-8"))
+        data = user_yaml.load_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -13,7 +13,7 @@ import sqlglot
 import yaml
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq import rule_fields, rules
+from medallion_dq import rule_fields, user_yaml
 from medallion_dq.constraints import function_errors
 from medallion_dq.contract.values import SPARK_TYPE_NAMES, contradiction, type_name
 from medallion_dq.problems import MedallionDQError
@@ -77,7 +77,7 @@ def _qualities(doc: dict):
 
 def _load_yaml(path: Path, label: str) -> Any:
     try:
-        return rules.load_yaml(path.read_text(encoding="utf-8"))
+        return user_yaml.load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ContractError([f"{label}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as error:
@@ -88,7 +88,7 @@ def _load_yaml(path: Path, label: str) -> Any:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         problem = getattr(error, "problem", None) or "invalid YAML"
-        if isinstance(error, rules.YAMLTooLarge):
+        if isinstance(error, user_yaml.YAMLTooLarge):
             fix = f"; fix: {error.fix}"
             raise ContractError([f"{label}: YAML is refused{where}: {problem}{fix}"]) from None
         raise ContractError([f"{label}: YAML does not parse{where}: {problem}"]) from None
