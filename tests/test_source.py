@@ -84,12 +84,13 @@ def test_the_bake_writes_the_source_and_the_pip_line(
     project = bake(tmp_path / "out", cookiecutter_config)
     source = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))
     entries = source["tool"]["uv"]["sources"]
-    dev = post_gen.template_source(TEMPLATE_DIR)
-    assert entries == {
-        "medallion-dq": {"path": str(Path(dev["path"]) / "runtime")},
-        "medallion-dq-dev": dev,
-    }
-    assert (Path(entries["medallion-dq"]["path"]) / "pyproject.toml").is_file()
+    dev = post_gen.template_source(TEMPLATE_DIR)  # a folder, or a git URL (a clone: CI's)
+    if "path" in dev:
+        runtime = {"path": str(Path(dev["path"]) / "runtime")}
+        assert (Path(runtime["path"]) / "pyproject.toml").is_file()
+    else:
+        runtime = {**dev, "subdirectory": "medallion-dq/runtime"}
+    assert entries == {"medallion-dq": runtime, "medallion-dq-dev": dev}
     readme = (project / "README.md").read_text(encoding="utf-8")
     runtime, tools = post_gen.pip_requirements(dev)
     assert f"pip install '{runtime}' '{tools}'" in readme
