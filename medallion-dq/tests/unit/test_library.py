@@ -3,6 +3,7 @@ built-in pack and from an installed pack, with one DQ031 line for a use that doe
 
 from __future__ import annotations
 
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -175,3 +176,12 @@ def test_a_broken_pack_is_named_with_the_way_out(installed_pack, library_yml, sa
     (line,) = problems(rule_file("- name: r\n  use: acme.x(c=id)\n"))
     assert said in line
     assert line.endswith("fix: the pack is broken: tell its owners, or pin the version before")
+
+
+def test_a_pack_whose_package_is_gone_is_one_line(installed_pack):
+    shutil.rmtree(installed_pack("rules: []\n"))  # its metadata stays, naming it
+    (line,) = problems(rule_file("- name: r\n  use: acme.x(c=id)\n"))
+    assert "pack 'acme' names package 'acme_conventions', which does not import" in line
+    assert line.endswith(
+        "fix: reinstall the pack (pip install --force-reinstall <its distribution>)"
+    )

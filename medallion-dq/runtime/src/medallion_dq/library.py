@@ -98,7 +98,14 @@ def _pack_folder(pack: str) -> Traversable:
             f"no conventions pack {pack!r} is installed (installed: {', '.join(installed)})",
             "add the pack to the project's dependencies, or correct the name",
         )
-    return files(found[0].value)
+    try:
+        return files(found[0].value)
+    except Exception as error:  # an entry point naming no importable package: a broken install
+        raise LibraryError(
+            f"pack {pack!r} names package {found[0].value!r}, which does not import"
+            f" ({type(error).__name__}: {str(error)[:120]})",
+            "reinstall the pack (pip install --force-reinstall <its distribution>)",
+        ) from None
 
 
 @cache
