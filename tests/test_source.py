@@ -116,3 +116,29 @@ def test_pip_requirements_for_git_and_path() -> None:
         "medallion-dq @ file:///a%20b/medallion-dq/runtime",
         "medallion-dq-dev[local] @ file:///a%20b/medallion-dq",
     ]
+
+
+def test_uv_resolves_the_baked_sources_of_both_distributions(
+    tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """The baked project's `[tool.uv.sources]` and medallion-dq-dev's own (the runtime, its
+    workspace member) name the runtime alike, so uv installs the project's `check` group: a
+    conflict ("conflicting URLs for package medallion-dq") stopped every nox session once."""
+    import shutil
+    import subprocess
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed; nox -s tests installs it")
+    project = bake(tmp_path / "out", cookiecutter_config)
+    subprocess.run([uv, "venv", "--quiet", str(tmp_path / "venv")], check=True)
+    venv, group = str(tmp_path / "venv"), f"{project / 'pyproject.toml'}:check"
+    done = subprocess.run(
+        [uv, "pip", "install", "--dry-run", "--python", venv, "-e", str(project), "--group", group],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "medallion-dq-dev" in done.stderr
+    assert "medallion-dq==" in done.stderr
