@@ -162,6 +162,14 @@ def test_every_error_the_package_raises_has_its_root():
     assert sorted(rootless) == []
 
 
+def printed_in_a_fresh_process(code: str) -> str:
+    """What ``code`` prints in a new Python process: what an import loads, with nothing loaded
+    before it."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
 def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():
     """Importing the Databricks-side modules loads no local engine module, nor the tools' data
     contracts and their JSON schema validator (a fresh process)."""
@@ -171,9 +179,7 @@ def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():
         "print(sorted(m for m in sys.modules"
         " if m.startswith(('medallion_dq.local', 'medallion_dq.contract', 'jsonschema'))))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert printed_in_a_fresh_process(code) == "[]"
 
 
 def test_the_engine_face_serves_every_name_it_lists_and_imports_nothing_before():
@@ -185,9 +191,7 @@ def test_the_engine_face_serves_every_name_it_lists_and_imports_nothing_before()
         "served = [n for n in face.__all__ if getattr(face, n) is not None];"
         "print(json.dumps([before, sorted(face.__all__), len(served)]))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    before, names, served = json.loads(done.stdout)
+    before, names, served = json.loads(printed_in_a_fresh_process(code))
     assert before == []
     assert served == len(names) and {"start", "LocalProject", "ServerLost"} <= set(names)
     import medallion_dq.local as face
