@@ -27,34 +27,37 @@ from pathlib import Path
 
 from medallion_dq import __version__, config, run_command, scaffold
 from medallion_dq.config import STATE_DIR
+from medallion_dq.project import Project
 from medallion_dq.settings import BACKENDS
 from medallion_dq.text import shown
 
 PROG = "medallion-dq"
 
 
-def _root(value: str | None) -> Path:
+def _project(value: str | None) -> Project:
+    """The command's project: found once, read once, handed to everything the command runs."""
     try:
-        return config.find_root(value)
+        return Project(config.find_root(value))
     except config.ProjectNotFound as error:
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
 
 
-def _code_problems(root: Path) -> list:
+def _code_problems(project: Project) -> list:
     """Pipeline files that would fail to load: syntax, missing modules, misspelt names."""
     from medallion_dq import preflight
-    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.bundle import BundleError
 
     try:
-        bundle = load_bundle(root)
+        bundle = project.bundle()
     except BundleError:
         return []  # validate_bundle reports it
     files = sorted({f for p in bundle.pipelines.values() for f in p.library_files})
+    root = project.root
     return preflight.check_pipeline_code(files, root, search_paths=[root / "src"])
 
 
-def _contract_problems(root: Path) -> list:
+def _contract_problems(project: Project) -> list:
     """A warning per difference between a contract in contracts/ and the rule files it makes
     (`contract check`, which CI runs): a rule file edited by hand is said at once. A contract
     that `contract import` would refuse (not ODCS, a physicalType that contradicts its
@@ -64,11 +67,13 @@ def _contract_problems(root: Path) -> list:
     from medallion_dq.text import relative_path
 
     out = []
+    root = project.root
     for path in sorted((root / "contracts").glob("*.odcs.yaml")):
         where = relative_path(path, root)
         fix = f"`{PROG} contract import {where}` writes its rules again, or change the contract"
         try:
-            lines = contract.drift(root, contract.translate(contract.read(path, where), where))
+            made = contract.translate(contract.read(path, where), where)
+            lines = contract.drift(project, made)
         except contract.ContractError as error:  # `contract import` refuses it: an error here
             out += [
                 Problem("DQC000", where, line.removeprefix(f"{where}: ")) for line in error.lines
@@ -84,11 +89,11 @@ def cmd_check(args) -> int:
     from medallion_dq import conventions, review
     from medallion_dq.bundle import validate_bundle
 
-    root = _root(args.root)
+    project = _project(args.root)
     problems = [
-        *validate_bundle(root),
-        *conventions.check(root, more=_contract_problems(root)),
-        *_code_problems(root),
+        *validate_bundle(project),
+        *conventions.check(project, more=_contract_problems(project)),
+        *_code_problems(project),
     ]
     examples = ""
     # Rule files that do not load cannot be judged; the review's findings (medallion_dq.review)
@@ -98,7 +103,7 @@ def cmd_check(args) -> int:
         from medallion_dq.local import BackendUnavailable
 
         try:
-            judged, failed = _check_examples(root, args.backend)
+            judged, failed = _check_examples(project, args.backend)
         except BackendUnavailable as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -111,27 +116,29 @@ def cmd_check(args) -> int:
     return 1 if errors else 0
 
 
-def _check_examples(root: Path, backend: str | None) -> tuple[int, list]:
+def _check_examples(project: Project, backend: str | None) -> tuple[int, list]:
     """Every rule example of the project, judged in one query on the project's warm server."""
     from medallion_dq import examples
     from medallion_dq.local import start
 
+    root = project.root
     local = start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
     try:
         with local.reporting_loss():
-            return examples.check(local.spark, root, lost=local.lost)
+            return examples.check(local.spark, project, lost=local.lost)
     finally:
         local.stop()
 
 
 def cmd_lake(args) -> int:
     """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
-    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.bundle import BundleError
     from medallion_dq.local import damaged_tables, delta_tables, unfinished_updates
 
-    root = _root(args.root)
+    project = _project(args.root)
+    root = project.root
     try:
-        target = args.target or load_bundle(root).target
+        target = args.target or project.bundle().target
     except BundleError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -161,7 +168,8 @@ def cmd_report(args) -> int:
     from medallion_dq import gate, report
     from medallion_dq.local import start, warm_lake
 
-    root = _root(args.root)
+    project = _project(args.root)
+    root = project.root
     logs = sorted(
         [
             *(root / STATE_DIR / "lake").glob("*/event_log/_delta_log"),
@@ -182,12 +190,12 @@ def cmd_report(args) -> int:
             frames = [spark.read.format("delta").load(str(log.parent)) for log in logs]
             events = functools.reduce(lambda a, b: a.unionByName(b), frames)
             rows = report.history(events)
-            clauses = report.clauses_from_rule_files(config.rules_dirs(root))
+            clauses = report.clauses_from_rule_files(project.rules_dirs())
             print(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
                 print(f"\n{checks}")
-            thresholds = gate.thresholds_from_rule_files(config.rules_dirs(root))
+            thresholds = gate.thresholds_from_rule_files(project.rules_dirs())
             out = report.write(
                 events,
                 Path(args.out) if args.out else root / STATE_DIR,
@@ -210,7 +218,7 @@ def cmd_spark(args) -> int:
         unused_servers,
     )
 
-    root = _root(args.root)
+    root = _project(args.root).root
     found = [(folder, info) for folder, info in servers(root) if info is not None]
     if not found:
         print(f"spark: no shared Spark server runs for {root}")
@@ -238,10 +246,12 @@ def cmd_diff(args) -> int:
     """What the working tree's rule changes do to the rows, against a git ref (diff.py)."""
     from medallion_dq import diff
 
-    root = _root(args.root)
-    print(f"medallion-dq: diff rules {args.base} -> working tree in {root}", file=sys.stderr)
+    project = _project(args.root)
+    print(
+        f"medallion-dq: diff rules {args.base} -> working tree in {project.root}", file=sys.stderr
+    )
     return diff.run(
-        root,
+        project,
         args.base,
         landing=args.landing,
         table=args.table,
@@ -258,13 +268,13 @@ def cmd_profile(args) -> int:
     from medallion_dq import profile
 
     try:
-        root = config.find_root(args.root)
+        project: Project | None = Project(config.find_root(args.root))
     except config.ProjectNotFound:
-        root = None
+        project = None
     return profile.command(
         args.source,
         args.dataset,
-        root=root,
+        project=project,
         layer=args.layer,
         out=args.out,
         force=args.force,
@@ -281,7 +291,7 @@ def cmd_contract(args) -> int:
     """A data contract (ODCS) into rule files, rule files into one, or the drift (contract/)."""
     from medallion_dq import contract
 
-    root = _root(args.root)
+    project = _project(args.root)
     options = {"dataset": args.dataset}
     if args.action == "export":
         if not args.dataset or args.file:
@@ -293,7 +303,7 @@ def cmd_contract(args) -> int:
             print(f"error: contract {args.action} takes the contract FILE", file=sys.stderr)
             return 2
         options |= {"file": args.file, "layer": args.layer}
-    return contract.command(args.action, root, **options)
+    return contract.command(args.action, project, **options)
 
 
 def _add_profile_parser(sub) -> None:
@@ -448,15 +458,15 @@ def main(argv: list[str] | None = None) -> int:
         run.error("--ungated goes with --pipeline: a job publishes only what its gate passed")
     commands = {
         "check": cmd_check,
-        "run": lambda args: run_command.cmd_run(args, _root(args.root)),
+        "run": lambda args: run_command.cmd_run(args, _project(args.root)),
         "report": cmd_report,
         "spark": cmd_spark,
         "diff": cmd_diff,
         "profile": cmd_profile,
         "contract": cmd_contract,
         "lake": cmd_lake,
-        "add": lambda args: scaffold.cmd_add(args, _root(args.root)),
-        "remove": lambda args: scaffold.cmd_remove(args, _root(args.root)),
+        "add": lambda args: scaffold.cmd_add(args, _project(args.root)),
+        "remove": lambda args: scaffold.cmd_remove(args, _project(args.root)),
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")

@@ -56,16 +56,22 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 def load_config(root: Path, table: str | None = None) -> dict[str, Any]:
     """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) of the project's pyproject.toml,
-    as written; empty when there is none. Raises ValueError when pyproject.toml does not parse."""
-    data = load_toml(Path(root) / "pyproject.toml")
-    section = data.get("tool", {}).get("medallion", {})
+    as written; empty when there is none. Raises ValueError when pyproject.toml does not parse.
+    A command reads it through its `project.Project`, once."""
+    return section(load_toml(Path(root) / "pyproject.toml"), table)
+
+
+def section(data: Mapping[str, Any], table: str | None = None) -> dict[str, Any]:
+    """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) of a parsed pyproject.toml."""
+    tool = data.get("tool", {})
+    found = tool.get("medallion", {}) if isinstance(tool, dict) else None
     name = "[tool.medallion]"
     if table is not None:
-        section = section.get(table, {}) if isinstance(section, dict) else None
+        found = found.get(table, {}) if isinstance(found, dict) else None
         name = f"[tool.medallion.{table}]"
-    if not isinstance(section, dict):
+    if not isinstance(found, dict):
         raise ValueError(f"pyproject.toml: {name} must be a table")
-    return section
+    return found
 
 
 def rules_dirs(root: Path, settings: Mapping[str, Any] | None = None) -> list[Path]:

@@ -52,7 +52,6 @@ import yaml
 from sqlglot import exp
 
 from medallion_dq import review, rules, user_yaml
-from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.pipeline_ast import (
     DATASET_DECORATORS,
     EXPECT_DECORATORS,
@@ -60,6 +59,7 @@ from medallion_dq.pipeline_ast import (
     kwarg_str,
 )
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.project import Project
 from medallion_dq.rule_fields import Check, Column
 from medallion_dq.text import relative_path, short_name
 
@@ -223,12 +223,13 @@ class _Expectation:
 class _Collector:
     def __init__(
         self,
-        root: Path,
+        project: Project,
         settings: _Settings,
         sample_failures: Mapping[str, float],
         replacing: Mapping[Path, str],
     ):
-        self.root = root
+        self.project = project
+        self.root = project.root
         self.replacing = {path.resolve(): text for path, text in replacing.items()}
         self.settings = settings
         self.samples = {
@@ -270,7 +271,7 @@ class _Collector:
     # ------------------------------------------------------------------ rule files
     def rule_files(self, settings: Mapping[str, Any]) -> Iterator[Path]:
         try:
-            folders = rules_dirs(self.root, settings)
+            folders = self.project.rules_dirs(settings)
         except ValueError as error:
             self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
             return
@@ -282,7 +283,7 @@ class _Collector:
         text = self.replacing.get(path.resolve())
         try:
             if text is None:
-                text = path.read_text(encoding="utf-8")
+                text = self.project.text(path)
             raw = user_yaml.load_yaml(text)
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
@@ -290,7 +291,11 @@ class _Collector:
         # A Lakehouse Plumber file names no dataset (the pipeline passes it): use the file name.
         lhp_dataset = path.stem if isinstance(raw, dict) and not native else None
         try:
-            ruleset = rules.load(path, dataset=lhp_dataset, text=text)
+            ruleset = (
+                rules.load(path, dataset=lhp_dataset, text=text)
+                if path.resolve() in self.replacing
+                else self.project.rule_set(path, dataset=lhp_dataset)
+            )
         except DataQualityError as error:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
             return
@@ -367,7 +372,7 @@ class _Collector:
 
         rel = relative_path(path, self.root)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = self.project.text(path)
             statements = sql_statements(text)
         except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
@@ -423,7 +428,7 @@ class _Collector:
     def read_python_file(self, path: Path, layer: str | None) -> None:
         rel = relative_path(path, self.root)
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            tree = ast.parse(self.project.text(path), filename=str(path))
         except (OSError, UnicodeDecodeError, SyntaxError) as error:
             self.add("DQC000", rel, f"cannot parse the file: {error}", "fix the syntax error")
             return
@@ -718,7 +723,7 @@ _CORRUPT = re.compile(r"\b_corrupt_record\b", re.IGNORECASE)
 
 
 def check(
-    project_root: Path,
+    project: Project | Path,
     config: Mapping[str, Any] | None = None,
     *,
     sample_failures: Mapping[str, float] | None = None,
@@ -734,10 +739,10 @@ def check(
     configured severity too. `replacing`: rule files' texts by path, judged instead of the files
     (new ones too): the project as `contract import` would leave it.
     """
-    root = Path(project_root)
+    project = Project.of(project)
     read_problems: list[Problem] = []
     try:
-        settings = load_config(root)
+        settings = project.settings()
     except ValueError as error:
         read_problems.append(
             Problem("DQC000", "pyproject.toml", str(error), "fix [tool.medallion.conventions]")
@@ -755,7 +760,7 @@ def check(
                 )
             )
             config = {}
-    collector = _Collector(root, _settings(config), sample_failures or {}, replacing or {})
+    collector = _Collector(project, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
     for path in collector.rule_files(settings):
         collector.read_rule_file(path)

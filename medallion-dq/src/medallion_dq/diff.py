@@ -44,10 +44,11 @@ from typing import Literal, overload
 
 import yaml
 
-from medallion_dq import config, quarantine, rules, user_yaml
+from medallion_dq import quarantine, rules, user_yaml
 from medallion_dq.config import STATE_DIR
 from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
+from medallion_dq.project import Project
 from medallion_dq.text import relative_path, table_lines
 
 EXAMPLES = 5  # example rows per kind (newly dropped, newly kept) and dataset
@@ -129,13 +130,14 @@ def _paired(files: list[tuple[str, str]]) -> tuple[dict[str, rules.RuleSet], lis
 
 
 def load_revisions(
-    root: Path, ref: str
+    project: Project | Path, ref: str
 ) -> tuple[dict[str, rules.RuleSet], dict[str, rules.RuleSet]]:
     """The rule files of `ref` and of the working tree, by dataset, under the working tree's
     rules folders. BadInput (every problem of both sides) before anything else runs."""
-    root = Path(root).resolve()
+    project = Project.of(project)
+    root = project.root
     try:
-        folders = config.rules_dirs(root)
+        folders = project.rules_dirs()
     except ValueError as error:
         raise BadInput([f"error: {error}"]) from None
     if _git(root, "rev-parse", "--is-inside-work-tree", check=False) is None:
@@ -164,9 +166,7 @@ def load_revisions(
     for folder in folders:
         for path in rules.rule_files(folder) if folder.is_dir() else []:
             try:
-                head_files.append(
-                    (relative_path(path.resolve(), root), path.read_text(encoding="utf-8"))
-                )
+                head_files.append((relative_path(path.resolve(), root), project.text(path)))
             except (OSError, UnicodeDecodeError) as error:
                 raise BadInput([f"error: {relative_path(path.resolve(), root)}: {error}"]) from None
     base, base_problems = _paired(base_files)
@@ -637,7 +637,7 @@ def _write(path: str | None, text: str) -> None:
         Path(path).write_text(text, encoding="utf-8")
 
 
-def _check_options(root: Path, landing: str | None, table: str | None, outputs: dict) -> None:
+def _check_options(project: Project, landing: str | None, table: str | None, outputs: dict) -> None:
     """Options and pipeline code, before Spark starts (the checks of `medallion-dq run`)."""
     from medallion_dq import preflight
 
@@ -647,14 +647,14 @@ def _check_options(root: Path, landing: str | None, table: str | None, outputs: 
             dataclasses.replace(p, file=f"{option} {path}") for p in preflight.check_json_path(path)
         ]
     if table is None:
-        problems += preflight.check_run_options(root, landing=landing)
+        problems += preflight.check_run_options(project, landing=landing)
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise BadInput([f"error: {p}" for p in errors])
 
 
 def run(
-    root: Path,
+    project: Project | Path,
     base_ref: str,
     *,
     landing: str | None = None,
@@ -666,11 +666,12 @@ def run(
     examples: int = EXAMPLES,
 ) -> int:
     """The whole command; returns the exit code (see the module doc)."""
-    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.bundle import BundleError
 
-    root = Path(root).resolve()
+    project = Project.of(project)
+    root = project.root
     try:
-        base, head = load_revisions(root, base_ref)
+        base, head = load_revisions(project, base_ref)
         names = _order(base, head)
         if dataset is None and table is not None:
             dataset = table.split(".")[-1]
@@ -681,9 +682,9 @@ def run(
                     f" {dataset!r}: choose one of {', '.join(names) or '(none)'} (--dataset)"
                 ]
             )
-        _check_options(root, landing, table, {"--json": json_path, "--markdown": markdown_path})
+        _check_options(project, landing, table, {"--json": json_path, "--markdown": markdown_path})
         try:
-            bundle = load_bundle(root)
+            bundle = project.bundle()
         except BundleError as error:
             raise BadInput([f"error: {error}"]) from None
         source = lake_table(root, bundle, table) if table else None
@@ -703,7 +704,7 @@ def run(
     )
     report = {"base": base_ref, "head": HEAD, "data": data}
     try:
-        _judge_all(root, diffs, source, landing_dir, backend, examples)
+        _judge_all(project, diffs, source, landing_dir, backend, examples)
     except UpdateFailed as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -717,9 +718,10 @@ def run(
     return 2 if any(d.error for d in ordered) else 0
 
 
-def _judge_all(root, diffs, source, landing, backend, examples) -> None:
+def _judge_all(project: Project, diffs, source, landing, backend, examples) -> None:
     from medallion_dq.local import LocalProject, log_to_stderr, start
 
+    root = project.root
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     work_dir = root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}"
     database = f"dq_diff_{uuid.uuid4().hex[:8]}"
@@ -741,10 +743,10 @@ def _judge_all(root, diffs, source, landing, backend, examples) -> None:
                 (name,) = diffs
                 judge(local.spark.read.format("delta").load(str(source)), diffs[name], examples)
                 return
-            project = LocalProject(
-                root, local, landing=landing, database=database, log=log_to_stderr
+            running = LocalProject(
+                project, local, landing=landing, database=database, log=log_to_stderr
             )
-            judge_landing(project, diffs, examples, log_to_stderr)
+            judge_landing(running, diffs, examples, log_to_stderr)
     finally:
         if local is not None:
             if source is None:

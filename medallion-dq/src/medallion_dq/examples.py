@@ -25,8 +25,9 @@ from pathlib import Path
 
 import yaml
 
-from medallion_dq import config, library, rule_fields, rules
+from medallion_dq import library, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.project import Project
 from medallion_dq.quarantine import passes_all_sql
 from medallion_dq.text import sql_name, sql_string
 
@@ -86,18 +87,18 @@ def library_rule_set(pack: str) -> rules.RuleSet:
     return rules.parse(text, f"{pack}: {library.LIBRARY_FILE}")
 
 
-def project_rule_sets(root: Path, layer: str | None = None) -> list[rules.RuleSet]:
+def project_rule_sets(project: Project | Path, layer: str | None = None) -> list[rules.RuleSet]:
     """The project's rule files (of one layer, if given); invalid files raise DataQualityError
     with every problem, before Spark is asked anything."""
+    project = Project.of(project)
     found, problems = [], []
-    for folder in config.rules_dirs(root):
-        for path in rules.rule_files(folder):
-            if layer is not None and path.parent.name != layer:
-                continue
-            try:
-                found.append(rules.load(path))
-            except DataQualityError as error:
-                problems += error.problems
+    for path in project.rule_files():
+        if layer is not None and path.parent.name != layer:
+            continue
+        try:
+            found.append(project.rule_set(path))
+        except DataQualityError as error:
+            problems += error.problems
     if problems:
         raise DataQualityError(problems)
     return found
@@ -223,8 +224,8 @@ def _judge(spark, all_cases: list[Case], lost: Callable) -> list[Problem | None]
 
 
 def check(
-    spark, root: Path, layer: str | None = None, lost: Lost = None
+    spark, project: Project | Path, layer: str | None = None, lost: Lost = None
 ) -> tuple[int, list[Problem]]:
     """(number of examples, problems) of the project's rule files."""
-    all_cases = cases(project_rule_sets(root, layer))
+    all_cases = cases(project_rule_sets(project, layer))
     return len(all_cases), [p for p in judge(spark, all_cases, lost) if p is not None]

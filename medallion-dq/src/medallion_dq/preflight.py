@@ -60,8 +60,6 @@ from medallion_dq.bundle.model import (
     BundleError,
     apply_target,
     default_target,
-    load_bundle,
-    load_raw,
 )
 from medallion_dq.local import (
     check_pipeline_code,
@@ -71,6 +69,7 @@ from medallion_dq.local import (
     landing_formats,
 )
 from medallion_dq.problems import Problem
+from medallion_dq.project import Project
 from medallion_dq.text import relative_path
 
 __all__ = [
@@ -572,7 +571,7 @@ def _check_names(
 
 
 def check_run_options(
-    root: Path | str,
+    project: Project | Path | str,
     *,
     target: str | None = None,
     variables: Sequence[str] | Mapping[str, str] = (),
@@ -593,7 +592,7 @@ def check_run_options(
 
     Arguments are the options as the user typed them:
 
-    * ``root``: the project folder (holding databricks.yml);
+    * ``project``: the project (or its folder, holding databricks.yml);
     * ``target``: ``--target`` (None: the bundle's default target);
     * ``variables``: ``--var`` as typed, ``["schema=x", ...]`` (or an already parsed mapping);
     * ``pipeline`` / ``job``: ``--pipeline`` / ``--job`` (both None: every pipeline of the
@@ -614,12 +613,13 @@ def check_run_options(
     user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
     is executed.
     """
-    root = Path(root).resolve()
+    project = Project.of(project)
+    root = project.root
     cwd = Path(cwd or Path.cwd())
     overrides, problems = parse_variables(variables)
     output_problems = _check_outputs(json_path, junit_path, cwd)
     try:
-        raw = load_raw(root)
+        raw = project.raw_bundle()
     except BundleError as error:
         return [*problems, _unreadable(error), *output_problems]
     target, target_problem = _target(raw.config, target)
@@ -627,7 +627,7 @@ def check_run_options(
         return [target_problem, *problems, *output_problems]
     problems += _undeclared_variables(raw.config, overrides)
     try:
-        bundle = load_bundle(root, target=target, variables=overrides)
+        bundle = project.bundle(target=target, variables=overrides)
     except BundleError as error:
         return [*problems, _unreadable(error), *output_problems]
 

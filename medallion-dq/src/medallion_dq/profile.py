@@ -61,6 +61,7 @@ from medallion_dq.profile_input import (
     landing_input,
     table_input,
 )
+from medallion_dq.project import Project
 from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_column, sql_name, sql_string
@@ -590,14 +591,14 @@ def render(
 # --------------------------------------------------------------------------- the command
 
 
-def _project_format(root: Path | None) -> str | None:
+def _project_format(project: Project | None) -> str | None:
     """The landing format the project's bundle configures (its first pipeline that says)."""
-    if root is None:
+    if project is None:
         return None
-    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.bundle import BundleError
 
     try:
-        pipelines = load_bundle(root).pipelines.values()
+        pipelines = project.bundle().pipelines.values()
     except BundleError:
         return None
     for pipeline in pipelines:
@@ -610,7 +611,7 @@ def command(
     source: str,
     dataset: str,
     *,
-    root: Path | None = None,
+    project: Project | None = None,
     layer: str = "silver",
     out: str | None = None,
     force: bool = False,
@@ -631,7 +632,7 @@ def command(
         text = _profile(
             source,
             dataset,
-            root=root,
+            project=project,
             layer=layer,
             out=out,
             force=force,
@@ -660,7 +661,10 @@ def command(
     return 0
 
 
-def _profile(source: str, dataset: str, *, root, out, force, backend, **options) -> str:
+def _profile(
+    source: str, dataset: str, *, project: Project | None, out, force, backend, **options
+) -> str:
+    root = project.root if project else None
     from medallion_dq.config import STATE_DIR
 
     if not dataset or not dataset.isprintable() or len(dataset) > MAX_NAME:
@@ -676,7 +680,7 @@ def _profile(source: str, dataset: str, *, root, out, force, backend, **options)
         delta = (path / "_delta_log").is_dir()
         file_format = None
         if not delta:
-            file_format = file_format_of(path, options["file_format"] or _project_format(root))
+            file_format = file_format_of(path, options["file_format"] or _project_format(project))
             if not landing_files(path, file_format):
                 raise ProfileError(
                     f"no {file_format} files to read in {source}: pass --format to read another "

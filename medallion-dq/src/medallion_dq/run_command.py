@@ -13,9 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medallion_dq import config
 from medallion_dq.config import STATE_DIR
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import Project
 from medallion_dq.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,14 +37,14 @@ def _lake(root: Path, target: str, fresh: bool) -> Path:
     return root / STATE_DIR / "lake" / target
 
 
-def _preflight(root: Path, args) -> tuple[list, str | None]:
+def _preflight(project: Project, args) -> tuple[list, str | None]:
     """Everything that can be checked before Spark starts: the options (preflight) and the
     project's static checks (`check`). Returns (problems, the bundle target)."""
     from medallion_dq import conventions, preflight
-    from medallion_dq.bundle import BundleError, load_bundle, validate_bundle
+    from medallion_dq.bundle import BundleError, validate_bundle
 
     problems = preflight.check_run_options(
-        root,
+        project,
         target=args.target,
         variables=args.var,
         pipeline=args.pipeline,
@@ -52,15 +52,15 @@ def _preflight(root: Path, args) -> tuple[list, str | None]:
         landing=args.landing,
         json_path=args.json,
         junit_path=args.junit_xml,
-        lakes=None if args.fresh else root / STATE_DIR / "lake",
+        lakes=None if args.fresh else project.root / STATE_DIR / "lake",
         new_delivery=args.new_delivery,
         full_refresh=args.full_refresh,
         ungated=args.ungated,
     )
     if not preflight.has_errors(problems):
-        problems += [*validate_bundle(root), *conventions.check(root)]
+        problems += [*validate_bundle(project), *conventions.check(project)]
     try:
-        target = load_bundle(root, target=args.target).target
+        target = project.bundle(target=args.target).target
     except BundleError:
         target = None
     return problems, target
@@ -89,14 +89,14 @@ def _write_summary(path: str | None, summary: dict) -> None:
             Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
 
 
-def _write_junit(path: str | None, root: Path, result, what: str, error: str | None) -> None:
+def _write_junit(path: str | None, project: Project, result, what: str, error: str | None) -> None:
     """The run's rules and dataset checks as JUnit test cases (junit.py), whatever its end."""
     if not path:
         return
-    from medallion_dq import gate, junit
+    from medallion_dq import junit
 
     try:
-        rulesets = gate.load_rule_files(config.rules_dirs(root))
+        rulesets = project.rule_sets()
     except ValueError:  # invalid rule files stopped the run at its checks: none to list
         rulesets = []
     with _writing("--junit-xml", path):
@@ -124,15 +124,16 @@ def _ended(what: str) -> None:
         signal.signal(signum, note)
 
 
-def cmd_run(args, root: Path) -> int:
+def cmd_run(args, project: Project) -> int:
     # First a line, then the imports: pyspark and sqlglot take seconds on a cold disk.
+    root = project.root
     what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
     print(f"medallion-dq: run {what} in {root} (checking it first)", file=sys.stderr, flush=True)
 
     from medallion_dq import preflight
     from medallion_dq.local import LAKE_UPDATES, Interrupted, LocalProject, lake_locked
 
-    problems, target = _preflight(root, args)
+    problems, target = _preflight(project, args)
     for problem in problems:
         print(f"{problem.severity}: {problem}", file=sys.stderr)  # error | warning
     if preflight.has_errors(problems):
@@ -152,22 +153,22 @@ def cmd_run(args, root: Path) -> int:
     result: JobResult | UpdateResult | None = None
     try:
         with lake_locked(work_dir):
-            local = _lake_server(root, target, variables, args, work_dir, landing)
-            project = LocalProject(
-                root,
+            local = _lake_server(project, target, variables, args, work_dir, landing)
+            running = LocalProject(
+                project,
                 local,
                 target=target,
                 variables=variables,
                 landing=landing,
                 failing_examples=3 if args.junit_xml else 0,
             )
-            project.open_lake()
+            running.open_lake()
             if args.job:
-                result = project.run_job(
+                result = running.run_job(
                     args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
                 )
             else:
-                result = project.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+                result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
             _ended(what)
         summary = result.to_dict()
         print(f"{what}: {summary['status']} in {summary['seconds']} s")
@@ -204,7 +205,7 @@ def cmd_run(args, root: Path) -> int:
             local.stop()
         _write_summary(args.json, summary)
         said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
-        _write_junit(args.junit_xml, root, result, what, said if isinstance(said, str) else None)
+        _write_junit(args.junit_xml, project, result, what, said if isinstance(said, str) else None)
 
 
 def _run_failed(
@@ -256,13 +257,15 @@ def _run_failed(
     return 3
 
 
-def _lake_server(root: Path, target: str, variables: dict, args, work_dir: Path, landing: Path):
+def _lake_server(
+    project: Project, target: str, variables: dict, args, work_dir: Path, landing: Path
+):
     """The Spark session of a run in lake `work_dir` (locked): on the lake's warm server unless
     --own-server or --fresh, started after removing what a full refresh rebuilds."""
     from medallion_dq.local import LAKE_UPDATES, start, stop_lake_servers
 
     if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
-        removed = list(_damaged_rebuilt(root, target, variables, args, work_dir))
+        removed = list(_damaged_rebuilt(project, target, variables, args, work_dir))
         for table, why in removed:
             print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
         if removed:  # the lake's warm server still holds them in its catalog
@@ -277,20 +280,19 @@ def _lake_server(root: Path, target: str, variables: dict, args, work_dir: Path,
     local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
     print(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
-        f"lake {work_dir.relative_to(root)}",
+        f"lake {work_dir.relative_to(project.root)}",
         flush=True,
     )
     return local
 
 
-def _damaged_rebuilt(root: Path, target: str, variables: dict, args, work_dir: Path):
+def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):
     """Remove the damaged tables a full refresh of the run's pipelines rebuilds; yield each
     (table, what was wrong). A damaged table of another pipeline stopped the run in preflight."""
     from medallion_dq import preflight
-    from medallion_dq.bundle import load_bundle
     from medallion_dq.local import damaged_tables, remove_table
 
-    bundle = load_bundle(root, target=target, variables=variables)
+    bundle = project.bundle(target=target, variables=variables)
     keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
     rebuilt = preflight.datasets_defined(
         {f for key in keys for f in bundle.pipelines[key].library_files}

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from medallion_dq import cli
+from medallion_dq.project import Project
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"
@@ -256,7 +257,7 @@ def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_pat
     landed = read_source(file)
     assert landed.columns == ["id", name]
     typings = [column_typing(c, [r[c] for r in landed.records]) for c in landed.columns]
-    plan = Plan(project, "data", "acme_orders", "stream")
+    plan = Plan(Project(project), "data", "acme_orders", "stream")
 
     def constant(text: str, target: str):
         tree = ast.parse(text)  # the file is Python, and its constant holds the names

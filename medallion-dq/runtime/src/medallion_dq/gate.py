@@ -485,6 +485,7 @@ def run_gate(
     update_id: str | None = None,
     earlier: Mapping[str, Sequence[str]] | None = None,
     rule_files: Iterable[Path | str] = (),
+    rulesets: Sequence[RuleSet] | None = None,
     default_threshold: float = DEFAULT_THRESHOLD,
     allow_empty: bool = False,
     table_prefix: str = "",
@@ -501,9 +502,11 @@ def run_gate(
 
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
-    ``allow_empty``."""
+    ``allow_empty``. ``rulesets``: the rule files as the caller loaded them (the local engine
+    reads a project's once per command), instead of ``rule_files``."""
     update_id = update_id or latest_update_id(events_df)
-    rulesets = load_rule_files(rule_files)  # once: thresholds and the datasets to expect
+    if rulesets is None:  # once: thresholds and the datasets to expect
+        rulesets = load_rule_files(rule_files)
     thresholds = _thresholds(rulesets)
     if update_id is None:
         return GateResult(

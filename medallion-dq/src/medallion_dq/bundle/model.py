@@ -31,12 +31,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from medallion_dq import user_yaml
-from medallion_dq.config import BUNDLE_FILE
+from medallion_dq.config import BUNDLE_FILE, load_toml
 from medallion_dq.problems import MedallionDQError
 
 __all__ = [
@@ -312,6 +312,29 @@ class RawBundle:
     config: dict[str, Any]
     #: (kind, key) -> files that define it (more than one is an error).
     resource_files: dict[tuple[str, str], list[Path]]
+
+
+class ProjectFiles(Protocol):
+    """The project's files as a command reads them, once (`medallion_dq.project.Project`)."""
+
+    root: Path
+
+    def raw_bundle(self) -> RawBundle: ...
+
+    def pyproject(self) -> dict[str, Any]: ...
+
+
+class FolderFiles:
+    """A folder's files, read on each call: for a caller with a path and no `Project`."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root).resolve()
+
+    def raw_bundle(self) -> RawBundle:
+        return load_raw(self.root)
+
+    def pyproject(self) -> dict[str, Any]:
+        return load_toml(self.root / "pyproject.toml")
 
 
 def included_files(root: Path, patterns: list[Any]) -> tuple[list[Path], list[str]]:
@@ -683,9 +706,15 @@ def load_bundle(
     ``variables`` (like ``--var``), and return the resolved pipelines and jobs.
 
     Raises ``BundleError`` with a one-line message when the bundle cannot be read; use
-    ``validate_bundle`` for a full report.
+    ``validate_bundle`` for a full report. A command reads it through its `project.Project`.
     """
-    raw = load_raw(Path(root))
+    return resolve_bundle(load_raw(Path(root)), target, variables)
+
+
+def resolve_bundle(
+    raw: RawBundle, target: str | None = None, variables: dict[str, Any] | None = None
+) -> Bundle:
+    """The bundle's files as read (`load_raw`), resolved for ``target`` and ``variables``."""
     target = target or default_target(raw.config)
     effective = apply_target(raw.config, target)
     values = variable_values(raw.config, target, variables)

@@ -33,6 +33,8 @@ from medallion_dq.bundle.model import (
     LIBRARY_PATH_FIELDS,
     REFERENCE,
     BundleError,
+    FolderFiles,
+    ProjectFiles,
     RawBundle,
     Task,
     apply_target,
@@ -41,7 +43,6 @@ from medallion_dq.bundle.model import (
     iter_references,
     iter_strings,
     library_entries,
-    load_raw,
     order_tasks,
     resolve,
     resource_docs,
@@ -50,7 +51,6 @@ from medallion_dq.bundle.model import (
 from medallion_dq.bundle.report import Report
 from medallion_dq.bundle.schema import check_schemas
 from medallion_dq.config import BUNDLE_FILE
-from medallion_dq.config import load_toml as load_config_file
 from medallion_dq.problems import Problem
 
 __all__ = ["Problem", "validate_bundle"]
@@ -598,7 +598,7 @@ def _check_secrets(report: Report, raw: RawBundle) -> None:
                 )
 
 
-def _declared_entry_points(root: Path, report: Report) -> dict[str, set[str]]:
+def _declared_entry_points(files: ProjectFiles, report: Report) -> dict[str, set[str]]:
     """Entry points by wheel package name: the project's own (pyproject.toml) and this
     package's (the gate task runs ``medallion_dq``'s ``quality_gate``)."""
     from importlib.metadata import PackageNotFoundError, distribution
@@ -610,9 +610,9 @@ def _declared_entry_points(root: Path, report: Report) -> dict[str, set[str]]:
     except PackageNotFoundError:  # pragma: no cover - run from a source tree
         declared["medallion_dq"] = {"medallion-dq", "quality_gate"}
     try:
-        project = load_config_file(root / "pyproject.toml").get("project") or {}
+        project = files.pyproject().get("project") or {}
     except ValueError as exc:
-        report.add("BND001", root / "pyproject.toml", "", str(exc))
+        report.add("BND001", files.root / "pyproject.toml", "", str(exc))
         return declared
     names = set((project.get("scripts") or {}).keys())
     for group in (project.get("entry-points") or {}).values():
@@ -628,8 +628,8 @@ def _dist_key(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
-def _check_entry_points(report: Report, raw: RawBundle) -> None:
-    declared = _declared_entry_points(raw.root, report)
+def _check_entry_points(report: Report, raw: RawBundle, files: ProjectFiles) -> None:
+    declared = _declared_entry_points(files, report)
     for file, kind, _key, spec, path in resource_docs(raw):
         if kind != "jobs" or not isinstance(spec, dict):
             continue
@@ -672,17 +672,19 @@ def _check_entry_points(report: Report, raw: RawBundle) -> None:
 
 
 def validate_bundle(
-    root: Path | str,
+    project: ProjectFiles | Path | str,
     *,
     validation_key: str = "validation",
     publish_key: str = "publish",
 ) -> list[Problem]:
-    """Check the bundle at ``root``; an empty list means it is clean. Never raises."""
-    root = Path(root).resolve()
+    """Check the bundle of ``project`` (a folder, or its files as a command read them); an empty
+    list means it is clean. Never raises."""
+    files = FolderFiles(project) if isinstance(project, (Path, str)) else project
+    root = files.root
     report = Report(root)
     try:
         try:
-            raw = load_raw(root)
+            raw = files.raw_bundle()
         except BundleError as exc:
             text = str(exc)
             file, _, message = text.partition(": ")
@@ -702,7 +704,7 @@ def validate_bundle(
         _check_jobs(report, raw, validation_key, publish_key)
         _check_catalog_schema(report, raw)
         _check_secrets(report, raw)
-        _check_entry_points(report, raw)
+        _check_entry_points(report, raw, files)
     except Exception as exc:
         tb = exc.__traceback__
         while tb is not None and tb.tb_next is not None:

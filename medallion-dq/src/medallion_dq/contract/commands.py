@@ -17,6 +17,7 @@ from medallion_dq.contract.model import Translation
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError, read, validate
 from medallion_dq.contract.translate import translate
 from medallion_dq.problems import DataQualityError, Problem
+from medallion_dq.project import Project
 
 
 def _say(translation: Translation, notes: list[str]) -> None:
@@ -31,11 +32,11 @@ def _load(file: str, layer: str = "silver", dataset: str | None = None) -> Trans
     return translate(read(Path(file), label), label, layer=layer, dataset=dataset)
 
 
-def command(action: str, root: Path, **options) -> int:
+def command(action: str, project: Project | Path, **options) -> int:
     """`medallion-dq contract import | export | check`: 0 done (no drift), 1 drift, 2 a bad
     contract or option (nothing written)."""
     try:
-        return _COMMANDS[action](root, **options)
+        return _COMMANDS[action](Project.of(project), **options)
     except ContractError as error:
         for line in error.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -46,12 +47,12 @@ def command(action: str, root: Path, **options) -> int:
         return 2
 
 
-def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = None) -> int:
+def _import(project: Project, file: str, layer: str = "silver", dataset: str | None = None) -> int:
     from medallion_dq import conventions
 
     translation = _load(file, layer, dataset)
-    planned, notes = plan(root, translation)
-    if broken := _breaks(root, planned):
+    planned, notes = plan(project, translation)
+    if broken := _breaks(project, planned):
         for problem in broken:
             print(f"error: {Path(file).name}: the import would leave {problem}", file=sys.stderr)
         print(f"contract import: nothing written ({len(broken)} error(s) above)", file=sys.stderr)
@@ -70,13 +71,13 @@ def _import(root: Path, file: str, layer: str = "silver", dataset: str | None = 
     _say(translation, notes)
     # What `check` says of the files written: a quarantine to add, a dataset to define.
     shown = tuple(item.display for item in planned)
-    for problem in conventions.check(root):
+    for problem in conventions.check(Project(project.root)):  # the files as now written
         if problem.file.split(":")[0].endswith(shown):  # a review finding: file:line
             print(f"  check: {problem}")
     return 0
 
 
-def _breaks(root: Path, planned: list[Planned]) -> list[Problem]:
+def _breaks(project: Project, planned: list[Planned]) -> list[Problem]:
     """The errors `check` would find, after the import, in files it does not write (a pipeline's
     decorator given no rules, DQC014): the import is refused rather than leave them to the next
     person who runs `check`."""
@@ -85,8 +86,8 @@ def _breaks(root: Path, planned: list[Planned]) -> list[Problem]:
     def said(problem: Problem) -> tuple:
         return problem.code, problem.file, problem.message
 
-    now = {said(p) for p in conventions.check(root) if p.severity == "error"}
-    after = conventions.check(root, replacing={item.path: item.text for item in planned})
+    now = {said(p) for p in conventions.check(project) if p.severity == "error"}
+    after = conventions.check(project, replacing={item.path: item.text for item in planned})
     written = tuple(item.display for item in planned)
     return [
         p
@@ -95,9 +96,9 @@ def _breaks(root: Path, planned: list[Planned]) -> list[Problem]:
     ]
 
 
-def _export(root: Path, dataset: str, out: str | None = None) -> int:
+def _export(project: Project, dataset: str, out: str | None = None) -> int:
     left: list[str] = []
-    doc = export(root, dataset, left)
+    doc = export(project, dataset, left)
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     validate(doc, "export")  # a bug here, not the user's: never write a contract that is not ODCS
     for line in left:
@@ -111,9 +112,9 @@ def _export(root: Path, dataset: str, out: str | None = None) -> int:
     return 0
 
 
-def _check(root: Path, file: str, layer: str = "silver", dataset: str | None = None) -> int:
+def _check(project: Project, file: str, layer: str = "silver", dataset: str | None = None) -> int:
     translation = _load(file, layer, dataset)
-    lines = drift(root, translation)
+    lines = drift(project, translation)
     for line in lines:
         print(line)
     label = Path(file).name

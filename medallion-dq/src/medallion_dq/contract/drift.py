@@ -15,6 +15,7 @@ from medallion_dq.contract.files import existing_files, merge, raw, render
 from medallion_dq.contract.model import Translation
 from medallion_dq.contract.values import quote_field
 from medallion_dq.problems import DataQualityError
+from medallion_dq.project import Project
 
 
 def canonical(spark_type: str) -> str:
@@ -56,14 +57,16 @@ def lake_schema(root: Path, dataset: str) -> tuple[Path, dict[str, str]] | None:
     return None
 
 
-def drift(root: Path, translation: Translation) -> list[str]:
+def drift(project: Project | Path, translation: Translation) -> list[str]:
     """Every difference between the rule files the contract makes and the project's, one line
     each; and between the contract's columns and the local lake's tables."""
-    existing = existing_files(root)
+    project = Project.of(project)
+    root = project.root
+    existing = existing_files(project)
     lines = []
     made_for = {made.dataset for made in translation.files.values()}
     for dataset, path in existing.items():  # a file of the contract it no longer describes
-        written = raw(path)
+        written = raw(project, path)
         ours = (written.get("contract") or {}) if isinstance(written.get("contract"), dict) else {}
         if (
             translation.whole
@@ -85,11 +88,11 @@ def drift(root: Path, translation: Translation) -> list[str]:
             continue
         where = rules.display_path(found_file)
         try:
-            now = rules.load(found_file)
+            now = project.rule_set(found_file)
         except DataQualityError as error:
             lines += [str(p) for p in error.problems]
             continue
-        data, _ = merge(made, raw(found_file))
+        data, _ = merge(made, raw(project, found_file))
         want = rules.parse(render(data), where)
         lines += [f"{where}: {line}" for line in _differences(want, now)]
         found = lake_schema(root, made.dataset)

@@ -18,6 +18,7 @@ from medallion_dq.contract.model import singular
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError
 from medallion_dq.contract.patterns import FORMATS
 from medallion_dq.contract.values import kind_of, plain
+from medallion_dq.project import Project
 from medallion_dq.sources import CORRUPT_RECORD
 
 _STABLE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -106,18 +107,20 @@ def _literal_of(constraint: str, node: exp.Expression) -> Any:
     return found.group(1) if found else None
 
 
-def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
+def export(project: Project | Path, dataset: str, left: list[str] | None = None) -> dict:
     """An ODCS v3.1.0 document of a dataset's rule file (and its gold `_keys` file); what a
     contract cannot say is added to `left`."""
     left = [] if left is None else left
-    existing = existing_files(root)
+    project = Project.of(project)
+    root = project.root
+    existing = existing_files(project)
     path = existing.get(dataset) or next(
         (p for d, p in existing.items() if p.stem == dataset and p.parent.name != "gold"), None
     )
     if path is None:
         names = ", ".join(sorted(existing)) or "none"
         raise ContractError([f"--dataset {dataset}: no rule file of that dataset (found: {names})"])
-    ruleset = rules.load(path)
+    ruleset = project.rule_set(path)
     clauses = [r.contract for r in ruleset.rules if r.contract]
     clauses += [c.contract for c in ruleset.checks if c.contract]
     owners = [c.split(": ")[0] for c in clauses if ": " in c]
@@ -126,7 +129,7 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
         r
         for d, p in existing.items()
         if p.parent.name == "gold" and p.stem == f"{singular(path.stem)}_keys"
-        for r in rules.load(p).rules
+        for r in project.rule_set(p).rules
     ]
     props: dict[str, dict] = {}
 
@@ -165,7 +168,7 @@ def export(root: Path, dataset: str, left: list[str] | None = None) -> dict:
         if (said := _export_check(check, name, prop, quality, left)) is not None
     ]
     obj: dict[str, Any] = {"name": name, "physicalName": ruleset.dataset, "physicalType": "table"}
-    description = raw(path).get("description")
+    description = raw(project, path).get("description")
     if isinstance(description, str) and description.strip():
         obj["description"] = description.strip()
     obj["properties"] = list(props.values())

@@ -9,10 +9,11 @@ from typing import Any
 
 import yaml
 
-from medallion_dq import config, rule_fields, rules, user_yaml
+from medallion_dq import rule_fields, rules, user_yaml
 from medallion_dq.contract.model import RuleFile, Translation
 from medallion_dq.contract.odcs import ContractError
 from medallion_dq.problems import DataQualityError
+from medallion_dq.project import Project
 
 HEADER = (
     "# Made from a data contract by `medallion-dq contract import`: items with a `contract:`\n"
@@ -48,20 +49,21 @@ def render(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def raw(path: Path) -> dict:
+def raw(project: Project, path: Path) -> dict:
+    """A rule file's YAML as written; empty when it does not read (the rule loader says why)."""
     try:
-        data = user_yaml.load_yaml(path.read_text(encoding="utf-8"))
+        data = user_yaml.load_yaml(project.text(path))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
-def existing_files(root: Path) -> dict[str, Path]:
+def existing_files(project: Project) -> dict[str, Path]:
     """dataset -> its rule file, over the project's rule folders."""
     found: dict[str, Path] = {}
-    for folder in config.rules_dirs(root):
+    for folder in project.rules_dirs():
         for path in rules.rule_files(folder):
-            dataset = raw(path).get("dataset")
+            dataset = raw(project, path).get("dataset")
             if isinstance(dataset, str):
                 found.setdefault(dataset, path)
     return found
@@ -106,24 +108,25 @@ class Planned:
     before: str | None
 
 
-def plan(root: Path, translation: Translation) -> tuple[list[Planned], list[str]]:
+def plan(project: Project | Path, translation: Translation) -> tuple[list[Planned], list[str]]:
     """The rule files to write, each checked by the rule loader; ContractError when one would
     not load (nothing is written then)."""
-    existing = existing_files(root)
-    folders = config.rules_dirs(root)
-    base = folders[0] if folders else root / "rules"
+    project = Project.of(project)
+    existing = existing_files(project)
+    folders = project.rules_dirs()
+    base = folders[0] if folders else project.root / "rules"
     out, notes, problems = [], [], []
     for key, made in translation.files.items():
         path = existing.get(made.dataset) or base / key
-        before = path.read_text(encoding="utf-8") if path.is_file() else None
-        other = raw(path).get("dataset") if before is not None else made.dataset
+        before = project.text(path) if path.is_file() else None
+        other = raw(project, path).get("dataset") if before is not None else made.dataset
         if other != made.dataset:  # another dataset's file by that name: never overwritten
             problems.append(
                 f"{rules.display_path(path)} holds dataset {other}, not {made.dataset}: give the "
                 f"schema object {made.stem} a physicalName (the dataset) or another name"
             )
             continue
-        held = (raw(path).get("contract") or {}) if before is not None else {}
+        held = (raw(project, path).get("contract") or {}) if before is not None else {}
         if isinstance(held, dict) and held.get("id") not in (None, made.contract.get("id")):
             problems.append(  # another contract's items would be replaced without a word
                 f"{rules.display_path(path)} was made from contract {held['id']}, not "
@@ -132,7 +135,7 @@ def plan(root: Path, translation: Translation) -> tuple[list[Planned], list[str]
                 "over"
             )
             continue
-        data, merged_notes = merge(made, raw(path) if before is not None else {})
+        data, merged_notes = merge(made, raw(project, path) if before is not None else {})
         notes += merged_notes
         text = render(data)
         display = rules.display_path(path)

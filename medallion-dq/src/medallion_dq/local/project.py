@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, rules
-from medallion_dq.bundle import load_bundle
 from medallion_dq.checks import CheckResult
-from medallion_dq.config import load_config, rules_dirs
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import (
     Ungated,
@@ -32,6 +30,7 @@ from medallion_dq.local.lake import (
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
+from medallion_dq.project import Project
 from medallion_dq.text import short_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,7 +90,7 @@ class JobResult:
 class LocalProject:
     def __init__(
         self,
-        root: Path,
+        root: Project | Path,
         local: LocalSpark,
         *,
         target: str = "dev",
@@ -102,18 +101,19 @@ class LocalProject:
         log: Callable[[str], None] | None = None,
         failing_examples: int = 0,
     ):
-        self.root = Path(root).resolve()
+        self.project = Project.of(root)
+        self.root = self.project.root
         # Records to show per rule the gate fails (`run --junit-xml`); 0: none are read.
         self.failing_examples = failing_examples
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
-        self.bundle = load_bundle(self.root, target=target, variables=variables)
+        self.bundle = self.project.bundle(target=target, variables=variables)
         self.local = local
         self.runner = Runner(local, log=log)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
             self.runner.event_log = EventLog(local.spark, local.work_dir / "event_logs" / database)
         self.log = self.runner.log
         self.landing = Path(landing) if landing else local.work_dir / "landing"
-        settings = load_config(self.root, "local")
+        settings = self.project.settings("local")
         # The time freshness checks are judged at: data standing for a fixed day (the project's
         # fixtures) is fresh as of that day, not as of today ([tool.medallion.local] as_of).
         self.as_of = as_of or settings.get("as_of")
@@ -129,11 +129,7 @@ class LocalProject:
         """The data-contract clause of each rule made from one; none when a rule file cannot
         be read (the run says why in its own words)."""
         try:
-            return rules.contract_clauses(
-                rules.load(file)
-                for folder in rules_dirs(self.root)
-                for file in rules.rule_files(folder)
-            )
+            return rules.contract_clauses(self.project.rule_sets())
         except (ValueError, OSError):  # a DataQualityError is a ValueError
             return {}
 
@@ -362,7 +358,7 @@ class LocalProject:
             earlier=dict.fromkeys(update.streaming, self._unjudged(pipelines[done.key]).updates())
             if done and update
             else None,
-            rule_files=rules_dirs(self.root),
+            rulesets=self.project.rule_sets(),
             table_prefix=f"{schema}." if schema else "",
             as_of=self.as_of,
             allow_empty=allow_empty,
@@ -386,11 +382,7 @@ class LocalProject:
         committed and no gate judged (lake.Ungated); an --allow-empty does not pass them."""
         judged = set()
         with contextlib.suppress(ValueError, OSError):  # invalid rule files: the gate said why
-            judged = {
-                short_name(rules.load(file).dataset)
-                for folder in rules_dirs(self.root)
-                for file in rules.rule_files(folder)
-            }
+            judged = {short_name(ruleset.dataset) for ruleset in self.project.rule_sets()}
         found: dict[str, list[str]] = {}
         for entry in Ungated(self.local.work_dir, pipeline).entries():
             for dataset, rows in entry["rows"].items():
@@ -425,7 +417,7 @@ class LocalProject:
             return {}
         rules = {
             (ruleset.dataset, rule.name): rule
-            for ruleset in gate.load_rule_files(rules_dirs(self.root))
+            for ruleset in self.project.rule_sets()
             for rule in ruleset.rules
         }
         spark, found = self.spark, {}

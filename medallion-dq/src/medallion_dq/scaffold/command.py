@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from medallion_dq import config
+from medallion_dq.project import Project
 from medallion_dq.scaffold.model import (
     FORMATS,
     KINDS,
@@ -27,9 +27,9 @@ from medallion_dq.scaffold.model import (
 from medallion_dq.scaffold.render import render
 
 
-def _package(root: Path) -> str:
+def _package(project: Project) -> str:
     """The project package: the folder of src/ that holds the rule files."""
-    rules_dir = Path(config.load_config(root).get("rules", ""))
+    rules_dir = Path(project.settings().get("rules", ""))
     if len(rules_dir.parts) >= 3 and rules_dir.parts[0] == "src":
         return rules_dir.parts[1]
     raise SourceError(
@@ -39,7 +39,7 @@ def _package(root: Path) -> str:
 
 
 def _refuse_taken(plan: Plan) -> None:
-    from medallion_dq.bundle import BundleError, load_bundle
+    from medallion_dq.bundle import BundleError
     from medallion_dq.preflight import datasets_defined
 
     name, root = plan.name, plan.root
@@ -54,7 +54,7 @@ def _refuse_taken(plan: Plan) -> None:
             "(it names silver_<name>_quarantine and the source's files)"
         )
     try:
-        bundle = load_bundle(root)
+        bundle = plan.project.bundle()
     except BundleError as error:
         raise SourceError(f"databricks.yml: {error}") from None
     files = [f for p in bundle.pipelines.values() for f in p.library_files]
@@ -70,7 +70,7 @@ def _refuse_taken(plan: Plan) -> None:
 
 
 def add_source(
-    root: Path,
+    project: Project | Path,
     name: str,
     source: Path,
     *,
@@ -83,7 +83,8 @@ def add_source(
     backend: str | None = None,
 ) -> list[Path]:
     """Write the source's files (or, dry, only say which); returns their paths."""
-    plan = Plan(root, name, _package(root), kind)
+    plan = Plan(Project.of(project), name, _package(Project.of(project)), kind)
+    root = plan.root
     _refuse_taken(plan)
     if sample < 1:
         raise SourceError(f"--sample {sample}: give at least 1 record")
@@ -120,8 +121,9 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def remove_source(root: Path, name: str) -> list[Path]:
+def remove_source(project: Project | Path, name: str) -> list[Path]:
     """Delete what `add source NAME` wrote, when none of it was edited since."""
+    root = Project.of(project).root
     if not NAME.fullmatch(name):
         raise SourceError(f"source name {name!r} is not an identifier")
     record_file = root / RECORD / f"{name}.json"
@@ -187,11 +189,11 @@ def add_parsers(sub) -> None:
     remove.add_argument("name")
 
 
-def cmd_add(args: argparse.Namespace, root: Path) -> int:
-    """`add source`, in the project at `root` (the CLI finds it)."""
+def cmd_add(args: argparse.Namespace, project: Project) -> int:
+    """`add source`, in the project the CLI found."""
     try:
         add_source(
-            root,
+            project,
             args.name,
             Path(args.source).expanduser(),
             file_format=args.format,
@@ -210,10 +212,10 @@ def cmd_add(args: argparse.Namespace, root: Path) -> int:
     return 0
 
 
-def cmd_remove(args: argparse.Namespace, root: Path) -> int:
-    """`remove source`, in the project at `root` (the CLI finds it)."""
+def cmd_remove(args: argparse.Namespace, project: Project) -> int:
+    """`remove source`, in the project the CLI found."""
     try:
-        remove_source(root, args.name)
+        remove_source(project, args.name)
     except SourceError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

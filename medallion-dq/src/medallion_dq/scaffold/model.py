@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import config
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import Project
 from medallion_dq.text import MAX_NAME, sql_string
 from medallion_dq.text import sql_column as quote
 
@@ -415,7 +416,7 @@ def column_typing(
 class Plan:
     """What `add source` writes: the files, by path relative to the project root."""
 
-    root: Path
+    project: Project
     name: str
     package: str
     kind: str
@@ -433,13 +434,17 @@ class Plan:
         if self.kind == "snapshot":
             self.files["quarantine"] = Path(f"src/pipelines/validation/silver/{n}_quarantine.sql")
 
+    @property
+    def root(self) -> Path:
+        return self.project.root
+
     def fixture(self, file_format: str) -> Path:
         return Path(f"fixtures/landing/{self.name}/{self.name}-sample.{FORMATS[file_format][0]}")
 
 
-def as_of(root: Path) -> datetime:
+def as_of(project: Project) -> datetime:
     """The time freshness is judged at locally: the project's as_of, else now (UTC)."""
-    value = config.load_config(root, "local").get("as_of")
+    value = project.settings("local").get("as_of")
     moment = datetime.fromisoformat(value) if value else datetime.now(timezone.utc)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 

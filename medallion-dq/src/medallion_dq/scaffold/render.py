@@ -359,7 +359,7 @@ def _rule_file(
     stamp = next((k for k in keys if k in timestamps), timestamps[0] if timestamps else None)
     latest = stamp and _latest(landed.records[i].get(stamp) for i in found.sample)
     if latest:  # the fixture's newest record passes
-        at = as_of(plan.root)
+        at = as_of(plan.project)
         days = max_age_days(latest, at)
         lines += [
             f"  # max_age: the fixture's newest ({latest:%Y-%m-%d %H:%M}) is {days - 1} days before",

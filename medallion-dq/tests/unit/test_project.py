@@ -1,0 +1,108 @@
+"""The project model: a command reads the project's settings, bundle, rule files and contracts
+once, however many of its parts ask (counted at the file system), and a broken file is one
+error, read once, for every asker."""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from medallion_dq import cli, conventions
+from medallion_dq.bundle import validate_bundle
+from medallion_dq.project import Project
+from sample import sample_project
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    root = tmp_path / "acme"
+    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
+    return root
+
+
+@pytest.fixture
+def reads(monkeypatch, project):
+    """How many times each file of the project was opened for reading, by its path."""
+    counted: collections.Counter[str] = collections.Counter()
+    real = io.open
+
+    def counting(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, Path)) and "r" in mode:
+            path = Path(file).resolve()
+            if project in path.parents:
+                counted[path.relative_to(project).as_posix()] += 1
+        return real(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting)  # Path.read_text's
+    monkeypatch.setattr(builtins, "open", counting)
+    return counted
+
+
+def model_files(counted: collections.Counter[str]) -> dict[str, int]:
+    """The files the model holds: settings, bundle, rule files, contracts."""
+    return {
+        path: n
+        for path, n in counted.items()
+        if path in ("pyproject.toml", "databricks.yml")
+        or path.startswith(("resources/", "contracts/"))
+        or "/rules/" in path
+    }
+
+
+def test_check_reads_each_file_of_the_project_model_once(project, reads, monkeypatch, capsys):
+    monkeypatch.chdir(project)
+    assert cli.main(["check"]) == 0, capsys.readouterr()
+    found = model_files(reads)
+    assert sorted(found) == [
+        "contracts/orders.odcs.yaml",
+        "databricks.yml",
+        "pyproject.toml",
+        "resources/medallion.job.yml",
+        "resources/publish.pipeline.yml",
+        "resources/validation.pipeline.yml",
+        "src/acme_orders/rules/gold/daily_revenue.yml",
+        "src/acme_orders/rules/gold/order_keys.yml",
+        "src/acme_orders/rules/silver/customers.yml",
+        "src/acme_orders/rules/silver/orders.yml",
+    ]
+    assert set(found.values()) == {1}, found
+
+
+def test_run_checks_its_project_reading_each_file_once(project, reads, monkeypatch, capsys):
+    """`run`'s checks before Spark (options, bundle, conventions): up to the backend, which a
+    remote one with no URL refuses, so no server starts."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("DQ_BACKEND", "remote")
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert cli.main(["run", "--pipeline", "validation"]) == 2
+    assert "remote backend needs SPARK_REMOTE" in capsys.readouterr().err
+    found = model_files(reads)
+    assert "databricks.yml" in found and "src/acme_orders/rules/silver/orders.yml" in found
+    assert set(found.values()) == {1}, found
+
+
+def test_a_broken_pyproject_is_one_error_for_every_asker_read_once(project, reads):
+    (project / "pyproject.toml").write_text("[tool.medallion\n", encoding="utf-8")
+    model = Project(project)
+    said = []
+    for ask in (model.settings, lambda: model.settings("local"), model.rules_dirs):
+        with pytest.raises(ValueError) as error:
+            ask()
+        said.append(str(error.value))
+    assert len(set(said)) == 1 and said[0].startswith("pyproject.toml does not parse")
+    assert reads["pyproject.toml"] == 1
+
+
+def test_the_checks_given_one_model_say_what_they_say_given_the_folder(project):
+    """The model changes who reads, not what is found: a rule file with a typo."""
+    rules = project / "src/acme_orders/rules/silver/orders.yml"
+    rules.write_text(rules.read_text().replace("action: drop", "action: dorp", 1))
+    model = Project(project)
+    assert validate_bundle(model) == validate_bundle(project)
+    assert conventions.check(model) == conventions.check(project)
+    assert any(p.code == "DQ006" for p in conventions.check(model))
