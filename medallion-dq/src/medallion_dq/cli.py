@@ -1,5 +1,5 @@
-"""Command line: `medallion-dq check | run | report | diff | profile | contract | add | remove |
-spark | lake`.
+"""Command line: `medallion-dq check | run | report | diff | profile | contract | conventions |
+add | remove | spark | lake`.
 
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
@@ -81,6 +81,8 @@ def _contract_problems(project: Project) -> list:
             continue
         except DataQualityError as error:
             lines, fix = [str(error).splitlines()[0]], f"`{PROG} contract check {where}` says all"
+        except ValueError:  # pyproject.toml does not parse, or its rules folder: said as DQC000
+            break
         out += [Problem("DQC015", where, line, fix, severity="warning") for line in lines]
     return out
 
@@ -128,6 +130,18 @@ def _check_examples(project: Project, backend: str | None) -> tuple[int, list]:
             return examples.check(local.spark, project, lost=local.lost)
     finally:
         local.stop()
+
+
+def cmd_conventions(args) -> int:
+    """`conventions show`: every setting `check` applies, its value and where it comes from."""
+    from medallion_dq import conventions, policy
+
+    project = _project(args.root)
+    chosen = policy.load(project, conventions.defaults())
+    print(policy.shown(chosen, conventions.descriptions()))
+    for problem in chosen.problems:
+        print(problem)
+    return 1 if any(p.severity == "error" for p in chosen.problems) else 0
 
 
 def cmd_lake(args) -> int:
@@ -444,6 +458,10 @@ def main(argv: list[str] | None = None) -> int:
     lake = sub.add_parser("lake", help="the target's local lake: check every table")
     lake.add_argument("action", choices=["check"])
     lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
+    conventions = sub.add_parser(
+        "conventions", help="the conventions check applies: each setting and where it comes from"
+    )
+    conventions.add_argument("action", choices=["show"])
     scaffold.add_parsers(sub)  # add source / remove source
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
@@ -465,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         "profile": cmd_profile,
         "contract": cmd_contract,
         "lake": cmd_lake,
+        "conventions": cmd_conventions,
         "add": lambda args: scaffold.cmd_add(args, _project(args.root)),
         "remove": lambda args: scaffold.cmd_remove(args, _project(args.root)),
     }

@@ -49,9 +49,17 @@ def load_toml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        return parse_toml(path.read_text(encoding="utf-8"), path.name)
+    except UnicodeDecodeError as error:
         raise ValueError(f"{path.name} does not parse: {error}") from None
+
+
+def parse_toml(text: str, name: str) -> dict[str, Any]:
+    """TOML text of file `name`; ValueError naming it when it does not parse."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{name} does not parse: {error}") from None
 
 
 def load_config(root: Path, table: str | None = None) -> dict[str, Any]:

@@ -51,7 +51,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from medallion_dq import review, rules, user_yaml
+from medallion_dq import policy, review, rules, user_yaml
 from medallion_dq.pipeline_ast import (
     DATASET_DECORATORS,
     EXPECT_DECORATORS,
@@ -83,6 +83,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC014": ("error", "decorator given an action its rule file has no rules of"),
     "DQC015": ("warning", "a rule file differs from the data contract it was made from"),
     "DQC016": ("error", "silver dataset over bronze lets records bronze could not parse through"),
+    "DQC017": ("error", "a project setting loosens what its conventions pack locks"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -120,7 +121,7 @@ class _Settings:
 
 
 def _settings(config: Mapping[str, Any]) -> _Settings:
-    where = "pyproject.toml [tool.medallion.conventions]"
+    where = f"pyproject.toml {policy.TABLE}"
     problems: list[Problem] = []
 
     def bad(message: str, fix: str) -> None:
@@ -136,8 +137,8 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
         raw = {}
     for code, value in raw.items():
         value = "warning" if value == "warn" else value
-        if code not in {**CODES, **review.CODES} or code == "DQC000":
-            known = [*list(CODES)[1:], *review.CODES]
+        if code not in {**CODES, **review.CODES} or code in ("DQC000", "DQC017"):
+            known = [c for c in [*CODES, *review.CODES] if c not in ("DQC000", "DQC017")]
             bad(f"severity: unknown code {code!r}", f"use one of {', '.join(known)}")
         elif value not in SEVERITIES:
             bad(
@@ -181,6 +182,21 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
         )
         suffix = "_quarantine"
     return _Settings(severity, layer_of_folder, suffix, problems)
+
+
+def defaults() -> dict[str, str]:
+    """Each code's built-in severity, the base of every pack's policy (DQC000 and DQC017, which
+    say the policy itself is wrong, are always errors)."""
+    return {
+        code: severity
+        for code, (severity, _) in {**CODES, **review.CODES}.items()
+        if code not in ("DQC000", "DQC017")
+    }
+
+
+def descriptions() -> dict[str, str]:
+    """What each code finds, by code."""
+    return {code: what for code, (_, what) in {**CODES, **review.CODES}.items()}
 
 
 def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[str, float]:
@@ -244,6 +260,9 @@ class _Collector:
         # dataset -> (rule set, rule file) of silver rule files, for the quarantine's form
         self.rulesets: dict[str, tuple[rules.RuleSet, str]] = {}
         self.loaded: dict[str, rules.RuleSet] = {}  # every valid rule file, by its path
+        # A rule file (or the rule folders) did not load: said once; a dataset whose rules may be
+        # in it is not judged by what its rules lack (DQC016), which would say it twice.
+        self.unread = False
         # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
         self.forms: dict[str, tuple[str, str, str]] = {}
         # (dataset, layer, check, rule file) of every dataset-level check
@@ -269,11 +288,13 @@ class _Collector:
         self.problems.append(Problem(code, where, message, fix, rule, severity))
 
     # ------------------------------------------------------------------ rule files
-    def rule_files(self, settings: Mapping[str, Any]) -> Iterator[Path]:
+    def rule_files(self) -> Iterator[Path]:
         try:
-            folders = self.project.rules_dirs(settings)
-        except ValueError as error:
-            self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
+            folders = self.project.rules_dirs()
+        except ValueError as error:  # pyproject.toml does not parse (said once), or `rules`
+            self.unread = True
+            if "does not parse" not in str(error):
+                self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
             return
         found = {p.resolve() for f in folders if f.is_dir() for p in rules.rule_files(f)}
         yield from sorted(found | set(self.replacing))
@@ -298,6 +319,7 @@ class _Collector:
             )
         except DataQualityError as error:
             self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
+            self.unread = True
             return
         self.problems += review.review(ruleset, where, text or "")
         layer = ruleset.layer or self.settings.layer_of_folder.get(path.parent.name)
@@ -605,6 +627,8 @@ class _Collector:
             bronze = sorted(reads & self.marking)
             if not bronze or dataset.endswith(suffix):
                 continue
+            if self.unread and dataset not in self.rulesets:
+                continue
             if any(
                 e.dataset == dataset and e.action == "drop" and _CORRUPT.search(e.constraint)
                 for e in self.expectations
@@ -732,7 +756,8 @@ def check(
 ) -> list[Problem]:
     """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project.
 
-    `config`: the `[tool.medallion.conventions]` table (default: read from pyproject.toml).
+    `config`: the `[tool.medallion.conventions]` table (default: the project's conventions
+    pack's policy, then its pyproject.toml's table: `policy.load`).
     `sample_failures`: `{"dataset.rule": failed fraction}` from a run on the sample data (see
     `sample_failures_from_metrics`): a silver `fail` rule the sample violates is an error.
     `more`: problems found elsewhere with a DQC code (DQC015, a contract's drift), given the
@@ -741,28 +766,12 @@ def check(
     """
     project = Project.of(project)
     read_problems: list[Problem] = []
-    try:
-        settings = project.settings()
-    except ValueError as error:
-        read_problems.append(
-            Problem("DQC000", "pyproject.toml", str(error), "fix [tool.medallion.conventions]")
-        )
-        settings = {}
     if config is None:
-        config = settings.get("conventions", {})
-        if not isinstance(config, Mapping):
-            read_problems.append(
-                Problem(
-                    "DQC000",
-                    "pyproject.toml",
-                    "[tool.medallion.conventions] must be a table",
-                    "write [tool.medallion.conventions] as a table header",
-                )
-            )
-            config = {}
+        chosen = policy.load(project, defaults())
+        config, read_problems = chosen.config, chosen.problems
     collector = _Collector(project, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
-    for path in collector.rule_files(settings):
+    for path in collector.rule_files():
         collector.read_rule_file(path)
     for path in collector.pipeline_files():
         layer = collector.layer_of(path)

@@ -48,7 +48,17 @@ class Project:
     # ---------------------------------------------------------------- pyproject.toml
     def pyproject(self) -> dict[str, Any]:
         """pyproject.toml as parsed (empty when there is none; ValueError when it does not)."""
-        return self._once(("pyproject",), lambda: config.load_toml(self.root / "pyproject.toml"))
+        path = self.root / "pyproject.toml"
+
+        def read() -> dict[str, Any]:
+            if not path.is_file():
+                return {}
+            try:
+                return config.parse_toml(self.text(path), path.name)
+            except UnicodeDecodeError as error:
+                raise ValueError(f"{path.name} does not parse: {error}") from None
+
+        return self._once(("pyproject",), read)
 
     def settings(self, table: str | None = None) -> dict[str, Any]:
         """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) as written; ValueError naming

@@ -4,13 +4,11 @@ built-in pack and from an installed pack, with one DQ031 line for a use that doe
 from __future__ import annotations
 
 import shutil
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-from medallion_dq import library, rules
+from medallion_dq import rules
 from medallion_dq.problems import DataQualityError
 
 
@@ -113,29 +111,6 @@ def test_a_rule_with_both_a_constraint_and_a_use_is_refused():
         "DQ031 rules/silver/customers.yml: rule 'r': a rule has a constraint or uses a library"
         " rule, not both; fix: drop one"
     ]
-
-
-@pytest.fixture
-def installed_pack(tmp_path, monkeypatch):
-    """A pack installed as a wheel installs it: its package, and its distribution's metadata
-    naming it in the entry point group medallion_dq.packs (found by importlib.metadata)."""
-
-    def install(library_yml: str) -> Path:
-        package = tmp_path / "acme_conventions"
-        package.mkdir(exist_ok=True)
-        (package / "__init__.py").write_text("")
-        (package / "library.yml").write_text(library_yml, encoding="utf-8")
-        info = tmp_path / "acme_conventions-1.0.0.dist-info"
-        info.mkdir(exist_ok=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-conventions\n")
-        (info / "entry_points.txt").write_text("[medallion_dq.packs]\nacme = acme_conventions\n")
-        monkeypatch.syspath_prepend(str(tmp_path))
-        library.library.cache_clear()
-        return package
-
-    yield install
-    library.library.cache_clear()
-    sys.modules.pop("acme_conventions", None)
 
 
 def test_an_installed_pack_is_found_by_its_entry_point(installed_pack):

@@ -106,3 +106,17 @@ def test_the_checks_given_one_model_say_what_they_say_given_the_folder(project):
     assert validate_bundle(model) == validate_bundle(project)
     assert conventions.check(model) == conventions.check(project)
     assert any(p.code == "DQ006" for p in conventions.check(model))
+
+
+def test_a_pyproject_that_does_not_parse_is_one_line_of_check(project, monkeypatch, capsys):
+    """Every part of `check` asks for the settings (the contract's drift too): one DQC000."""
+    (project / "pyproject.toml").write_text("[tool.medallion\n", encoding="utf-8")
+    monkeypatch.chdir(project)
+    assert cli.main(["check"]) == 1
+    out, err = capsys.readouterr()
+    said = [line for line in out.splitlines() if "pyproject.toml" in line]
+    assert said == [
+        "DQC000 pyproject.toml: pyproject.toml does not parse: Expected ']' at the end of a table"
+        " declaration (at line 1, column 16); fix: correct the TOML where it says"
+    ], out
+    assert "Traceback" not in err

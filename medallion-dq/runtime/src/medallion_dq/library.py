@@ -36,7 +36,17 @@ from medallion_dq.problems import MedallionDQError
 from medallion_dq.text import sql_string
 from medallion_dq.user_yaml import load_yaml
 
-__all__ = ["BUILT_IN", "KINDS", "PACKS_GROUP", "LibraryError", "LibraryRule", "expand", "library"]
+__all__ = [
+    "BUILT_IN",
+    "KINDS",
+    "PACKS_GROUP",
+    "LibraryError",
+    "LibraryRule",
+    "expand",
+    "library",
+    "pack_folder",
+    "pack_version",
+]
 
 PACKS_GROUP = "medallion_dq.packs"
 BUILT_IN = "medallion"
@@ -88,7 +98,8 @@ def _sql(kind: str, value: object) -> str:
     return sql_string(value) if isinstance(value, str) else repr(value)
 
 
-def _pack_folder(pack: str) -> Traversable:
+def pack_folder(pack: str) -> Traversable:
+    """The folder of installed pack ``pack`` (LibraryError: none such, or it does not import)."""
     if pack == BUILT_IN:
         return files("medallion_dq")
     found = [e for e in entry_points(group=PACKS_GROUP) if e.name == pack]
@@ -108,10 +119,21 @@ def _pack_folder(pack: str) -> Traversable:
         ) from None
 
 
+def pack_version(pack: str) -> str:
+    """The installed version of the distribution that holds pack ``pack`` ("" when unknown)."""
+    from medallion_dq import __version__
+
+    if pack == BUILT_IN:
+        return __version__
+    found = [e for e in entry_points(group=PACKS_GROUP) if e.name == pack]
+    dist = found[0].dist if found else None
+    return dist.version if dist is not None else ""
+
+
 @cache
 def library(pack: str) -> dict[str, LibraryRule]:
     """The rules of pack ``pack`` by name (read once per process)."""
-    path = _pack_folder(pack) / LIBRARY_FILE
+    path = pack_folder(pack) / LIBRARY_FILE
     try:
         data = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
