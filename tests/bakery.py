@@ -78,13 +78,17 @@ def bake(output_dir: Path, config_file: Path, **answers: Any) -> Path:
     return Path(project)
 
 
-def bake_cli(output_dir: Path, config_file: Path, answers: Mapping[str, Any]):
-    """Bake through the ``cookiecutter`` command line: answers as key=value arguments."""
+def bake_cli(
+    output_dir: Path, config_file: Path, answers: Mapping[str, Any], directory: str | None = None
+):
+    """Bake through the ``cookiecutter`` command line: answers as key=value arguments;
+    `directory`: the template in that folder of the repository (``pack``)."""
     command = [
         sys.executable,
         "-m",
         "cookiecutter",
         str(TEMPLATE_DIR),
+        *(["--directory", directory] if directory else []),
         "--no-input",
         "--config-file",
         str(config_file),

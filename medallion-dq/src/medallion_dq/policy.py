@@ -49,7 +49,7 @@ class Policy:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _pack_policy(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[Problem]]:
+def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[Problem]]:
     """The pack's policy.yml as written (none: empty); DQC000 naming the pack when it is wrong."""
     where = f"pack {pack} {POLICY_FILE}"
 
@@ -124,7 +124,7 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
             )
         )
         pack = library.BUILT_IN
-    packed, pack_problems = _pack_policy(pack, defaults)
+    packed, pack_problems = read_pack(pack, defaults)
     problems += pack_problems
     version = library.pack_version(pack) if not pack_problems else ""
     origin = "built-in" if pack == library.BUILT_IN else f"pack {pack} {version}".strip()

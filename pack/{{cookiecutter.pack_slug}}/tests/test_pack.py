@@ -1,0 +1,24 @@
+"""The pack as the projects that use it see it: every library rule holds its examples on Spark,
+used as a rule file uses it; the policy reads without a problem."""
+
+from medallion_dq import conventions, examples, library, policy
+
+PACK = "{{ cookiecutter.pack }}"
+
+
+def test_the_policy_reads():
+    _, problems = policy.read_pack(PACK, conventions.defaults())
+    assert [str(p) for p in problems] == []
+
+
+def test_every_rule_has_a_description_an_owner_and_examples():
+    rules = library.library(PACK)
+    assert rules
+    assert [name for name, rule in rules.items() if not (rule.description and rule.owner)] == []
+    assert [name for name, rule in rules.items() if not rule.examples] == []
+
+
+def test_every_library_rule_holds_its_examples(spark):
+    cases = examples.cases([examples.library_rule_set(PACK)])
+    wrong = [str(problem) for problem in examples.judge(spark, cases) if problem is not None]
+    assert wrong == []
