@@ -1,7 +1,12 @@
 """The package's tests run against the sample project baked from the template (see sample.py)."""
 
+import shutil
+import sys
+from pathlib import Path
+
 import pytest
 
+from medallion_dq import library
 from sample import sample_project
 
 
@@ -23,3 +28,33 @@ def bare_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "home").mkdir()
     return bin_dir
+
+
+@pytest.fixture
+def installed_pack(tmp_path, monkeypatch):
+    """A conventions pack installed as a wheel installs it: its package (library.yml, and
+    policy.yml when given) and its distribution's metadata naming it in the entry point group
+    medallion_dq.packs (found by importlib.metadata)."""
+
+    def install(library_yml: str, policy_yml: str | None = None, version: str = "1.0.0") -> Path:
+        package = tmp_path / "acme_conventions"
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").write_text("")
+        (package / "library.yml").write_text(library_yml, encoding="utf-8")
+        if policy_yml is not None:
+            (package / "policy.yml").write_text(policy_yml, encoding="utf-8")
+        for old in tmp_path.glob("acme_conventions-*.dist-info"):
+            shutil.rmtree(old)
+        info = tmp_path / f"acme_conventions-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: acme-conventions\nVersion: {version}\n"
+        )
+        (info / "entry_points.txt").write_text("[medallion_dq.packs]\nacme = acme_conventions\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        library.library.cache_clear()
+        return package
+
+    yield install
+    library.library.cache_clear()
+    sys.modules.pop("acme_conventions", None)

@@ -133,10 +133,25 @@ def _check_examples(project: Project, backend: str | None) -> tuple[int, list]:
 
 
 def cmd_conventions(args) -> int:
-    """`conventions show`: every setting `check` applies, its value and where it comes from."""
-    from medallion_dq import conventions, policy
+    """`conventions show`: every setting `check` applies, its value and where it comes from;
+    `conventions diff --to`: a new version of the pack, tried on the project's data (upgrade.py)."""
+    from medallion_dq import conventions, policy, upgrade
 
     project = _project(args.root)
+    if args.action == "diff":
+        if not args.to:
+            print(
+                "error: conventions diff takes --to <wheel, folder or requirement>", file=sys.stderr
+            )
+            return 2
+        return upgrade.command(
+            project,
+            args.to,
+            landing=args.landing,
+            backend=args.backend,
+            markdown_path=args.markdown,
+            json_path=args.json,
+        )
     chosen = policy.load(project, conventions.defaults())
     print(policy.shown(chosen, conventions.descriptions()))
     for problem in chosen.problems:
@@ -461,7 +476,14 @@ def main(argv: list[str] | None = None) -> int:
     conventions = sub.add_parser(
         "conventions", help="the conventions check applies: each setting and where it comes from"
     )
-    conventions.add_argument("action", choices=["show"])
+    conventions.add_argument("action", choices=["show", "diff"])
+    conventions.add_argument(
+        "--to", help="diff: the pack's new version (a wheel, its source folder, a requirement)"
+    )
+    conventions.add_argument("--landing", help="diff: landing files (default: fixtures/landing)")
+    conventions.add_argument("--markdown", help="diff: write it as markdown (a pull request)")
+    conventions.add_argument("--json", help="diff: write it as JSON")
+    conventions.add_argument("--backend", choices=BACKENDS, default=None)
     scaffold.add_parsers(sub)  # add source / remove source
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant

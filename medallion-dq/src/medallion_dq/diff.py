@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 import yaml
 
@@ -50,6 +50,9 @@ from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.project import Project
 from medallion_dq.text import relative_path, table_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from medallion_dq.local import LocalSpark
 
 EXAMPLES = 5  # example rows per kind (newly dropped, newly kept) and dataset
 HEAD = "working tree"
@@ -704,7 +707,7 @@ def run(
     )
     report = {"base": base_ref, "head": HEAD, "data": data}
     try:
-        _judge_all(project, diffs, source, landing_dir, backend, examples)
+        judge_all(project, diffs, source, landing_dir, backend, examples)
     except UpdateFailed as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -718,26 +721,31 @@ def run(
     return 2 if any(d.error for d in ordered) else 0
 
 
-def _judge_all(project: Project, diffs, source, landing, backend, examples) -> None:
+def judge_all(
+    project: Project, diffs, source, landing, backend, examples, local: LocalSpark | None = None
+) -> None:
+    """Judge `diffs` on a table (`source`) or the landing files, on the project's warm server
+    (or on `local`, a session the caller keeps)."""
     from medallion_dq.local import LocalProject, log_to_stderr, start
 
     root = project.root
+    own = local is None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     work_dir = root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}"
     database = f"dq_diff_{uuid.uuid4().hex[:8]}"
-    local = None
     try:
         # The project's warm server (as `report`), unlike `run`: a run's lake must keep its
         # tables in its own warehouse, which a shared server does not have; a diff keeps
         # nothing, so its tables live in a database of its own on the shared server, dropped
         # at the end (a diff killed midway leaves only that database, which the server
         # forgets when it stops, and its folder under .local/diff).
-        local = start(
-            backend,
-            work_dir=work_dir,
-            reuse=root,
-            mounts=[source.parent.parent if source else landing],
-        )
+        if local is None:
+            local = start(
+                backend,
+                work_dir=work_dir,
+                reuse=root,
+                mounts=[source.parent.parent if source else landing],
+            )
         with local.reporting_loss():
             if source is not None:
                 (name,) = diffs
@@ -752,7 +760,8 @@ def _judge_all(project: Project, diffs, source, landing, backend, examples) -> N
             if source is None:
                 with contextlib.suppress(Exception):
                     local.spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-            local.stop()
+            if own:
+                local.stop()
         shutil.rmtree(work_dir, ignore_errors=True)
         with contextlib.suppress(OSError):  # .local/diff itself, when no other diff runs
             work_dir.parent.rmdir()

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
@@ -46,6 +47,7 @@ __all__ = [
     "library",
     "pack_folder",
     "pack_version",
+    "trying",
 ]
 
 PACKS_GROUP = "medallion_dq.packs"
@@ -98,8 +100,27 @@ def _sql(kind: str, value: object) -> str:
     return sql_string(value) if isinstance(value, str) else repr(value)
 
 
+#: Packs read from a folder instead of their installed version: a candidate tried (`trying`).
+_TRIED: dict[str, tuple[Traversable, str]] = {}
+
+
+@contextmanager
+def trying(pack: str, folder: Traversable, version: str) -> Iterator[None]:
+    """Within it, pack ``pack`` is the one in ``folder`` at ``version`` (a candidate release,
+    tried on a project before its pin moves), not the installed one."""
+    _TRIED[pack] = (folder, version)
+    library.cache_clear()
+    try:
+        yield
+    finally:
+        _TRIED.pop(pack, None)
+        library.cache_clear()
+
+
 def pack_folder(pack: str) -> Traversable:
     """The folder of installed pack ``pack`` (LibraryError: none such, or it does not import)."""
+    if pack in _TRIED:
+        return _TRIED[pack][0]
     if pack == BUILT_IN:
         return files("medallion_dq")
     found = [e for e in entry_points(group=PACKS_GROUP) if e.name == pack]
@@ -123,6 +144,8 @@ def pack_version(pack: str) -> str:
     """The installed version of the distribution that holds pack ``pack`` ("" when unknown)."""
     from medallion_dq import __version__
 
+    if pack in _TRIED:
+        return _TRIED[pack][1]
     if pack == BUILT_IN:
         return __version__
     found = [e for e in entry_points(group=PACKS_GROUP) if e.name == pack]

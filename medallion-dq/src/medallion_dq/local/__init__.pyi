@@ -6,6 +6,7 @@
 # Start a Spark backend, and what can go wrong.
 from medallion_dq.local.container import ClusterServer as ClusterServer
 from medallion_dq.local.machine import BackendUnavailable as BackendUnavailable
+from medallion_dq.local.spark import LocalSpark as LocalSpark
 from medallion_dq.local.spark import ServerLost as ServerLost
 from medallion_dq.local.spark import start as start
 
@@ -71,6 +72,7 @@ __all__ = [
     "LAKE_UPDATES",
     "LakeBusy",
     "LocalProject",
+    "LocalSpark",
     "PipelineCodeError",
     "PutBackFailed",
     "SERVER_LOG_FILE",

@@ -1,0 +1,121 @@
+"""`medallion-dq conventions diff --to`: a candidate that cannot be tried is one line and exit 2,
+before any Spark server starts (the comparison itself: tests/engine/test_pack_upgrade.py)."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from medallion_dq import cli
+from sample import sample_project
+
+LIBRARY = """\
+rules:
+  - name: plausible_amount
+    params: {column: column}
+    constraint: "{column} >= 0"
+    description: "{column} is an amount"
+    owner: finance-platform
+"""
+USING = """\
+dataset: silver_orders
+layer: silver
+rules:
+  - {name: valid_amount, use: acme.plausible_amount(column=amount), action: drop}
+"""
+
+
+@pytest.fixture
+def project(tmp_path, installed_pack, monkeypatch) -> Path:
+    """The sample on pack acme 1.0.0, its silver orders rule from the library."""
+    site = installed_pack(LIBRARY).parent
+    root = tmp_path / "acme"
+    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace("[tool.medallion]\n", '[tool.medallion]\npack = "acme"\n', 1))
+    (root / "src/acme_orders/rules/silver/orders.yml").write_text(USING, encoding="utf-8")
+    monkeypatch.chdir(root)
+    monkeypatch.setattr("medallion_dq.diff.judge_all", _no_spark)
+    return site
+
+
+def _no_spark(*_args, **_kwargs):
+    pytest.fail("the candidate should have been refused before any data is judged")
+
+
+def wheel(site: Path, out: Path, *, pack: str = "acme", library: str = LIBRARY, extra=()) -> Path:
+    """The installed pack's files as a wheel (a zip of the package and its .dist-info)."""
+    path = out / "acme_conventions-1.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("acme_conventions/__init__.py", "")
+        archive.writestr("acme_conventions/library.yml", library)
+        info = "acme_conventions-1.1.0.dist-info"
+        archive.writestr(f"{info}/METADATA", "Name: acme-conventions\nVersion: 1.1.0\n")
+        archive.writestr(
+            f"{info}/entry_points.txt", f"[medallion_dq.packs]\n{pack} = acme_conventions\n"
+        )
+        for name, text in extra:
+            archive.writestr(name, text)
+    return path
+
+
+def said(capsys) -> list[str]:
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def test_diff_without_a_candidate_is_one_line(project, capsys):
+    assert cli.main(["conventions", "diff"]) == 2
+    assert said(capsys) == ["error: conventions diff takes --to <wheel, folder or requirement>"]
+
+
+def test_a_candidate_of_another_pack_is_refused(project, tmp_path, capsys):
+    candidate = wheel(project, tmp_path, pack="other")
+    assert cli.main(["conventions", "diff", "--to", str(candidate)]) == 2
+    assert said(capsys) == ["error: the candidate is pack 'other'; the project uses 'acme'"]
+
+
+def test_a_wheel_member_that_would_land_outside_is_refused_and_not_written(
+    project, tmp_path, capsys
+):
+    candidate = wheel(project, tmp_path, extra=[("../../escaped.txt", "x")])
+    assert cli.main(["conventions", "diff", "--to", str(candidate)]) == 2
+    (line,) = said(capsys)
+    assert line == f"error: {candidate.name}: member '../../escaped.txt' would be written outside"
+    assert not list(tmp_path.parent.rglob("escaped.txt"))
+
+
+def test_a_rule_the_candidate_no_longer_has_is_named(project, tmp_path, capsys):
+    candidate = wheel(project, tmp_path, library="rules: []\n")
+    assert cli.main(["conventions", "diff", "--to", str(candidate)]) == 2
+    (line,) = said(capsys)
+    assert line.startswith("error: DQ031 rules/silver/orders.yml: rule 'valid_amount'")
+    assert "plausible_amount" in line
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("missing.whl", "error: --to missing.whl: no such file"),
+        ("not-a-wheel.whl", "error: {tmp}/not-a-wheel.whl: not a readable wheel"),
+        (".", "error: {tmp}: no entry point"),
+    ],
+)
+def test_a_candidate_that_is_no_pack_is_one_line(project, tmp_path, capsys, given, expected):
+    (tmp_path / "not-a-wheel.whl").write_text("text")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    target = given if given == "missing.whl" else str(tmp_path / given)
+    assert cli.main(["conventions", "diff", "--to", target]) == 2
+    (line,) = said(capsys)
+    assert line.startswith(expected.format(tmp=tmp_path.resolve()).split(": no entry")[0])
+
+
+def test_a_project_on_the_built_in_conventions_names_the_setting(project, capsys):
+    pyproject = Path("pyproject.toml")
+    pyproject.write_text(pyproject.read_text().replace('pack = "acme"\n', ""))
+    Path("src/acme_orders/rules/silver/orders.yml").unlink()
+    assert cli.main(["conventions", "diff", "--to", str(project)]) == 2
+    assert said(capsys)[0].startswith("error: the project uses the built-in conventions")
