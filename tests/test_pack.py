@@ -56,7 +56,7 @@ def test_the_pack_bakes_a_distribution_named_in_the_packs_entry_point(pack: Path
         ({"pack": "Acme Corp"}, "ERROR: pack: 'Acme Corp': must be a lowercase identifier"),
         ({"package_name": "import"}, "ERROR: package_name: 'import': is a Python keyword"),
         ({"pack_slug": "Acme Pack"}, "ERROR: pack_slug: 'Acme Pack': must be lowercase"),
-        ({"owner": " "}, "ERROR: owner: ' ': is empty"),
+        ({"owner": " "}, "ERROR: owner: ' ': is empty; give the owning team such as"),
         ({"description": "rules \\ checks"}, "ERROR: description: 'rules \\\\ checks': holds a"),
     ],
 )

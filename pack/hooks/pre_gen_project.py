@@ -65,7 +65,7 @@ def main() -> int:
         "pack_slug": project.validate_project_slug,
         "package_name": project.validate_package_name,
         "pack": validate_pack,
-        "owner": project.validate_project_name,  # a team: one printable line
+        "owner": lambda value: project._free_text(value, "the owning team", 80, "data-platform"),
         "description": project.validate_description,
         "medallion_dq_source": project.validate_medallion_dq_source,
     }

@@ -335,7 +335,20 @@ def command(
 ) -> int:
     """The whole command; its exit code (see the module doc). `local`: a Spark session the
     caller keeps, instead of the project's warm server."""
+    from medallion_dq import preflight
+
     cwd = Path.cwd()
+    outputs = {"--markdown": markdown_path, "--json": json_path}
+    unwritable = [
+        f"error: {option} {path}: {problem.message}; fix: {problem.fix}"
+        for option, path in outputs.items()
+        if path
+        for problem in preflight.check_json_path(path)
+        if problem.severity == "error"
+    ]
+    if unwritable:  # said before the candidate is fetched and the data judged
+        print("\n".join(unwritable), file=sys.stderr)
+        return 2
     folder = (cwd / landing).resolve() if landing else project.root / "fixtures" / "landing"
     if not folder.is_dir():
         where = relative_path(folder, project.root)

@@ -119,3 +119,12 @@ def test_a_project_on_the_built_in_conventions_names_the_setting(project, capsys
     Path("src/acme_orders/rules/silver/orders.yml").unlink()
     assert cli.main(["conventions", "diff", "--to", str(project)]) == 2
     assert said(capsys)[0].startswith("error: the project uses the built-in conventions")
+
+
+def test_an_output_that_cannot_be_written_is_said_before_anything_runs(project, tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    candidate = wheel(project, tmp_path)
+    out = tmp_path / "file" / "pr.md"  # a folder that is a file
+    assert cli.main(["conventions", "diff", "--to", str(candidate), "--markdown", str(out)]) == 2
+    (line,) = said(capsys)
+    assert line.startswith(f"error: --markdown {out}: ")
