@@ -33,6 +33,7 @@ def test_the_pack_bakes_a_distribution_named_in_the_packs_entry_point(pack: Path
         "README.md",
         "noxfile.py",
         "pyproject.toml",
+        "src/acme_data_conventions/CONVENTIONS.md",
         "src/acme_data_conventions/__init__.py",
         "src/acme_data_conventions/library.yml",
         "src/acme_data_conventions/policy.yml",

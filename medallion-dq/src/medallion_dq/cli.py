@@ -153,10 +153,38 @@ def cmd_conventions(args) -> int:
             json_path=args.json,
         )
     chosen = policy.load(project, conventions.defaults())
+    if args.action == "write":
+        return _write_conventions(project, chosen)
     print(policy.shown(chosen, conventions.descriptions()))
     for problem in chosen.problems:
         print(problem)
     return 1 if any(p.severity == "error" for p in chosen.problems) else 0
+
+
+def _write_conventions(project: Project, chosen) -> int:
+    """`conventions write`: CONVENTIONS.md from the project's pack (conventions_text.py)."""
+    from medallion_dq import conventions, conventions_text, library
+
+    if chosen.problems or chosen.pack == library.BUILT_IN:
+        for problem in chosen.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if chosen.pack == library.BUILT_IN:
+            print(
+                "error: the project uses the built-in conventions, whose CONVENTIONS.md came with"
+                ' the template: name a pack in pyproject.toml ([tool.medallion] pack = "<name>")',
+                file=sys.stderr,
+            )
+        return 2
+    text = conventions_text.render(chosen, conventions.descriptions())
+    try:
+        (project.root / conventions_text.FILE).write_text(text, encoding="utf-8")
+    except OSError as error:
+        print(
+            f"error: {conventions_text.FILE} cannot be written: {error.strerror}", file=sys.stderr
+        )
+        return 2
+    print(f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}")
+    return 0
 
 
 def cmd_lake(args) -> int:
@@ -476,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     conventions = sub.add_parser(
         "conventions", help="the conventions check applies: each setting and where it comes from"
     )
-    conventions.add_argument("action", choices=["show", "diff"])
+    conventions.add_argument("action", choices=["show", "write", "diff"])
     conventions.add_argument(
         "--to", help="diff: the pack's new version (a wheel, its source folder, a requirement)"
     )

@@ -51,7 +51,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from medallion_dq import policy, review, rules, user_yaml
+from medallion_dq import conventions_text, policy, review, rules, user_yaml
 from medallion_dq.pipeline_ast import (
     DATASET_DECORATORS,
     EXPECT_DECORATORS,
@@ -84,6 +84,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC015": ("warning", "a rule file differs from the data contract it was made from"),
     "DQC016": ("error", "silver dataset over bronze lets records bronze could not parse through"),
     "DQC017": ("error", "a project setting loosens what its conventions pack locks"),
+    "DQC018": ("warning", "CONVENTIONS.md is not what the project's conventions pack writes"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -769,6 +770,7 @@ def check(
     if config is None:
         chosen = policy.load(project, defaults())
         config, read_problems = chosen.config, chosen.problems
+        more = [*more, *conventions_text.drift(project, chosen, descriptions())]
     collector = _Collector(project, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
     for path in collector.rule_files():
