@@ -1,5 +1,7 @@
 """The package's tests run against the sample project baked from the template (see sample.py)."""
 
+import contextlib
+import importlib
 import shutil
 import sys
 from pathlib import Path
@@ -31,7 +33,7 @@ def bare_machine(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def installed_pack(tmp_path, monkeypatch):
+def installed_pack(tmp_path):
     """A conventions pack installed as a wheel installs it: its package (library.yml, and
     policy.yml when given) and its distribution's metadata naming it in the entry point group
     medallion_dq.packs (found by importlib.metadata)."""
@@ -51,10 +53,16 @@ def installed_pack(tmp_path, monkeypatch):
             f"Metadata-Version: 2.1\nName: acme-conventions\nVersion: {version}\n"
         )
         (info / "entry_points.txt").write_text("[medallion_dq.packs]\nacme = acme_conventions\n")
-        monkeypatch.syspath_prepend(str(tmp_path))
+        if str(tmp_path) not in sys.path:
+            # Not monkeypatch.syspath_prepend: its undo puts back all of sys.path as it was,
+            # dropping what the test added since (the sample's src, on its first bake).
+            sys.path.insert(0, str(tmp_path))
+        importlib.invalidate_caches()
         library.library.cache_clear()
         return package
 
     yield install
+    with contextlib.suppress(ValueError):
+        sys.path.remove(str(tmp_path))
     library.library.cache_clear()
     sys.modules.pop("acme_conventions", None)

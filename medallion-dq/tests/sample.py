@@ -45,6 +45,20 @@ def sample_project(**answers: str) -> Path:
     return project
 
 
+def project_copy(folder: Path, *, pack: str | None = None) -> Path:
+    """A copy of the sample in `folder` (no local state); with `pack`, on that conventions pack
+    (`[tool.medallion] pack`)."""
+    shutil.copytree(sample_project(), folder, ignore=shutil.ignore_patterns(".local"))
+    if pack is not None:
+        pyproject = folder / "pyproject.toml"
+        text = pyproject.read_text(encoding="utf-8")
+        pyproject.write_text(
+            text.replace("[tool.medallion]\n", f'[tool.medallion]\npack = "{pack}"\n', 1),
+            encoding="utf-8",
+        )
+    return folder
+
+
 def typed_like_silver(frame):
     """Landed order rows typed as the sample's silver pipeline types them (silver/orders.py),
     written again here: tests compare the pipeline with an independent computation."""

@@ -7,13 +7,12 @@ before the upgrade and fails after it."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from medallion_dq import upgrade
 from medallion_dq.project import Project
-from sample import sample_project, typed_like_silver
+from sample import project_copy, typed_like_silver
 
 pytestmark = pytest.mark.spark
 
@@ -72,11 +71,7 @@ def test_an_upgrade_is_tried_on_the_projects_landing_files(local_spark, installe
 
     spark = local_spark.spark
     installed_pack(LIBRARY.format(constraint=BEFORE), version="1.0.0")
-    root = tmp_path / "acme"
-    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace("[tool.medallion]\n", '[tool.medallion]\npack = "acme"\n', 1))
+    root = project_copy(tmp_path / "acme", pack="acme")
 
     # Silver's input, typed as silver types it: the rows valid_amount fails before and after.
     raw = spark.read.schema(RAW_SCHEMA).json(str(root / "fixtures/landing/orders/*.json"))

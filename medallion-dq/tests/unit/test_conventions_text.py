@@ -3,13 +3,12 @@ telling a file edited by hand, one of another version of the pack, or none (DQC0
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from medallion_dq import cli, conventions
-from sample import sample_project
+from sample import project_copy
 
 LIBRARY = """\
 rules:
@@ -25,11 +24,7 @@ POLICY = "severity: {DQC005: error}\nlocked: [DQC005]\n"
 @pytest.fixture
 def project(tmp_path, installed_pack, monkeypatch) -> Path:
     installed_pack(LIBRARY, POLICY, version="1.0.0")
-    root = tmp_path / "acme"
-    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace("[tool.medallion]\n", '[tool.medallion]\npack = "acme"\n', 1))
+    root = project_copy(tmp_path / "acme", pack="acme")
     monkeypatch.chdir(root)
     return root
 

@@ -4,12 +4,10 @@ tighten them, a loosened lock is DQC017 naming the pack, the setting and the pro
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from medallion_dq import cli, conventions
-from sample import sample_project
+from sample import project_copy
 
 LIBRARY = "rules: []\n"
 POLICY = """\
@@ -29,11 +27,7 @@ rules:
 def project(tmp_path, installed_pack):
     """The sample on pack acme 1.1.0, its silver orders rule with neither owner nor description."""
     installed_pack(LIBRARY, POLICY, version="1.1.0")
-    root = tmp_path / "acme"
-    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace("[tool.medallion]\n", '[tool.medallion]\npack = "acme"\n', 1))
+    root = project_copy(tmp_path / "acme", pack="acme")
     (root / "src/acme_orders/rules/silver/orders.yml").write_text(NO_OWNER, encoding="utf-8")
     return root
 

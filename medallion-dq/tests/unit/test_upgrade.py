@@ -3,14 +3,13 @@ before any Spark server starts (the comparison itself: tests/engine/test_pack_up
 
 from __future__ import annotations
 
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from medallion_dq import cli
-from sample import sample_project
+from sample import project_copy
 
 LIBRARY = """\
 rules:
@@ -32,11 +31,7 @@ rules:
 def project(tmp_path, installed_pack, monkeypatch) -> Path:
     """The sample on pack acme 1.0.0, its silver orders rule from the library."""
     site = installed_pack(LIBRARY).parent
-    root = tmp_path / "acme"
-    shutil.copytree(sample_project(), root, ignore=shutil.ignore_patterns(".local"))
-    pyproject = root / "pyproject.toml"
-    text = pyproject.read_text(encoding="utf-8")
-    pyproject.write_text(text.replace("[tool.medallion]\n", '[tool.medallion]\npack = "acme"\n', 1))
+    root = project_copy(tmp_path / "acme", pack="acme")
     (root / "src/acme_orders/rules/silver/orders.yml").write_text(USING, encoding="utf-8")
     monkeypatch.chdir(root)
     monkeypatch.setattr("medallion_dq.diff.judge_all", _no_spark)
