@@ -26,6 +26,11 @@ TABLE = "[tool.medallion.conventions]"
 #: How strict a severity is: a locked code's may rise, never fall.
 RANK = {"off": 0, "warning": 1, "error": 2}
 _KEYS = {"severity", "layers", "quarantine_suffix", "locked"}
+#: The settings other than severities, as they are when no one sets them.
+_DEFAULTS: dict[str, Any] = {
+    "layers": ["bronze", "silver", "gold"],
+    "quarantine_suffix": "_quarantine",
+}
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,10 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
     }
     for key, value in _flat(packed).items():
         policy.settings[key] = Setting(value, origin, key.removeprefix("severity.") in locked)
+    for name in locked:  # a lock holds the value the pack leaves as it is, too
+        key = name if name in _DEFAULTS else f"severity.{name}"
+        kept = policy.settings.get(key) or Setting(_DEFAULTS.get(name), "built-in")
+        policy.settings[key] = Setting(kept.value, kept.origin, locked=True)
     text = _text(project)
     for key, value in _flat(own).items():
         name = key.removeprefix("severity.")

@@ -114,3 +114,17 @@ def test_a_pack_that_is_not_installed_is_named_with_the_fix(project, monkeypatch
         "DQC000 pyproject.toml [tool.medallion] pack: no conventions pack 'acmee' is installed"
         in capsys.readouterr().out
     )
+
+
+def test_a_lock_holds_the_value_the_pack_leaves_as_it_is(project, installed_pack):
+    """The pack locks DQC004 and layers without setting them: the built-in values hold."""
+    installed_pack(LIBRARY, "locked: [DQC004, layers]\n")
+    line = severities(project, 'DQC004 = "off"')
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as file:
+        file.write('\n[tool.medallion.conventions.layers]\nsilver = "clean"\n')
+    found = [str(p) for p in conventions.check(project) if p.code == "DQC017"]
+    assert found[0].startswith(
+        f"DQC017 pyproject.toml line {line}: [tool.medallion.conventions] sets DQC004 = 'off':"
+        " looser than 'warning', which conventions pack acme locks"
+    )
+    assert len(found) == 2 and "sets layers = {'silver': 'clean'}" in found[1], found
