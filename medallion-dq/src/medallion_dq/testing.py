@@ -36,7 +36,8 @@ log = logging.getLogger("medallion_dq.testing")  # also when run as __main__
 
 class Lake:
     """One test's slice of the lake: a schema, a landing folder, and the bundle's pipelines and
-    jobs, run in that schema."""
+    jobs, run in that schema. The project's files (bundle, settings, rule files) are read once,
+    as a command reads them: a test that rewrites a rule file makes a new lake after it."""
 
     def __init__(self, local, root: Path):
         from medallion_dq.local import LocalProject
