@@ -165,8 +165,9 @@ def _write_conventions(project: Project, chosen) -> int:
     """`conventions write`: CONVENTIONS.md from the project's pack (conventions_text.py)."""
     from medallion_dq import conventions, conventions_text, library
 
-    if chosen.problems or chosen.pack == library.BUILT_IN:
-        for problem in chosen.problems:
+    unread = [p for p in chosen.problems if p.code == "DQC000"]  # the pack or the settings
+    if unread or chosen.pack == library.BUILT_IN:
+        for problem in unread:
             print(f"error: {problem}", file=sys.stderr)
         if chosen.pack == library.BUILT_IN:
             print(

@@ -263,8 +263,11 @@ def compare(
 # --------------------------------------------------------------------------- the reports
 
 
+_GATE_SCOPE = "the quality gate, on the datasets whose rules the upgrade changes:"
+
+
 def _gate_lines(outcome: Outcome) -> list[str]:
-    lines = []
+    lines = [_GATE_SCOPE]
     for side in ("before", "after"):
         reasons = outcome.verdict[side]
         lines.append(f"gate {side}: {'FAIL' if reasons else 'PASS'}")
@@ -292,6 +295,7 @@ def markdown_report(outcome: Outcome) -> str:
     if outcome.diffs:
         report = {"base": outcome.before, "head": outcome.after, "data": "the landing files"}
         parts.append(diff.markdown_report(report, outcome.diffs))
+    parts.append(_GATE_SCOPE.capitalize())
     for side in ("before", "after"):
         reasons = outcome.verdict[side]
         parts.append(f"**gate {side}: {'FAIL' if reasons else 'PASS'}**")
