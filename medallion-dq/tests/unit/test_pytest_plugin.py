@@ -28,3 +28,22 @@ def test_a_rule_example_that_errors_is_reported_not_an_internal_error(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "INTERNALERROR" not in done.stdout + done.stderr
     assert "KeyError" in done.stdout and "1 failed" in done.stdout
+    # The plugin's wheel marks nothing else for assertion rewriting (it warned of __main__).
+    assert "PytestAssertRewriteWarning" not in done.stdout + done.stderr
+
+
+def test_the_plugin_pytest_loads_has_every_fixture_and_hook():
+    """The entry point names medallion_dq_pytest: a fixture or hook added to pytest_plugin and
+    not to it would never reach a project."""
+    import medallion_dq_pytest
+    from medallion_dq import pytest_plugin
+
+    public = {
+        name
+        for name, value in vars(pytest_plugin).items()
+        if name.startswith("pytest_")
+        and callable(value)
+        or hasattr(value, "_fixture_function_marker")
+        or type(value).__name__ == "FixtureFunctionDefinition"
+    }
+    assert public == set(medallion_dq_pytest.__all__)
