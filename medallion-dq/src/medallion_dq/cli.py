@@ -546,6 +546,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = _Console(stdout), _Console(stderr)
     try:
         return commands[args.command](args)
+    except KeyboardInterrupt:  # `run` puts its update back and says so itself
+        print(f"{args.command}: stopped by SIGINT", file=sys.stderr)
+        return 130
     except run_command.OutputNotWritten as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

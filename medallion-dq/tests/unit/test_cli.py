@@ -84,3 +84,16 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
     process.communicate(timeout=120)
     assert first.startswith("medallion-dq: run pipeline nope"), first
     assert elapsed < 1, f"the first line came after {elapsed:.2f} s"
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
+    """Ctrl-C in any command (here while `check --examples` would start its server) ends in
+    one line, not a traceback."""
+    from medallion_dq import cli as command_line
+
+    def interrupted(_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command_line, "cmd_check", interrupted)
+    assert command_line.main(["--root", str(sample_project()), "check", "--examples"]) == 130
+    assert capsys.readouterr().err == "check: stopped by SIGINT\n"
