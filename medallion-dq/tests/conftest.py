@@ -59,10 +59,12 @@ def installed_pack(tmp_path):
             sys.path.insert(0, str(tmp_path))
         importlib.invalidate_caches()
         library.library.cache_clear()
+        library.pack_thresholds.cache_clear()
         return package
 
     yield install
     with contextlib.suppress(ValueError):
         sys.path.remove(str(tmp_path))
     library.library.cache_clear()
+    library.pack_thresholds.cache_clear()
     sys.modules.pop("acme_conventions", None)

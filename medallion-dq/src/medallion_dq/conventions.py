@@ -85,6 +85,7 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC016": ("error", "silver dataset over bronze lets records bronze could not parse through"),
     "DQC017": ("error", "a project setting loosens what its conventions pack locks"),
     "DQC018": ("warning", "CONVENTIONS.md is not what the project's conventions pack writes"),
+    "DQC019": ("error", "a rule file or the gate task does not do what the conventions pack asks"),
 }
 SEVERITIES = ("error", "warning", "off")
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
@@ -767,6 +768,7 @@ def check(
     """
     project = Project.of(project)
     read_problems: list[Problem] = []
+    chosen = None
     if config is None:
         chosen = policy.load(project, defaults())
         config, read_problems = chosen.config, chosen.problems
@@ -775,6 +777,11 @@ def check(
     collector.problems.extend(read_problems)
     for path in collector.rule_files():
         collector.read_rule_file(path)
+    if chosen is not None:  # the pack's own keys: thresholds, quarantine forms, required fields
+        for where, ruleset in collector.loaded.items():
+            layer = ruleset.layer or collector.settings.layer_of_folder.get(Path(where).parent.name)
+            collector.problems += policy.rule_file_problems(chosen, ruleset, layer, where)
+        collector.problems += policy.gate_task_problems(chosen, project)
     for path in collector.pipeline_files():
         layer = collector.layer_of(path)
         if path.suffix == ".py":

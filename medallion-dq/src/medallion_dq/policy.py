@@ -2,8 +2,12 @@
 
 A pack (`library.py`) may hold a ``policy.yml``: the table a project writes as
 ``[tool.medallion.conventions]`` (``severity``, ``layers``, ``quarantine_suffix``) and ``locked``,
-the settings a project may make stricter but never looser (a DQC code, ``layers`` or
-``quarantine_suffix``). A project names its pack in ``[tool.medallion] pack`` (default: the
+the settings a project may make stricter but never looser (a DQC code, ``layers``,
+``quarantine_suffix`` or ``thresholds``). Three more keys are the pack's alone, checked in every
+rule file (DQC019): ``thresholds`` (by layer, the failed fraction the gate allows where a rule
+file sets none; locked, a rule file may set a lower one, never a higher one: DQC017),
+``quarantine`` (by layer, the form every rule file declares: view or table) and ``required``
+(the fields every rule has: description, owner, examples, threshold). A project names its pack in ``[tool.medallion] pack`` (default: the
 built-in ``medallion``, today's conventions, nothing locked). Every value keeps its origin, for
 `medallion-dq conventions show`; a project line that loosens a locked setting is DQC017, naming
 the pack, the setting and the line, and the pack's value holds.
@@ -16,16 +20,28 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from medallion_dq import library
+from medallion_dq import gate, library
 from medallion_dq.problems import Problem
 from medallion_dq.project import Project
+from medallion_dq.rules import RuleSet
+from medallion_dq.text import relative_path
 from medallion_dq.user_yaml import load_yaml
 
 POLICY_FILE = "policy.yml"
 TABLE = "[tool.medallion.conventions]"
 #: How strict a severity is: a locked code's may rise, never fall.
 RANK = {"off": 0, "warning": 1, "error": 2}
-_KEYS = {"severity", "layers", "quarantine_suffix", "locked"}
+_KEYS = {
+    "severity",
+    "layers",
+    "quarantine_suffix",
+    "locked",
+    "thresholds",
+    "quarantine",
+    "required",
+}
+#: The rule fields a pack may require of every rule.
+REQUIRABLE = ("description", "owner", "examples", "threshold")
 #: The settings other than severities, as they are when no one sets them.
 _DEFAULTS: dict[str, Any] = {
     "layers": ["bronze", "silver", "gold"],
@@ -49,9 +65,15 @@ class Policy:
     version: str
     #: The merged table, as `conventions` reads a project's own.
     config: dict[str, Any] = field(default_factory=dict)
-    #: "severity.DQC005", "layers", "quarantine_suffix" -> its value and origin.
+    #: "severity.DQC005", "layers", "quarantine_suffix", "thresholds.silver", "quarantine.silver",
+    #: "required" -> its value and origin.
     settings: dict[str, Setting] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    #: The pack's alone, by layer: the gate's default threshold; the quarantine form.
+    thresholds: dict[str, float] = field(default_factory=dict)
+    quarantine: dict[str, str] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    thresholds_locked: bool = False
 
 
 def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[Problem]]:
@@ -88,11 +110,21 @@ def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[P
         if value not in (*RANK, "warn"):
             return broken(f"severity of {code}: {value!r} is not one of error, warning, off")
     locked = data.get("locked", [])
-    lockable = {*codes, "layers", "quarantine_suffix"}
+    lockable = {*codes, "layers", "quarantine_suffix", "thresholds"}
     if not isinstance(locked, list) or not all(isinstance(x, str) for x in locked):
-        return broken("'locked' must be a list of DQC codes, layers or quarantine_suffix")
+        return broken("'locked' must be a list of DQC codes, layers, quarantine_suffix, thresholds")
     if unknown := [x for x in locked if x not in lockable]:
-        return broken(f"locked: {unknown[0]!r} is no code, layers or quarantine_suffix")
+        return broken(f"locked: {unknown[0]!r} is no code, layers, quarantine_suffix, thresholds")
+    try:  # the gate reads them on Databricks too: one reader
+        library.pack_thresholds(pack)
+    except library.LibraryError as error:
+        return broken(error.message.split(f"{POLICY_FILE}: ", 1)[-1])
+    forms = data.get("quarantine", {})
+    if not isinstance(forms, Mapping) or not all(v in ("view", "table") for v in forms.values()):
+        return broken("'quarantine' must map layers to view or table")
+    required = data.get("required", [])
+    if not isinstance(required, list) or not all(x in REQUIRABLE for x in required):
+        return broken(f"'required' must list rule fields of {', '.join(REQUIRABLE)}")
     return data, []
 
 
@@ -134,17 +166,36 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
     version = library.pack_version(pack) if not pack_problems else ""
     origin = "built-in" if pack == library.BUILT_IN else f"pack {pack} {version}".strip()
     locked = set(packed.get("locked", []))
-    policy = Policy(pack, version, problems=problems)
+    policy = Policy(
+        pack,
+        version,
+        problems=problems,
+        thresholds={str(k): float(v) for k, v in packed.get("thresholds", {}).items()},
+        quarantine={str(k): str(v) for k, v in packed.get("quarantine", {}).items()},
+        required=tuple(packed.get("required", [])),
+        thresholds_locked="thresholds" in locked,
+    )
     policy.settings = {
         f"severity.{code}": Setting(value, "built-in") for code, value in defaults.items()
     }
     for key, value in _flat(packed).items():
-        policy.settings[key] = Setting(value, origin, key.removeprefix("severity.") in locked)
-    for name in locked:  # a lock holds the value the pack leaves as it is, too
+        name = key.split(".")[0] if key.startswith("thresholds.") else key.removeprefix("severity.")
+        policy.settings[key] = Setting(value, origin, name in locked)
+    for name in locked - {"thresholds"}:  # a lock holds the value the pack leaves, too
         key = name if name in _DEFAULTS else f"severity.{name}"
         kept = policy.settings.get(key) or Setting(_DEFAULTS.get(name), "built-in")
         policy.settings[key] = Setting(kept.value, kept.origin, locked=True)
     text = _text(project)
+    for key in sorted(set(own) & _PACKS_ALONE):
+        policy.problems.append(
+            _unread(
+                f"{TABLE} sets {key}, which only a conventions pack sets",
+                "remove it; a rule file sets its own threshold: (stricter than the pack's)"
+                if key == "thresholds"
+                else "remove it; ask the pack's owners to change it",
+            )
+        )
+    own = {k: v for k, v in own.items() if k not in _PACKS_ALONE}
     for key, value in _flat(own).items():
         name = key.removeprefix("severity.")
         before = policy.settings.get(key)
@@ -164,6 +215,9 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
     return policy
 
 
+_PACKS_ALONE = {"thresholds", "quarantine", "required", "locked"}
+
+
 def _unread(message: str, fix: str | None = None) -> Problem:
     return Problem("DQC000", "pyproject.toml", message, fix or f"write {TABLE} as a table")
 
@@ -180,8 +234,8 @@ def _flat(table: Mapping[str, Any]) -> dict[str, Any]:
     table where one is due is kept as written, for `conventions` to refuse."""
     out: dict[str, Any] = {}
     for key, value in table.items():
-        if key == "severity" and isinstance(value, Mapping):
-            out |= {f"severity.{code}": v for code, v in value.items()}
+        if key in ("severity", "thresholds", "quarantine") and isinstance(value, Mapping):
+            out |= {f"{key}.{name}": v for name, v in value.items()}
         elif key != "locked":
             out[key] = value
     return out
@@ -191,6 +245,8 @@ def _table(settings: Mapping[str, Setting], defaults: Mapping[str, str]) -> dict
     """The merged settings as a project's table; the built-in severities left out."""
     table: dict[str, Any] = {}
     for key, setting in settings.items():
+        if key.split(".")[0] in _PACKS_ALONE:
+            continue  # the pack's alone: `rule_file_problems`
         if key.startswith("severity."):
             if setting.origin != "built-in":
                 table.setdefault("severity", {})[key.removeprefix("severity.")] = setting.value
@@ -206,6 +262,97 @@ def _looser(key: str, value: Any, locked: Any) -> bool:
         normal = {"warn": "warning"}
         return RANK.get(normal.get(value, value), 0) < RANK.get(normal.get(locked, locked), 0)
     return bool(value != locked)
+
+
+def rule_file_problems(
+    policy: Policy, ruleset: RuleSet, layer: str | None, where: str
+) -> list[Problem]:
+    """What a rule file of `layer` does against the pack's own keys: a required field a rule
+    lacks, another quarantine form (DQC019), a threshold above a locked default (DQC017)."""
+    out: list[Problem] = []
+    pack = f"conventions pack {policy.pack}"
+    wanted = policy.quarantine.get(layer or "")
+    if wanted and any(r.action == "drop" for r in ruleset.rules) and ruleset.quarantine != wanted:
+        out.append(
+            Problem(
+                "DQC019",
+                where,
+                f"quarantine: {ruleset.quarantine}, but {pack} keeps the dropped rows of {layer}"
+                f" as a {wanted}",
+                f"write quarantine: {wanted} in the rule file",
+            )
+        )
+    default = policy.thresholds.get(layer or "")
+    for rule in ruleset.rules:
+        have = {
+            "description": bool(rule.description.strip()),
+            "owner": bool(rule.owner.strip() or ruleset.owner.strip()),
+            "examples": bool(rule.examples),
+            "threshold": rule.threshold is not None
+            or ruleset.threshold is not None
+            or default is not None
+            or rule.action == "fail",
+        }
+        if missing := [name for name in policy.required if not have[name]]:
+            out.append(
+                Problem(
+                    "DQC019",
+                    where,
+                    f"rule has no {' and no '.join(missing)}, which {pack} requires of every rule",
+                    f"add {', '.join(f'{m}:' for m in missing)} to the rule"
+                    + (" (owner: once for the file also does)" if "owner" in missing else ""),
+                    rule.name,
+                )
+            )
+    if policy.thresholds_locked and default is not None:
+        limit = f"the {default:g} {pack} locks for {layer}"
+        if ruleset.threshold is not None and ruleset.threshold > default:
+            out.append(
+                Problem(
+                    "DQC017",
+                    where,
+                    f"threshold: {ruleset.threshold:g} is looser than {limit}",
+                    f"lower it to {default:g} or less, or remove it (the pack's applies)",
+                )
+            )
+        for rule in ruleset.rules:
+            if rule.threshold is not None and rule.threshold > default:
+                out.append(
+                    Problem(
+                        "DQC017",
+                        where,
+                        f"threshold: {rule.threshold:g} is looser than {limit}",
+                        f"lower it to {default:g} or less, or remove it (the pack's applies)",
+                        rule.name,
+                    )
+                )
+    return out
+
+
+def gate_task_problems(policy: Policy, project: Project) -> list[Problem]:
+    """A quality_gate task that does not name the pack whose default thresholds it must apply
+    (DQC019): on Databricks, the gate knows the pack only from its parameters."""
+    if not policy.thresholds or policy.pack == library.BUILT_IN:
+        return []
+    try:
+        jobs = project.bundle().jobs.values()
+    except Exception:  # noqa: BLE001 - a bundle that does not load is said by the bundle checks
+        return []
+    out = []
+    for job in jobs:
+        for task in job.tasks:
+            parameters = task.spec.get("python_wheel_task", {}).get("parameters") or []
+            if task.is_gate and gate.pack_argument(parameters) != policy.pack:
+                out.append(
+                    Problem(
+                        "DQC019",
+                        relative_path(job.source_file, project.root),
+                        f"task {task.key} runs the quality gate without --pack {policy.pack}: it"
+                        f" would not apply the default thresholds of {policy.pack}",
+                        f"add - --pack and - {policy.pack} to the task's parameters",
+                    )
+                )
+    return out
 
 
 def shown(policy: Policy, described: Mapping[str, str]) -> str:

@@ -9,7 +9,9 @@ and policy stand in for the installed pack's (`library.trying`), and three thing
   files as `medallion-dq diff` judges two revisions: per rule, the rows failing before and after,
   newly dropped and newly kept;
 - the quality gate's verdict on those counts (each warn and drop rule's failed fraction against
-  its threshold; a fail rule that fails a row fails the update), before and after;
+  its threshold, the pack's default for the layer where the rule file sets none; a fail rule
+  that fails a row fails the update), before and after; a dataset whose rules do not change but
+  whose layer's default threshold does is judged too;
 - the problems of `check` that appear or disappear under the candidate's policy.
 
 Exit 0 when the upgrade leaves the gate passing, 1 when the gate (or an update) would fail after
@@ -63,6 +65,8 @@ class Outcome:
     disappeared: list[Problem] = field(default_factory=list)
     #: Problems said under both, at another severity: (problem after, severity before).
     reclassed: list[tuple[Problem, str]] = field(default_factory=list)
+    #: The pack's default thresholds that change, by layer: (before, after; None: unset).
+    thresholds: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
     @property
     def fails(self) -> bool:
@@ -166,16 +170,19 @@ def _by_dataset(project: Project) -> dict[str, RuleSet]:
     return {ruleset.dataset: ruleset for ruleset in project.rule_sets()}
 
 
-def _verdict(diffs: list[diff.DatasetDiff], side: str) -> list[str]:
-    """Why the gate would fail on one side's counts ('base' | 'head'); empty: it passes."""
+def _verdict(diffs: list[diff.DatasetDiff], side: str, by_layer: dict[str, float]) -> list[str]:
+    """Why the gate would fail on one side's counts ('base' | 'head'), with that side's
+    default thresholds `by_layer`; empty: it passes."""
     metrics: list[dict[str, Any]] = []
     thresholds: dict[str, float] = {}
+    layer: dict[str, float] = {}
     why = []
     for one in diffs:
         ruleset = one.base if side == "base" else one.head
         if ruleset is None or one.rows is None:
             continue
         thresholds |= ruleset.thresholds()
+        layer |= gate.layer_defaults([ruleset], by_layer)
         for rule in one.rules:
             version = rule.base if side == "base" else rule.head
             failed = rule.failed_before if side == "base" else rule.failed_after
@@ -189,7 +196,7 @@ def _verdict(diffs: list[diff.DatasetDiff], side: str) -> list[str]:
                 {"dataset": one.dataset, "name": rule.name, "passed": one.rows - failed,
                  "failed": failed}
             )  # fmt: skip
-    result = gate.evaluate(metrics, thresholds, allow_empty=True)
+    result = gate.evaluate(metrics, thresholds, allow_empty=True, layer=layer)
     why += [
         f"{row.dataset}.{row.rule}: {row.failed} of {row.total} row(s) fail"
         f" ({row.failed_fraction:.1%}), over its threshold {row.threshold:.1%}"
@@ -227,10 +234,17 @@ def compare(
         )
     before = _by_dataset(project)
     said_before = conventions.check(project)
+    layer_before = _pack_thresholds(installed.pack)
     with library.trying(chosen.pack, chosen.folder, chosen.version):
         tried = Project(project.root)
         after = _by_dataset(tried)
         said_after = conventions.check(tried)
+        layer_after = _pack_thresholds(chosen.pack)
+    moved = {
+        layer: (layer_before.get(layer), layer_after.get(layer))
+        for layer in sorted({*layer_before, *layer_after})
+        if layer_before.get(layer) != layer_after.get(layer)
+    }
     names = sorted({*before, *after})
     diffs = {
         name: diff.DatasetDiff(
@@ -239,7 +253,11 @@ def compare(
         for name in names
         if (before.get(name) or after.get(name)) is not None
     }
-    changed = {name: d for name, d in diffs.items() if d.status != "unchanged"}
+    changed = {
+        name: d
+        for name, d in diffs.items()
+        if d.status != "unchanged" or _takes_layer_default(d.head, moved)
+    }
     if changed:
         diff.judge_all(project, changed, None, landing, backend, examples, local=local)
     key = lambda p: (p.code, p.file, p.rule, p.message)  # noqa: E731
@@ -251,12 +269,33 @@ def compare(
         installed.version,
         chosen.version,
         ordered,
-        {"before": _verdict(ordered, "base"), "after": _verdict(ordered, "head")},
+        {
+            "before": _verdict(ordered, "base", layer_before),
+            "after": _verdict(ordered, "head", layer_after),
+        },
         appeared=[p for p in said_after if key(p) not in was],
         disappeared=[p for p in said_before if key(p) not in now],
         reclassed=[
             (p, was[key(p)]) for p in said_after if was.get(key(p), p.severity) != p.severity
         ],
+        thresholds=moved,
+    )
+
+
+def _pack_thresholds(pack: str) -> dict[str, float]:
+    try:
+        return library.pack_thresholds(pack)
+    except library.LibraryError as error:  # `check` says it too; the diff cannot judge
+        raise NotAPack(f"{error.message} ({error.fix})") from None
+
+
+def _takes_layer_default(ruleset: RuleSet | None, moved: dict[str, Any]) -> bool:
+    """Whether a rule of `ruleset` is judged by its layer's default threshold, which moves."""
+    return (
+        ruleset is not None
+        and ruleset.layer in moved
+        and ruleset.threshold is None
+        and any(r.threshold is None and r.action != "fail" for r in ruleset.rules)
     )
 
 
@@ -266,8 +305,18 @@ def compare(
 _GATE_SCOPE = "the quality gate, on the datasets whose rules the upgrade changes:"
 
 
+def _threshold_lines(outcome: Outcome) -> list[str]:
+    def shown(value: float | None) -> str:
+        return "none" if value is None else f"{value:.1%}"
+
+    return [
+        f"default threshold of {layer}: {shown(was)} -> {shown(now)}"
+        for layer, (was, now) in outcome.thresholds.items()
+    ]
+
+
 def _gate_lines(outcome: Outcome) -> list[str]:
-    lines = [_GATE_SCOPE]
+    lines = [*_threshold_lines(outcome), _GATE_SCOPE]
     for side in ("before", "after"):
         reasons = outcome.verdict[side]
         lines.append(f"gate {side}: {'FAIL' if reasons else 'PASS'}")
@@ -295,6 +344,7 @@ def markdown_report(outcome: Outcome) -> str:
     if outcome.diffs:
         report = {"base": outcome.before, "head": outcome.after, "data": "the landing files"}
         parts.append(diff.markdown_report(report, outcome.diffs))
+    parts += [f"- {md_text(line)}" for line in _threshold_lines(outcome)]
     parts.append(_GATE_SCOPE.capitalize())
     for side in ("before", "after"):
         reasons = outcome.verdict[side]
@@ -318,6 +368,9 @@ def json_report(outcome: Outcome) -> dict[str, Any]:
         "after": outcome.after,
         "datasets": [d.to_dict() for d in outcome.diffs],
         "gate": {side: {"passes": not why, "why": why} for side, why in outcome.verdict.items()},
+        "thresholds": {
+            layer: {"before": was, "after": now} for layer, (was, now) in outcome.thresholds.items()
+        },
         "check": {
             "appeared": [f"{p.severity}: {p}" for p in outcome.appeared],
             "disappeared": [str(p) for p in outcome.disappeared],

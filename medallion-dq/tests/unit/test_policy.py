@@ -128,3 +128,158 @@ def test_a_lock_holds_the_value_the_pack_leaves_as_it_is(project, installed_pack
         " looser than 'warning', which conventions pack acme locks"
     )
     assert len(found) == 2 and "sets layers = {'silver': 'clean'}" in found[1], found
+
+
+LAYER_POLICY = """\
+thresholds: {silver: 0.02}
+quarantine: {silver: view}
+required: [owner, examples]
+locked: [thresholds]
+"""
+LOOSE = """\
+dataset: silver_orders
+layer: silver
+threshold: 0.1
+rules:
+  - name: valid_order_id
+    constraint: order_id IS NOT NULL
+    action: drop
+    owner: orders-team
+    threshold: 0.01
+    examples: {pass: [{order_id: a}], fail: [{order_id: null}]}
+  - {name: positive_amount, constraint: amount > 0, action: warn, threshold: 0.5}
+"""
+
+
+def gate_task(root, *extra: str) -> None:
+    """Give the sample's quality_gate task `extra` parameters."""
+    job = root / "resources/medallion.job.yml"
+    text = job.read_text(encoding="utf-8")
+    start = text.index("- acme_orders\n")
+    at = start + len("- acme_orders\n")
+    indent = " " * (start - text.rindex("\n", 0, start) - 1)
+    job.write_text(text[:at] + "".join(f"{indent}- {p}\n" for p in extra) + text[at:])
+
+
+def test_the_packs_layer_policy_is_held_against_each_rule_file(project, installed_pack):
+    """The pack's thresholds, quarantine form and required fields of a layer, said per rule
+    file: a looser threshold than the locked default is DQC017, the rest DQC019."""
+    installed_pack(LIBRARY, LAYER_POLICY)
+    (project / "src/acme_orders/rules/silver/orders.yml").write_text(LOOSE, encoding="utf-8")
+    gate_task(project, "--pack", "acme")
+    where = "src/acme_orders/rules/silver/orders.yml"
+    said = sorted(
+        str(p)
+        for p in conventions.check(project)
+        if p.code in ("DQC017", "DQC019") and p.file == where
+    )
+    assert said == sorted(
+        [
+            f"DQC017 {where}: threshold: 0.1 is looser than the 0.02 conventions pack acme locks"
+            " for silver; fix: lower it to 0.02 or less, or remove it (the pack's applies)",
+            f"DQC017 {where}: rule 'positive_amount': threshold: 0.5 is looser than the 0.02"
+            " conventions pack acme locks for silver; fix: lower it to 0.02 or less, or remove"
+            " it (the pack's applies)",
+            f"DQC019 {where}: quarantine: table, but conventions pack acme keeps the dropped rows"
+            " of silver as a view; fix: write quarantine: view in the rule file",
+            f"DQC019 {where}: rule 'positive_amount': rule has no owner and no examples, which"
+            " conventions pack acme requires of every rule; fix: add owner:, examples: to the"
+            " rule (owner: once for the file also does)",
+        ]
+    ), said
+    shown = conventions_show(project)
+    assert "thresholds.silver  0.02" in shown and "pack acme 1.0.0, locked" in shown
+
+
+def conventions_show(root) -> str:
+    import contextlib
+    import io
+    import os
+
+    out = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out):
+            cli.main(["conventions", "show"])
+    finally:
+        os.chdir(cwd)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("parameters", "refused"), [((), True), (("--pack", "other"), True), (("--pack=acme",), False)]
+)
+def test_a_gate_task_must_name_the_pack_whose_thresholds_it_applies(
+    project, installed_pack, parameters, refused
+):
+    installed_pack(LIBRARY, "thresholds: {gold: 0}\n")
+    gate_task(project, *parameters)
+    said = [str(p) for p in conventions.check(project) if p.code == "DQC019"]
+    assert said == (
+        [
+            "DQC019 resources/medallion.job.yml: task quality_gate runs the quality gate without"
+            " --pack acme: it would not apply the default thresholds of acme; fix: add - --pack"
+            " and - acme to the task's parameters"
+        ]
+        if refused
+        else []
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy_yml", "said"),
+    [
+        ("thresholds: {silver: 5%}\n", "thresholds.silver = 5% is not a fraction"),
+        ("thresholds: [0.1]\n", "'thresholds' must map layers to fractions"),
+        ("quarantine: {silver: heap}\n", "'quarantine' must map layers to view or table"),
+        ("required: [colour]\n", "'required' must list rule fields of description, owner"),
+        ("locked: [required]\n", "locked: 'required' is no code"),
+    ],
+)
+def test_a_broken_layer_policy_is_one_line_naming_the_pack(
+    project, installed_pack, policy_yml, said
+):
+    installed_pack(LIBRARY, policy_yml)
+    problems = [p for p in conventions.check(project) if p.code == "DQC000"]
+    assert [(p.file, said in p.message) for p in problems] == [("pack acme policy.yml", True)], [
+        str(p) for p in problems
+    ]
+
+
+def test_a_project_cannot_set_what_only_the_pack_sets(project):
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as file:
+        file.write("\n[tool.medallion.conventions.thresholds]\nsilver = 0.5\n")
+    said = [str(p) for p in conventions.check(project) if p.code == "DQC000"]
+    assert said == [
+        "DQC000 pyproject.toml: [tool.medallion.conventions] sets thresholds, which only a"
+        " conventions pack sets; fix: remove it; a rule file sets its own threshold: (stricter"
+        " than the pack's)"
+    ]
+
+
+def test_the_gate_applies_the_packs_default_for_the_layer(installed_pack):
+    """As the gate task reads it on Databricks (`--pack acme`): a rule whose rule file sets no
+    threshold is judged by its layer's default; its own threshold still comes first."""
+    from medallion_dq import gate, library, rules
+
+    installed_pack(LIBRARY, "thresholds: {silver: 0.1, gold: 0}\n")
+    assert gate.pack_argument(["--rules-package", "x", "--pack", "acme"]) == "acme"
+    by_layer = library.pack_thresholds(gate.pack_argument(["--pack=acme"]) or "")
+    orders = rules.load("orders.yml", text=LOOSE.replace("threshold: 0.1\n", ""))
+    metrics = [
+        {"dataset": "silver_orders", "name": "valid_order_id", "passed": 92, "failed": 8},
+        {"dataset": "silver_orders", "name": "positive_amount", "passed": 92, "failed": 8},
+    ]
+    layer = gate.layer_defaults([orders], by_layer)
+    assert layer == {"silver_orders": 0.1}
+    verdict = gate.evaluate(metrics, orders.thresholds(), layer=layer)
+    by_rule = {row.rule: (row.threshold, row.threshold_source, row.ok) for row in verdict.rows}
+    assert by_rule == {
+        "valid_order_id": (0.01, "rule", False),
+        "positive_amount": (0.5, "rule", True),
+    }
+    no_own = rules.load("orders.yml", text=NO_OWNER)
+    verdict = gate.evaluate(metrics[:1], {}, layer=gate.layer_defaults([no_own], by_layer))
+    assert [(r.threshold, r.threshold_source, r.ok) for r in verdict.rows] == [(0.1, "layer", True)]
+    assert gate.evaluate(metrics[:1], {}).passed is False  # without the pack: 0

@@ -20,7 +20,9 @@ origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, d
 
 Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They come from the
 rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
-up as ``<dataset>.<rule>``, then ``<dataset>``, then the gate's default.
+up as ``<dataset>.<rule>``, then ``<dataset>``; then the project's conventions pack's default
+for the rule file's layer (``thresholds:`` of its policy.yml; CLI ``--pack``), then the gate's
+default.
 
 The rule files' dataset-level checks (volume, freshness, references) and schema contracts of
 the datasets the update wrote are judged here too (checks.py), each with its value and bound:
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq import library
 from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
 from medallion_dq.text import short_name, shown, table_lines
 
@@ -66,7 +69,9 @@ __all__ = [
     "expectation_metrics",
     "expectation_metrics_frame",
     "latest_update_id",
+    "layer_defaults",
     "main",
+    "pack_argument",
     "read_event_log",
     "rule_datasets",
     "run_gate",
@@ -134,6 +139,17 @@ def _thresholds(rulesets: Iterable[RuleSet]) -> dict[str, float]:
     return thresholds
 
 
+def layer_defaults(rulesets: Iterable[RuleSet], by_layer: Mapping[str, float]) -> dict[str, float]:
+    """``{dataset: threshold}`` for each rule file whose layer has a default in ``by_layer``
+    (a conventions pack's ``thresholds:``, `library.pack_thresholds`)."""
+    out = {}
+    for ruleset in rulesets:  # a file without `layer:` is of its folder's (rules/<layer>/)
+        layer = ruleset.layer or (Path(ruleset.file).parent.name if ruleset.file else "")
+        if layer in by_layer:
+            out[ruleset.dataset] = by_layer[layer]
+    return out
+
+
 def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
     """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files."""
     return _thresholds(load_rule_files(paths))
@@ -164,7 +180,8 @@ class GateRow:
     passed: int
     failed: int
     threshold: float
-    #: Where the threshold came from: "rule", "dataset" or "default".
+    #: Where the threshold came from: "rule", "dataset" (its rule file), "layer" (the
+    #: conventions pack's default for the layer) or "default".
     threshold_source: str = "default"
 
     @property
@@ -316,7 +333,11 @@ class GateResult:
 
 
 def _threshold(
-    dataset: str, rule: str, thresholds: Mapping[str, float], default: float
+    dataset: str,
+    rule: str,
+    thresholds: Mapping[str, float],
+    default: float,
+    layer: Mapping[str, float],
 ) -> tuple[float, str]:
     names = [dataset] if short_name(dataset) == dataset else [dataset, short_name(dataset)]
     for name in names:
@@ -325,6 +346,9 @@ def _threshold(
     for name in names:
         if name in thresholds:
             return float(thresholds[name]), "dataset"
+    for name in names:
+        if name in layer:
+            return float(layer[name]), "layer"
     return float(default), "default"
 
 
@@ -335,9 +359,12 @@ def evaluate(
     *,
     datasets: Iterable[str] = (),
     allow_empty: bool = False,
+    layer: Mapping[str, float] | None = None,
 ) -> GateResult:
     """Judge each rule: failed / (passed + failed) must not exceed its threshold; and each
-    dataset with expectations must have received rows.
+    dataset with expectations must have received rows. A rule's threshold is its own, else its
+    rule file's, else ``layer``'s for its dataset (the conventions pack's default for the
+    dataset's layer, `layer_defaults`), else ``default_threshold``.
 
     ``metrics``: dicts with ``dataset``, ``name`` and ``passed`` / ``failed`` (the event-log
     spelling ``passed_records`` / ``failed_records`` works too). Several entries for the same
@@ -359,7 +386,7 @@ def evaluate(
     rows = []
     inputs: dict[str, int] = {}
     for (dataset, name), (passed, failed) in sorted(totals.items()):
-        threshold, source = _threshold(dataset, name, thresholds, default_threshold)
+        threshold, source = _threshold(dataset, name, thresholds, default_threshold, layer or {})
         rows.append(GateRow(dataset, name, passed, failed, threshold, source))
         inputs[dataset] = max(inputs.get(dataset, 0), passed + failed)
     reported = {short_name(d) for d in inputs}
@@ -487,6 +514,7 @@ def run_gate(
     rule_files: Iterable[Path | str] = (),
     rulesets: Sequence[RuleSet] | None = None,
     default_threshold: float = DEFAULT_THRESHOLD,
+    layer_thresholds: Mapping[str, float] | None = None,
     allow_empty: bool = False,
     table_prefix: str = "",
     as_of: str | None = None,
@@ -503,7 +531,8 @@ def run_gate(
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
     ``allow_empty``. ``rulesets``: the rule files as the caller loaded them (the local engine
-    reads a project's once per command), instead of ``rule_files``."""
+    reads a project's once per command), instead of ``rule_files``. ``layer_thresholds``: by
+    layer, the threshold of a rule whose rule file sets none (the conventions pack's)."""
     update_id = update_id or latest_update_id(events_df)
     if rulesets is None:  # once: thresholds and the datasets to expect
         rulesets = load_rule_files(rule_files)
@@ -529,6 +558,7 @@ def run_gate(
         default_threshold,
         datasets={short_name(d) for d in expected} & ran,
         allow_empty=allow_empty,
+        layer=layer_defaults(rulesets, layer_thresholds or {}),
     )
     result.update_id = update_id
     result.earlier = list(dict.fromkeys(u for d in sorted(before) if d in ran for u in before[d]))
@@ -560,6 +590,18 @@ def run_gate(
             "which record no metrics)"
         )
     return result
+
+
+def pack_argument(parameters: Iterable[Any]) -> str | None:
+    """The pack a gate task's parameters name (``--pack acme`` or ``--pack=acme``): what `check`
+    holds to the project's pack and the local run passes on."""
+    given = [str(p) for p in parameters]
+    for at, word in enumerate(given):
+        if word.startswith("--pack="):
+            return word.removeprefix("--pack=")
+        if word == "--pack" and at + 1 < len(given):
+            return given[at + 1]
+    return None
 
 
 def _get_spark() -> SparkSession:
@@ -598,6 +640,11 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         help="failed fraction allowed when the rule files set none (default: %(default)s)",
     )
     parser.add_argument(
+        "--pack",
+        help="the project's conventions pack: its thresholds by layer apply where the rule"
+        " files set none",
+    )
+    parser.add_argument(
         "--as-of",
         help="judge freshness at this time (ISO timestamp; default: the update's time)",
     )
@@ -627,6 +674,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             update_id=args.update_id,
             rule_files=rule_files,
             default_threshold=args.default_threshold,
+            layer_thresholds=library.pack_thresholds(args.pack) if args.pack else None,
             allow_empty=args.allow_empty,
             table_prefix=f"{args.catalog}.{args.schema}." if args.catalog and args.schema else "",
             as_of=args.as_of,

@@ -46,6 +46,7 @@ __all__ = [
     "expand",
     "library",
     "pack_folder",
+    "pack_thresholds",
     "pack_version",
     "trying",
 ]
@@ -53,6 +54,7 @@ __all__ = [
 PACKS_GROUP = "medallion_dq.packs"
 BUILT_IN = "medallion"
 LIBRARY_FILE = "library.yml"
+POLICY_FILE = "policy.yml"
 #: What a parameter takes: a column of the dataset, a text, a number, a list of either.
 KINDS = ("column", "text", "number", "texts", "numbers")
 _SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -110,11 +112,13 @@ def trying(pack: str, folder: Traversable, version: str) -> Iterator[None]:
     tried on a project before its pin moves), not the installed one."""
     _TRIED[pack] = (folder, version)
     library.cache_clear()
+    pack_thresholds.cache_clear()
     try:
         yield
     finally:
         _TRIED.pop(pack, None)
         library.cache_clear()
+        pack_thresholds.cache_clear()
 
 
 def pack_folder(pack: str) -> Traversable:
@@ -151,6 +155,35 @@ def pack_version(pack: str) -> str:
     found = [e for e in entry_points(group=PACKS_GROUP) if e.name == pack]
     dist = found[0].dist if found else None
     return dist.version if dist is not None else ""
+
+
+@cache
+def pack_thresholds(pack: str) -> dict[str, float]:
+    """By layer, the failed fraction the gate allows a rule whose rule file sets no threshold:
+    ``thresholds:`` of the pack's policy.yml (none: empty). The gate reads it on Databricks as
+    here; `check` validates the rest of the policy."""
+    path = pack_folder(pack) / POLICY_FILE
+    try:
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        data = load_yaml(text) if text.strip() else {}
+    except Exception as error:  # unreadable or not YAML: the pack is broken
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise LibraryError(f"pack {pack!r}: {POLICY_FILE}: {first}", _PACK_FIX) from None
+    table = data.get("thresholds", {}) if isinstance(data, dict) else None
+    if not isinstance(table, Mapping):
+        raise LibraryError(
+            f"pack {pack!r}: {POLICY_FILE}: 'thresholds' must map layers to fractions", _PACK_FIX
+        )
+    out: dict[str, float] = {}
+    for layer, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise LibraryError(
+                f"pack {pack!r}: {POLICY_FILE}: thresholds.{layer} = {_shown(value)} is not a"
+                " fraction between 0 and 1",
+                _PACK_FIX,
+            )
+        out[str(layer)] = float(value)
+    return out
 
 
 @cache

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_dq import gate, rules
+from medallion_dq import gate, library, rules
 from medallion_dq.checks import CheckResult
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import (
@@ -359,6 +359,7 @@ class LocalProject:
             if done and update
             else None,
             rulesets=self.project.rule_sets(),
+            layer_thresholds=_pack_thresholds(parameters),
             table_prefix=f"{schema}." if schema else "",
             as_of=self.as_of,
             allow_empty=allow_empty,
@@ -470,3 +471,9 @@ def _reads(file, name: str) -> bool:
     return bool(
         re.search(rf"\b{re.escape(name)}\b", file.read_text(encoding="utf-8", errors="replace"))
     )
+
+
+def _pack_thresholds(parameters: list) -> dict[str, float] | None:
+    """The gate task's ``--pack``: its default thresholds by layer, as on Databricks."""
+    pack = gate.pack_argument(parameters)
+    return library.pack_thresholds(pack) if pack else None
