@@ -316,6 +316,53 @@ def validate_ci(value: Any) -> list[str]:
     return [f"is not a CI the template knows; choose one of {', '.join(CI_SYSTEMS)}"]
 
 
+BUILT_IN_PACK = "medallion"
+PACK_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}\Z")
+# A PEP 508 requirement: a name, then versions (~=1.0, >=1,<2) or a URL (name @ https://...);
+# no quotes, backslashes or spaces inside a part: it is written into pyproject.toml as a string.
+REQUIREMENT = re.compile(
+    r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*"
+    r"(?:(?:===|==|~=|!=|>=|<=|>|<)\s*[A-Za-z0-9.*+!_-]+"
+    r"(?:\s*,\s*(?:===|==|~=|!=|>=|<=|>|<)\s*[A-Za-z0-9.*+!_-]+)*"
+    r"|@\s*[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'\\]+)?\Z"
+)
+
+
+def validate_conventions_pack(value: Any) -> list[str]:
+    """The pack's name, as rule files (`use: <pack>.<rule>`) and pyproject.toml name it."""
+    if isinstance(value, str) and PACK_NAME.match(value):
+        return []
+    return [
+        "must be a lowercase identifier of at most 40 characters (letters, digits, _; a letter"
+        f" first), as the pack's rule files write it; '{BUILT_IN_PACK}' is the built-in pack"
+    ]
+
+
+def validate_pack_requirement(answers: Mapping[str, Any]) -> list[str]:
+    """A pack of one's own comes from a requirement; the built-in one comes with medallion-dq."""
+    pack, value = answers.get("conventions_pack"), answers.get("conventions_pack_requirement")
+    if not isinstance(value, str):
+        return ["must be text: a requirement such as acme-data-conventions~=1.0"]
+    value = value.strip()
+    if pack == BUILT_IN_PACK:
+        if value:
+            return ["the built-in pack comes with medallion-dq: leave it empty, or name your pack"]
+        return []
+    if not value:
+        return [
+            f"pack {pack!r} is installed from a requirement: write e.g. {pack}-conventions~=1.0"
+        ]
+    found = REQUIREMENT.match(value)
+    if found is None:
+        return [
+            "is not a requirement; write a name and versions (acme-data-conventions~=1.0) or a"
+            " URL (acme-data-conventions @ https://...), without quotes"
+        ]
+    if re.sub(r"[-_.]+", "-", found["name"]).lower() in ("medallion-dq", "medallion-dq-dev"):
+        return ["names medallion-dq itself; name the distribution of your conventions pack"]
+    return []
+
+
 VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "project_name": validate_project_name,
     "project_slug": validate_project_slug,
@@ -330,6 +377,7 @@ VALIDATORS: dict[str, Callable[[Any], list[str]]] = {
     "medallion_dq_source": validate_medallion_dq_source,
     "python_version": validate_python_version,
     "ci": validate_ci,
+    "conventions_pack": validate_conventions_pack,
 }
 
 
@@ -360,6 +408,16 @@ def validate(answers: Mapping[str, Any]) -> list[str]:
         lines.extend(f"ERROR: {field}: {show(value)}: {why}" for why in validator(value))
     for why in validate_targets(answers):
         lines.append(f"ERROR: prod_schema: {show(answers['prod_schema'])}: {why}")
+    if "conventions_pack_requirement" not in answers:
+        lines.append(
+            "ERROR: conventions_pack_requirement: (missing): the template expects this answer"
+        )
+    elif not validate_conventions_pack(answers.get("conventions_pack")):
+        given = show(answers.get("conventions_pack_requirement"))
+        lines += [
+            f"ERROR: conventions_pack_requirement: {given}: {why}"
+            for why in validate_pack_requirement(answers)
+        ]
     return lines
 
 

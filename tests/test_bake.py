@@ -38,6 +38,10 @@ COMBINATIONS = [
     ),
     pytest.param({"python_version": "3.12"}, id="python-3.12"),
     pytest.param({"python_version": "3.10", "source_format": "csv"}, id="python-3.10-csv"),
+    pytest.param(
+        {"conventions_pack": "acme", "conventions_pack_requirement": "acme-data-conventions~=1.0"},
+        id="pack",
+    ),
 ]
 
 Bake = Callable[..., Path]
@@ -122,6 +126,33 @@ def test_container_switch_changes_only_the_session_and_the_extra(bake_session: B
     assert changed == {"noxfile.py", "pyproject.toml", ".cookiecutter.json"}
     assert container_backend(with_container) == (True,) * 3
     assert container_backend(without) == (False,) * 3
+
+
+def test_a_conventions_pack_changes_the_pin_the_pack_the_gate_and_two_rules(
+    bake_session: Bake,
+) -> None:
+    """On a pack: its requirement beside medallion-dq, `[tool.medallion] pack`, the gate task's
+    `--pack` (its default thresholds on Databricks) and two silver rules that use its library."""
+    built_in = bake_session()
+    on_pack = bake_session(
+        conventions_pack="acme", conventions_pack_requirement="acme-data-conventions~=1.0"
+    )
+    changed = {
+        path
+        for path in file_set(built_in)
+        if (built_in / path).read_bytes() != (on_pack / path).read_bytes()
+    }
+    rules = "src/acme_orders/rules/silver/customers.yml"
+    job = "resources/medallion.job.yml"
+    assert changed == {"pyproject.toml", job, rules, ".cookiecutter.json"}
+    pyproject = read_text(on_pack / "pyproject.toml")
+    assert '"acme-data-conventions~=1.0",' in pyproject and '\npack = "acme"\n' in pyproject
+    assert "- --pack\n              - acme\n" in read_text(on_pack / job)
+    uses = [line.split("#")[0].strip() for line in read_text(on_pack / rules).splitlines()]
+    assert [u for u in uses if u.startswith("use:")] == [
+        "use: acme.not_null(column=customer_id)",
+        "use: acme.email(column=email)",
+    ]
 
 
 def test_the_project_is_thin(default_project: Path) -> None:

@@ -165,6 +165,28 @@ REFUSED = [
     Refused({"source_format": "parquet"}, None, "choices", id="format-unsupported"),
     Refused({"medallion_dq_source": "pypi"}, None, "choices", id="source-unsupported"),
     Refused({"ci": "jenkins"}, None, "choices", id="ci-unknown"),
+    Refused({"conventions_pack": "Acme"}, "conventions_pack", "lowercase", id="pack-upper"),
+    Refused(
+        {"conventions_pack": "acme"}, "conventions_pack_requirement", "write e.g.", id="pack-no-req"
+    ),
+    Refused(
+        {"conventions_pack_requirement": "acme-data-conventions~=1.0"},
+        "conventions_pack_requirement",
+        "leave it empty",
+        id="pack-built-in-with-req",
+    ),
+    Refused(
+        {"conventions_pack": "acme", "conventions_pack_requirement": 'acme"]\nx = ["'},
+        "conventions_pack_requirement",
+        "is not a requirement",
+        id="pack-req-toml-injection",
+    ),
+    Refused(
+        {"conventions_pack": "acme", "conventions_pack_requirement": "medallion_dq==0.5"},
+        "conventions_pack_requirement",
+        "medallion-dq itself",
+        id="pack-req-self",
+    ),
 ]
 
 
@@ -387,10 +409,13 @@ def test_defaults_are_valid() -> None:
         "medallion_dq_source": "template",
         "python_version": "3.11",
         "ci": "github",
+        "conventions_pack": "medallion",
+        "conventions_pack_requirement": "",
     }
     assert pre_gen.validate(answers) == []
     assert pre_gen.validate({}) == [
-        f"ERROR: {name}: (missing): the template expects this answer" for name in pre_gen.VALIDATORS
+        f"ERROR: {name}: (missing): the template expects this answer"
+        for name in [*pre_gen.VALIDATORS, "conventions_pack_requirement"]
     ]
 
 

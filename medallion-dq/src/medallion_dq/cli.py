@@ -161,6 +161,16 @@ def cmd_conventions(args) -> int:
     return 1 if any(p.severity == "error" for p in chosen.problems) else 0
 
 
+def cmd_quarantine(args) -> int:
+    """`quarantine write`: the SQL quarantine views DQC008 finds stale, from their rule files."""
+    from medallion_dq import quarantine_views
+
+    code, lines = quarantine_views.command(_project(args.root))
+    for line in lines:
+        print(line, file=sys.stderr if line.startswith("error:") else sys.stdout)
+    return code
+
+
 def _write_conventions(project: Project, chosen) -> int:
     """`conventions write`: CONVENTIONS.md from the project's pack (conventions_text.py)."""
     from medallion_dq import conventions, conventions_text, library
@@ -513,6 +523,10 @@ def main(argv: list[str] | None = None) -> int:
     conventions.add_argument("--markdown", help="diff: write it as markdown (a pull request)")
     conventions.add_argument("--json", help="diff: write it as JSON")
     conventions.add_argument("--backend", choices=BACKENDS, default=None)
+    quarantine = sub.add_parser(
+        "quarantine", help="write stale SQL quarantine views again from their rule files"
+    )
+    quarantine.add_argument("action", choices=["write"])
     scaffold.add_parsers(sub)  # add source / remove source
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
@@ -535,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         "contract": cmd_contract,
         "lake": cmd_lake,
         "conventions": cmd_conventions,
+        "quarantine": cmd_quarantine,
         "add": lambda args: scaffold.cmd_add(args, _project(args.root)),
         "remove": lambda args: scaffold.cmd_remove(args, _project(args.root)),
     }

@@ -717,8 +717,7 @@ class _Collector:
                 f"quarantine view {name!r} does not apply the drop rules of {rule_file} as they "
                 f"are now ({', '.join(ruleset.drop)}): its rows would differ from what "
                 f"{dataset!r} drops",
-                f"write the file again from the rule file: dq.quarantine.view_sql({name!r}, "
-                "<source>, RULES.drop)",
+                "medallion-dq quarantine write writes it again from the rule file",
             )
 
     def finish(self) -> list[Problem]:

@@ -156,10 +156,11 @@ def candidate(given: str, scratch: Path, cwd: Path) -> Candidate:
     path = (cwd / given).expanduser()
     if path.is_dir():
         return _source_folder(path.resolve())
-    if path.suffix == ".whl" or path.is_file():
-        if not path.is_file():
-            raise NotAPack(f"--to {given}: no such file")
+    if path.is_file():
         return _unpacked(path, scratch)
+    # A requirement names a distribution, with versions or a URL (name @ file:///...whl).
+    if not any(mark in given for mark in "@=<>~!;") and ("/" in given or given.endswith(".whl")):
+        raise NotAPack(f"--to {given}: no such file or folder")
     return _fetched(given, scratch)
 
 

@@ -1,0 +1,278 @@
+"""The platform team's loop with a conventions pack, end to end, on the worker's warm server:
+
+1. bake the pack (`cookiecutter <repo> --directory pack`) at 1.0.0 and build its wheel with uv;
+2. bake two team projects on it (other answers: names, JSON or CSV), each using two of its
+   library rules (`acme.not_null`, `acme.email`) beside rules of its own; install the pack from
+   its wheel; `check` passes and each project's job (validate -> gate -> publish) succeeds;
+3. make the pack 1.1.0: `not_null` tightened (a blank text is no value), the silver default
+   threshold lowered from 5 % to 1 %, DQC005 raised to error and locked; `conventions diff --to`
+   (the wheel for one team, a requirement for the other) lists exactly those effects with the
+   row counts of each team's own landing files, and exits 1 where the gate would now fail;
+4. bump the pin: `check` names the rules that lack an owner, and a team line that sets DQC005
+   back to a warning is refused, naming the pack.
+
+The counts are checked against the landing files read with the standard library. The pack's
+own `nox` (every library rule's examples on Spark) runs in the template's `nox -s generated`;
+the runtime alone loading the pack's rules, in the template's tests/test_pack.py."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medallion_dq import cli, library, upgrade
+from medallion_dq.project import Project
+from medallion_dq.testing import Lake
+from sample import TEMPLATE
+
+pytestmark = pytest.mark.spark
+
+POLICY_1_0 = "thresholds: {silver: 0.05, gold: 0}\nlocked: [thresholds]\n"
+POLICY_1_1 = (
+    "severity: {DQC005: error}\nthresholds: {silver: 0.01, gold: 0}\nlocked: [DQC005, thresholds]\n"
+)
+NOT_NULL = '"{column} IS NOT NULL"'
+NOT_BLANK = "\"{column} IS NOT NULL AND trim(CAST({column} AS STRING)) <> ''\""
+# Team one's own landing file: a customer whose id is blank, which 1.1.0's not_null fails.
+BLANK_ID = {
+    "customer_id": "  ",
+    "name": "Noor Visser",
+    "email": "noor.visser@example.org",
+    "country": "NL",
+    "signup_date": "2026-10-30",
+}
+
+
+def uv(*args: str) -> None:
+    found = shutil.which("uv")
+    assert found, "uv is not on PATH: the test builds and installs the pack's wheel with it"
+    done = subprocess.run([found, *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+
+
+def bake(out: Path, directory: str | None = None, **answers: str) -> Path:
+    from cookiecutter.main import cookiecutter
+
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "cookiecutter.yaml"
+    config.write_text(
+        f"cookiecutters_dir: {json.dumps(str(out / 'cc'))}\n"
+        f"replay_dir: {json.dumps(str(out / 'replay'))}\n",
+        encoding="utf-8",
+    )
+    return Path(
+        cookiecutter(
+            str(TEMPLATE),
+            directory=directory,
+            no_input=True,
+            extra_context=answers,
+            output_dir=str(out),
+            config_file=str(config),
+        )
+    )
+
+
+def release(pack: Path, version: str, wheels: Path) -> Path:
+    """Build the pack's wheel at `version`, as its README says: `uv build`."""
+    pyproject = pack / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    pyproject.write_text(text.replace('version = "1.0.0"', f'version = "{version}"', 1))
+    uv("build", "--wheel", "--out-dir", str(wheels / version), str(pack))
+    (wheel,) = (wheels / version).glob("*.whl")
+    return wheel
+
+
+@contextlib.contextmanager
+def on_path(*folders: Path):
+    for folder in folders:
+        sys.path.insert(0, str(folder))
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        for folder in folders:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(str(folder))
+        for name in ("acme_data_conventions", "team_one", "team_two"):
+            sys.modules.pop(name, None)
+        library.library.cache_clear()
+        library.pack_thresholds.cache_clear()
+
+
+def install(wheel: Path, site: Path) -> None:
+    """Install (or move the pin to) `wheel` in `site`, a folder on sys.path."""
+    shutil.rmtree(site, ignore_errors=True)
+    uv("pip", "install", "--target", str(site), "--no-deps", "--python", sys.executable, str(wheel))
+    importlib.invalidate_caches()
+    library.library.cache_clear()
+    library.pack_thresholds.cache_clear()
+
+
+def cli_in(root: Path, *args: str, capsys, monkeypatch) -> tuple[int, str]:
+    monkeypatch.chdir(root)
+    code = cli.main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def landing_rows(root: Path, fmt: str) -> list[dict]:
+    """The customers landing rows as silver judges them: customer_id as landed (CSV: an empty
+    field is no value), the email trimmed and lower-cased."""
+    import csv
+
+    rows = []
+    for file in sorted((root / "fixtures/landing/customers").iterdir()):
+        with file.open(encoding="utf-8", newline="") as handle:
+            if fmt == "csv":
+                read = [
+                    {k: (v if v != "" else None) for k, v in r.items()}
+                    for r in csv.DictReader(handle)
+                ]
+            else:
+                read = [json.loads(line) for line in handle if line.strip()]
+        rows += read
+    return rows
+
+
+def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys, monkeypatch):
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    pack = bake(
+        tmp_path / "pack", "pack", pack_name="Acme Data Conventions", medallion_dq_source="index"
+    )
+    package = pack / "src" / "acme_data_conventions"
+    (package / "policy.yml").write_text(POLICY_1_0, encoding="utf-8")
+    wheel_1_0 = release(pack, "1.0.0", wheels)
+
+    pin = f"acme-data-conventions @ {wheel_1_0.as_uri()}"
+    teams = {
+        "one": bake(
+            tmp_path / "one",
+            project_name="Team One",
+            conventions_pack="acme",
+            conventions_pack_requirement=pin,
+        ),
+        "two": bake(
+            tmp_path / "two",
+            project_name="Team Two",
+            source_format="csv",
+            include_container_backend=False,
+            conventions_pack="acme",
+            conventions_pack_requirement=pin,
+        ),
+    }
+    one, two = teams["one"], teams["two"]
+    # Team one lands a customer with a blank id; team two leaves owners and thresholds of its
+    # customers to later (the pack's default applies; DQC005 warns).
+    with (one / "fixtures/landing/customers/customers-2026-11-02.json").open("w") as file:
+        file.write(json.dumps(BLANK_ID) + "\n")
+    rules_two = two / "src/team_two/rules/silver/customers.yml"
+    kept = [
+        line
+        for line in rules_two.read_text(encoding="utf-8").splitlines()
+        if not line.startswith(("owner:", "threshold:"))
+    ]
+    rules_two.write_text("\n".join(kept) + "\n", encoding="utf-8")
+
+    with on_path(site, one / "src", two / "src"):
+        install(wheel_1_0, site)
+        for name, root in teams.items():
+            code, said = cli_in(
+                root, "conventions", "write", capsys=capsys, monkeypatch=monkeypatch
+            )
+            assert code == 0, said
+            code, said = cli_in(root, "check", capsys=capsys, monkeypatch=monkeypatch)
+            assert code == 0, said
+            assert ("DQC005" in said) == (name == "two"), said
+            lake = Lake(local_spark, root)
+            lake.land_fixtures("orders")
+            lake.land_fixtures("customers")
+            job = lake.project.run_job("medallion")
+            assert job.ok, (
+                name,
+                [(t.key, t.status, t.message) for t in job.tasks],
+            )
+            gate = next(t.gate for t in job.tasks if t.gate is not None)
+            sources = {(r.dataset.split(".")[-1], r.rule): r.threshold_source for r in gate.rows}
+            expected = "layer" if name == "two" else "dataset"
+            assert sources[("silver_customers", "valid_email")] == expected
+
+        # 1.1.0: not_null tightened, the silver default lowered, DQC005 an error and locked.
+        library_yml = package / "library.yml"
+        text = library_yml.read_text(encoding="utf-8")
+        assert NOT_NULL in text
+        library_yml.write_text(text.replace(NOT_NULL, NOT_BLANK, 1), encoding="utf-8")
+        (package / "policy.yml").write_text(POLICY_1_1, encoding="utf-8")
+        wheel_1_1 = release(pack, "1.1.0", wheels)
+
+        said = {}
+        for name, root, to in (
+            ("one", one, str(wheel_1_1)),
+            ("two", two, f"acme-data-conventions @ {wheel_1_1.as_uri()}"),
+        ):
+            out = tmp_path / f"diff-{name}.json"
+            code = upgrade.command(Project(root), to, json_path=str(out), local=local_spark)
+            said[name] = (code, json.loads(out.read_text()))
+            capsys.readouterr()
+
+        for name, root, fmt in (("one", one, "json"), ("two", two, "csv")):
+            code, report = said[name]
+            assert (report["pack"], report["before"], report["after"]) == ("acme", "1.0.0", "1.1.0")
+            assert report["thresholds"] == {"silver": {"before": 0.05, "after": 0.01}}
+            (customers,) = report["datasets"]  # orders sets its own threshold: untouched
+            assert customers["dataset"] == "silver_customers"
+            rows = landing_rows(root, fmt)
+            null = sum(1 for r in rows if r.get("customer_id") is None)
+            blank = sum(
+                1 for r in rows if r.get("customer_id") is not None and not r["customer_id"].strip()
+            )
+            assert (name, blank) == (name, 1 if name == "one" else 0)
+            rules = {r["name"]: r for r in customers["rules"]}
+            assert rules["valid_customer_id"]["status"] == "changed"
+            assert rules["valid_customer_id"]["failed"] == {"before": null, "after": null + blank}
+            assert {n for n, r in rules.items() if r["status"] != "unchanged"} == {
+                "valid_customer_id"
+            }
+            severity = report["check"]["severity_changed"]
+            assert bool(severity) == (name == "two")
+            assert all(s.startswith("warning -> error: DQC005 ") for s in severity)
+            assert report["gate"]["before"]["passes"] is True
+            # Team one keeps its own 5 %; team two takes the pack's, now 1 %: its one malformed
+            # email in 62 customers (1.6 %) is over it.
+            if name == "one":
+                assert code == 0 and report["gate"]["after"]["passes"] is True, report["gate"]
+            else:
+                bad = sum(1 for r in rows if "@@" in (r.get("email") or ""))
+                assert code == 1 and 0.01 < bad / len(rows) <= 0.05, bad
+                assert any(
+                    w.startswith("silver_customers.valid_email: ")
+                    and "over its threshold 1.0%" in w
+                    for w in report["gate"]["after"]["why"]
+                ), report["gate"]["after"]
+
+        # The pin moves: team two's rules without an owner fail `check`, and a line that sets
+        # DQC005 back to a warning is refused, naming the pack.
+        for root in teams.values():
+            pyproject = root / "pyproject.toml"
+            pyproject.write_text(
+                pyproject.read_text().replace(wheel_1_0.as_uri(), wheel_1_1.as_uri())
+            )
+        install(wheel_1_1, site)
+        code, out = cli_in(one, "check", capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 0, out
+        code, out = cli_in(two, "check", capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 1
+        lacking = [line for line in out.splitlines() if line.startswith("error: DQC005 ")]
+        assert lacking and all("rule has no owner" in line for line in lacking), out
+        pyproject = two / "pyproject.toml"
+        text = pyproject.read_text(encoding="utf-8")
+        pyproject.write_text(text.replace("severity = {}", 'severity = {DQC005 = "warning"}', 1))
+        code, out = cli_in(two, "check", capsys=capsys, monkeypatch=monkeypatch)
+        assert code == 1
+        assert "DQC017 pyproject.toml line " in out and "which conventions pack acme locks" in out
