@@ -177,6 +177,7 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
     library = logging.getLogger(LIBRARY)
     if not any(isinstance(handler, _LibraryLines) for handler in library.handlers):
         library.addHandler(_LibraryLines())
+    level = library.level
     library.setLevel(logging.DEBUG if verbose else logging.INFO)
     # py4j logs a JVM gateway that stopped answering with its whole stack (Python's last-resort
     # handler prints it); the run reports the server's loss itself, in one line.
@@ -191,3 +192,4 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
     finally:
         sys.stdout, sys.stderr = stdout, stderr
         set_quiet(was_quiet)
+        library.setLevel(level)
