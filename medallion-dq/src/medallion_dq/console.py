@@ -134,7 +134,11 @@ class _UpdateLines(logging.Handler):
         self.to = to
 
     def emit(self, record: logging.LogRecord) -> None:
-        line = record.getMessage()
+        try:
+            line = self.format(record)
+        except Exception:  # noqa: BLE001 - logging's own way: a bad record is no crash
+            self.handleError(record)
+            return
         if record.levelno >= logging.WARNING:
             _write(sys.stdout if self.to == "stdout" else sys.stderr, line)
         else:

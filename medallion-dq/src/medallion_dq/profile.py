@@ -623,7 +623,6 @@ def command(
     backend: str | None = None,
 ) -> int:
     """`medallion-dq profile`: 0 when the file is written (or printed), 2 on bad input."""
-
     sample_above = SAMPLE_ABOVE if sample_above is None else sample_above
     max_values = MAX_VALUES if max_values is None else max_values
 
