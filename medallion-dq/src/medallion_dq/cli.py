@@ -387,6 +387,25 @@ def _add_profile_parser(sub) -> None:
     profile.add_argument("--backend", choices=BACKENDS, default=None)
 
 
+def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """-q and -v (medallion_dq.console); a command's own parser takes them with SUPPRESS as
+    default, so that it leaves the ones given before the command as they are."""
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="only results, warnings and errors: no progress lines",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="also the library's debugging lines",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split())
@@ -395,15 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--root", help="project folder (default: the one holding databricks.yml, here or above)"
     )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="only results, warnings and errors: no progress lines",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true", help="also the library's debugging lines"
-    )
+    _add_output_options(parser, default=False)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate rules, conventions and bundle YAML (no Spark)")
     check.add_argument(
@@ -458,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     conventions.add_argument("--json", help="diff: write it as JSON")
     conventions.add_argument("--backend", choices=BACKENDS, default=None)
     scaffold.add_parsers(sub)  # add source / remove source
+    for command_parser in sub.choices.values():  # `-q` before or after the command
+        _add_output_options(command_parser, default=argparse.SUPPRESS)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command = sub.choices[args.command]

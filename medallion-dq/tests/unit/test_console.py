@@ -46,8 +46,9 @@ def test_no_print_outside_the_console():
     assert calls == [], "say it through medallion_dq.console"
 
 
-def test_quiet_run_keeps_its_errors_and_exit_code_and_drops_its_progress():
-    said, quiet = cli("run", "--pipeline", "nope"), cli("-q", "run", "--pipeline", "nope")
+@pytest.mark.parametrize("command", [["-q", "run"], ["run", "--quiet"]])
+def test_quiet_run_keeps_its_errors_and_exit_code_and_drops_its_progress(command):
+    said, quiet = cli("run", "--pipeline", "nope"), cli(*command, "--pipeline", "nope")
     assert (said.returncode, quiet.returncode) == (2, 2)
     first, *errors = said.stderr.splitlines()
     assert first.startswith("medallion-dq: run pipeline nope in ")  # progress
