@@ -281,7 +281,7 @@ def bench(run, project, args, work: Path) -> dict:
     print(f"\n== peers (a Spark server of its own, driver {memory})", flush=True)
     os.environ["DQ_DRIVER_MEMORY"] = memory
     local = run.start(project, work / "spark-peers")
-    runner = project.runner.Runner(local, log=run.Quiet())
+    runner = project.runner.Runner(local)
     spark = local.spark
     files = run.write_pipelines(work / "pipelines-peers", project.name, ["a", "b'", "v", "e"])
     rules = (run.DROP, run.WARN, run.FAIL)
@@ -300,7 +300,9 @@ def bench(run, project, args, work: Path) -> dict:
         result = runner.run(spec)
         if not result.ok:
             message = result.error.message if result.error else result.flows
-            raise RuntimeError(f"{variant} in {database} failed: {message}\n{runner.log.tail()}")
+            raise RuntimeError(
+                f"{variant} in {database} failed: {message}\n{run.Quiet.kept().tail()}"
+            )
         return result
 
     def one(tool: str) -> dict:

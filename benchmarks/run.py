@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import logging
 import os
 import platform
 import re
@@ -391,17 +392,31 @@ class Project:
         self.testing = importlib.import_module("medallion_dq.testing")
 
 
-class Quiet:
-    """A runner log that keeps its lines, shown only when an update fails."""
+class Quiet(logging.Handler):
+    """The engine's update lines (logger medallion_dq.local.updates), kept, not printed: the
+    last ones are shown when an update fails."""
 
     def __init__(self):
+        super().__init__()
         self.lines: list[str] = []
 
-    def __call__(self, line: str) -> None:
-        self.lines.append(line)
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
     def tail(self) -> str:
         return "\n".join(self.lines[-30:])
+
+    @classmethod
+    def kept(cls) -> Quiet:
+        """The one handler keeping them, installed at its first use."""
+        updates = logging.getLogger("medallion_dq.local.updates")
+        found = next((h for h in updates.handlers if isinstance(h, cls)), None)
+        if found is None:
+            found = cls()
+            updates.addHandler(found)
+            updates.propagate = False
+            updates.setLevel(logging.INFO)
+        return found
 
 
 @contextlib.contextmanager
@@ -528,7 +543,7 @@ def run_variant(project: Project, runner, variant: str, file: Path) -> dict:
     seconds = time.perf_counter() - started
     if not result.ok:
         message = result.error.message if result.error else result.flows
-        raise RuntimeError(f"variant {variant} failed: {message}\n{runner.log.tail()}")
+        raise RuntimeError(f"variant {variant} failed: {message}\n{Quiet.kept().tail()}")
     return {
         "wall": seconds,
         "engine": EngineClock.seconds,
@@ -585,7 +600,7 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
     print(f"\n== cost of expectations (a Spark server of its own, driver {memory})", flush=True)
     os.environ["DQ_DRIVER_MEMORY"] = memory
     local = start(project, work / "spark-sizes")
-    runner = project.runner.Runner(local, log=Quiet())
+    runner = project.runner.Runner(local)
     files = write_pipelines(work / "pipelines", package, args.variants)
     sizes = []
     try:
@@ -657,7 +672,7 @@ def bench_checks(project: Project, rows: int, repeats: int, work: Path, package:
         f"\n== dataset checks after a {rows:,}-row update (a Spark server of its own)", flush=True
     )
     local = start(project, work / "spark-checks")
-    runner = project.runner.Runner(local, log=Quiet())
+    runner = project.runner.Runner(local)
     file = write_pipelines(work / "pipelines-checks", package, ["b'"])["b'"]
     rules_dir = work / "rules-checks"
     rules_dir.mkdir(parents=True)
@@ -871,7 +886,7 @@ def bench_cluster(project: Project, rows: int, repeats: int, work: Path, package
             folder.mkdir(parents=True)
             with large_data():  # on both backends
                 local = project.spark.start(backend, work_dir=folder)
-            runner = project.runner.Runner(local, log=Quiet())
+            runner = project.runner.Runner(local)
             data = generate(local.spark, rows)
             first = run_variant(project, runner, "b", file)  # untimed: tables, warm JVMs
             backends[backend] = {"local": local, "runner": runner, "data": data, "first": first}
@@ -1083,7 +1098,6 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
             lake = project.testing.Lake(
                 local, project.root
             )  # a fresh schema and landing folder, as a test
-            lake.project.runner.log = Quiet()
             lake.land_fixtures()
             for pipeline, done in runs.items():
                 EngineClock.seconds = 0.0
@@ -1479,6 +1493,7 @@ def _merge_loop(path: Path, loop_only: dict, baseline: str | None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    Quiet.kept()  # the engine's update lines: kept for a failure's message, not printed
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--rows",

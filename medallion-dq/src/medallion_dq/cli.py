@@ -18,18 +18,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
-import logging
-import os
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from medallion_dq import __version__, config, run_command, scaffold
+from medallion_dq import __version__, config, console, run_command, scaffold
 from medallion_dq.config import STATE_DIR
 from medallion_dq.project import Project
 from medallion_dq.settings import BACKENDS
-from medallion_dq.text import shown
 
 PROG = "medallion-dq"
 
@@ -39,7 +36,7 @@ def _project(value: str | None) -> Project:
     try:
         return Project(config.find_root(value))
     except config.ProjectNotFound as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         raise SystemExit(2) from None
 
 
@@ -107,14 +104,16 @@ def cmd_check(args) -> int:
         try:
             judged, failed = _check_examples(project, args.backend)
         except BackendUnavailable as error:
-            print(f"error: {error}", file=sys.stderr)
+            console.error(f"error: {error}")
             return 2
         problems += failed
         examples = f", {judged - len(failed)} of {judged} rule example(s) as written"
     for problem in problems:
-        print(problem)
+        console.result(str(problem))
     errors = [p for p in problems if getattr(p, "severity", "error") == "error"]
-    print(f"check: {len(errors)} error(s), {len(problems) - len(errors)} warning(s){examples}")
+    console.result(
+        f"check: {len(errors)} error(s), {len(problems) - len(errors)} warning(s){examples}"
+    )
     return 1 if errors else 0
 
 
@@ -140,9 +139,7 @@ def cmd_conventions(args) -> int:
     project = _project(args.root)
     if args.action == "diff":
         if not args.to:
-            print(
-                "error: conventions diff takes --to <wheel, folder or requirement>", file=sys.stderr
-            )
+            console.error("error: conventions diff takes --to <wheel, folder or requirement>")
             return 2
         return upgrade.command(
             project,
@@ -155,9 +152,9 @@ def cmd_conventions(args) -> int:
     chosen = policy.load(project, conventions.defaults())
     if args.action == "write":
         return _write_conventions(project, chosen)
-    print(policy.shown(chosen, conventions.descriptions()))
+    console.result(policy.shown(chosen, conventions.descriptions()))
     for problem in chosen.problems:
-        print(problem)
+        console.result(str(problem))
     return 1 if any(p.severity == "error" for p in chosen.problems) else 0
 
 
@@ -178,23 +175,22 @@ def _write_conventions(project: Project, chosen) -> int:
     unread = [p for p in chosen.problems if p.code == "DQC000"]  # the pack or the settings
     if unread or chosen.pack == library.BUILT_IN:
         for problem in unread:
-            print(f"error: {problem}", file=sys.stderr)
+            console.error(f"error: {problem}")
         if chosen.pack == library.BUILT_IN:
-            print(
+            console.error(
                 "error: the project uses the built-in conventions, whose CONVENTIONS.md came with"
-                ' the template: name a pack in pyproject.toml ([tool.medallion] pack = "<name>")',
-                file=sys.stderr,
+                ' the template: name a pack in pyproject.toml ([tool.medallion] pack = "<name>")'
             )
         return 2
     text = conventions_text.render(chosen, conventions.descriptions())
     try:
         (project.root / conventions_text.FILE).write_text(text, encoding="utf-8")
     except OSError as error:
-        print(
-            f"error: {conventions_text.FILE} cannot be written: {error.strerror}", file=sys.stderr
-        )
+        console.error(f"error: {conventions_text.FILE} cannot be written: {error.strerror}")
         return 2
-    print(f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}")
+    console.result(
+        f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}"
+    )
     return 0
 
 
@@ -208,27 +204,27 @@ def cmd_lake(args) -> int:
     try:
         target = args.target or project.bundle().target
     except BundleError as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     work_dir = root / STATE_DIR / "lake" / target
     where = work_dir.relative_to(root)
     if not work_dir.is_dir():
-        print(f"lake: no lake at {where} (the target {target} has not run yet)", file=sys.stderr)
+        console.error(f"lake: no lake at {where} (the target {target} has not run yet)")
         return 2
     damaged = damaged_tables(work_dir)
     found = {*delta_tables(work_dir / "warehouse"), *damaged}
     for name, why in damaged.items():
-        print(f"{name}: damaged: {why}")
+        console.result(f"{name}: damaged: {why}")
     if damaged:
-        print(
+        console.result(
             f"lake check: {len(damaged)} of {len(found)} table(s) of {where} damaged; "
             "rebuild with `medallion-dq run --full-refresh --pipeline <the one writing it>`, "
             f"or delete {where} to start over"
         )
         return 1
     for line in unfinished_updates(work_dir):  # sound tables may hold what such an update wrote
-        print(line)
-    print(f"lake check: {len(found)} table(s) of {where}, all sound")
+        console.result(line)
+    console.result(f"lake check: {len(found)} table(s) of {where}, all sound")
     return 0
 
 
@@ -245,7 +241,7 @@ def cmd_report(args) -> int:
         ]
     )
     if not logs:
-        print(f"report: no local runs yet: run `{PROG} run --job medallion` first", file=sys.stderr)
+        console.error(f"report: no local runs yet: run `{PROG} run --job medallion` first")
         return 1
     # Reads event logs by path, no table: any server serves it. A lake's warm server where one
     # runs (a run just ended), else the project's: not a second JVM beside the lake's.
@@ -259,10 +255,10 @@ def cmd_report(args) -> int:
             events = functools.reduce(lambda a, b: a.unionByName(b), frames)
             rows = report.history(events)
             clauses = report.clauses_from_rule_files(project.rules_dirs())
-            print(report.text_table(rows, clauses=clauses))
+            console.result(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
-                print(f"\n{checks}")
+                console.result(f"\n{checks}")
             thresholds = gate.thresholds_from_rule_files(project.rules_dirs())
             out = report.write(
                 events,
@@ -270,7 +266,7 @@ def cmd_report(args) -> int:
                 thresholds=thresholds,
                 clauses=clauses,
             )
-            print(f"report: {out}")
+            console.result(f"report: {out}")
     finally:
         local.stop()
     return 0
@@ -289,7 +285,7 @@ def cmd_spark(args) -> int:
     root = _project(args.root).root
     found = [(folder, info) for folder, info in servers(root) if info is not None]
     if not found:
-        print(f"spark: no shared Spark server runs for {root}")
+        console.result(f"spark: no shared Spark server runs for {root}")
         return 0
     for folder, info in found:
         where = folder.relative_to(root)
@@ -298,12 +294,12 @@ def cmd_spark(args) -> int:
                 with unused_servers(folder, wait=args.wait):
                     stop_server(folder)
             except ServerInUse as error:
-                print(f"spark: {error} ({where})", file=sys.stderr)
+                console.error(f"spark: {error} ({where})")
                 return 1
-            print(f"spark: stopped the server on port {info.port} ({where})")
+            console.result(f"spark: stopped the server on port {info.port} ({where})")
         else:
             age = time.time() - info.started
-            print(
+            console.result(
                 f"spark: server on port {info.port}, pid {info.pid}, up {age / 60:.0f} min "
                 f"({where}; log {where / SERVER_LOG_FILE})"
             )
@@ -315,9 +311,7 @@ def cmd_diff(args) -> int:
     from medallion_dq import diff
 
     project = _project(args.root)
-    print(
-        f"medallion-dq: diff rules {args.base} -> working tree in {project.root}", file=sys.stderr
-    )
+    console.info(f"medallion-dq: diff rules {args.base} -> working tree in {project.root}")
     return diff.run(
         project,
         args.base,
@@ -363,12 +357,12 @@ def cmd_contract(args) -> int:
     options = {"dataset": args.dataset}
     if args.action == "export":
         if not args.dataset or args.file:
-            print("error: contract export takes --dataset NAME and no FILE", file=sys.stderr)
+            console.error("error: contract export takes --dataset NAME and no FILE")
             return 2
         options["out"] = args.out
     else:
         if not args.file:
-            print(f"error: contract {args.action} takes the contract FILE", file=sys.stderr)
+            console.error(f"error: contract {args.action} takes the contract FILE")
             return 2
         options |= {"file": args.file, "layer": args.layer}
     return contract.command(args.action, project, **options)
@@ -403,63 +397,23 @@ def _add_profile_parser(sub) -> None:
     profile.add_argument("--backend", choices=BACKENDS, default=None)
 
 
-class _Stderr(logging.StreamHandler):
-    """The library's lines (its loggers, under "medallion_dq") on stderr, as
-    `medallion-dq: <line>`; stderr as it is at each line (a test may have replaced it)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setFormatter(logging.Formatter("medallion-dq: %(message)s"))
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value) -> None:
-        pass
-
-
-def _show_library_lines() -> None:
-    library = logging.getLogger("medallion_dq")
-    if not any(isinstance(handler, _Stderr) for handler in library.handlers):
-        library.addHandler(_Stderr())
-    library.setLevel(logging.INFO)
-    # py4j logs a JVM gateway that stopped answering with its whole stack (Python's last-resort
-    # handler prints it); the run reports the server's loss itself, in one line.
-    logging.getLogger("py4j").setLevel(logging.CRITICAL)
-
-
-class _Console:
-    """Standard output or error as the CLI writes them. A control character from the data (a
-    landing value, a file name, a rule file) is shown as its escape (`\\x1b[31m` as text):
-    it cannot colour, move or overwrite what a terminal or a CI log shows (`text.shown`). And
-    a reader that has gone (`run ... | head` closed the pipe) drops the rest: the update, its
-    put-back and its records are not cut short by a BrokenPipeError in the middle of a line."""
-
-    def __init__(self, stream):
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            self._stream.write(shown(text))
-        except BrokenPipeError:
-            self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            self._drop()
-
-    def _drop(self) -> None:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self._stream.fileno())  # what is buffered goes nowhere, not to stderr
-        os.close(devnull)
-
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
+def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """-q and -v (medallion_dq.console); a command's own parser takes them with SUPPRESS as
+    default, so that it leaves the ones given before the command as they are."""
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="only results, warnings and errors: no progress lines",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default,
+        help="also the library's debugging lines",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -470,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--root", help="project folder (default: the one holding databricks.yml, here or above)"
     )
+    _add_output_options(parser, default=False)
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate rules, conventions and bundle YAML (no Spark)")
     check.add_argument(
@@ -528,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     quarantine.add_argument("action", choices=["write"])
     scaffold.add_parsers(sub)  # add source / remove source
+    for command_parser in sub.choices.values():  # `-q` before or after the command
+        _add_output_options(command_parser, default=argparse.SUPPRESS)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command = sub.choices[args.command]
@@ -555,29 +512,30 @@ def main(argv: list[str] | None = None) -> int:
     }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
-    _show_library_lines()
-    # Everything the command prints goes through one place (control characters shown).
-    stdout, stderr = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Console(stdout), _Console(stderr)
+    # Everything the command says goes through one place (medallion_dq.console).
+    with console.opened(quiet=args.quiet, verbose=args.verbose):
+        return _run(commands[args.command], args)
+
+
+def _run(command, args) -> int:
+    """The command's exit code; an error a user is told about in a line, not a traceback."""
     try:
-        return commands[args.command](args)
+        return command(args)
     except KeyboardInterrupt:  # `run` puts its update back and says so itself
-        print(f"{args.command}: stopped by SIGINT", file=sys.stderr)
+        console.error(f"{args.command}: stopped by SIGINT")
         return 130
     except run_command.OutputNotWritten as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     except ModuleNotFoundError as error:  # an install without Spark, e.g. medallion-dq-dev[tools]
         if error.name != "pyspark":
             raise
-        print(f"error: {args.command} runs Spark: install medallion-dq-dev[local]", file=sys.stderr)
+        console.error(f"error: {args.command} runs Spark: install medallion-dq-dev[local]")
         return 2
     except Exception as error:
         # A server's loss can only come from where servers start: no import of Spark here.
         servers = sys.modules.get("medallion_dq.local.spark")
         if servers is None or not isinstance(error, servers.ServerLost):
             raise
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 3
-    finally:
-        sys.stdout, sys.stderr = stdout, stderr

@@ -35,7 +35,6 @@ import dataclasses
 import json
 import shutil
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,7 +43,7 @@ from typing import TYPE_CHECKING, Literal, overload
 
 import yaml
 
-from medallion_dq import quarantine, rules, user_yaml
+from medallion_dq import console, quarantine, rules, user_yaml
 from medallion_dq.config import STATE_DIR
 from medallion_dq.markup import md_block, md_code, md_text
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
@@ -405,7 +404,7 @@ def pipeline_order(bundle) -> list[str]:
     return keys + [key for key in bundle.pipelines if key not in keys]
 
 
-def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int, log) -> None:
+def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int) -> None:
     """Run the pipelines over the landing files (see the module doc) and judge each dataset as
     soon as its table holds its input; stop once every dataset is judged."""
     from medallion_dq.local import passing_through
@@ -431,7 +430,7 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int, log) ->
                 drops = _drop_rules(diff.head)
                 if drops and not diff.error:
                     spark.sql(f"DELETE FROM {table} WHERE {quarantine.fails_any_sql(drops)}")
-                log(f"[diff] {dataset}: {diff.rows} input rows judged")
+                console.info(f"[diff] {dataset}: {diff.rows} input rows judged")
     for dataset in pending:
         diffs[dataset].note = "no pipeline of the bundle writes it as a table: not judged"
 
@@ -692,8 +691,8 @@ def run(
             raise BadInput([f"error: {error}"]) from None
         source = lake_table(root, bundle, table) if table else None
     except BadInput as error:
-        print("\n".join(error.lines), file=sys.stderr)
-        print("diff: not started (fix the errors above)", file=sys.stderr)
+        console.error("\n".join(error.lines))
+        console.error("diff: not started (fix the errors above)")
         return 2
     names = [dataset] if dataset else names
     diffs = {name: DatasetDiff(name, base.get(name), head.get(name), []) for name in names}
@@ -709,13 +708,13 @@ def run(
     try:
         judge_all(project, diffs, source, landing_dir, backend, examples)
     except UpdateFailed as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 1
     except (BadInput, DataQualityError, ValueError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     ordered = list(diffs.values())
-    print(text_report(report, ordered))
+    console.result(text_report(report, ordered))
     _write(markdown_path, markdown_report(report, ordered))
     _write(json_path, json.dumps(json_report(report, ordered), indent=2) + "\n")
     return 2 if any(d.error for d in ordered) else 0
@@ -726,7 +725,7 @@ def judge_all(
 ) -> None:
     """Judge `diffs` on a table (`source`) or the landing files, on the project's warm server
     (or on `local`, a session the caller keeps)."""
-    from medallion_dq.local import LocalProject, log_to_stderr, start
+    from medallion_dq.local import LocalProject, start
 
     root = project.root
     own = local is None
@@ -751,10 +750,10 @@ def judge_all(
                 (name,) = diffs
                 judge(local.spark.read.format("delta").load(str(source)), diffs[name], examples)
                 return
-            running = LocalProject(
-                project, local, landing=landing, database=database, log=log_to_stderr
-            )
-            judge_landing(running, diffs, examples, log_to_stderr)
+            running = LocalProject(project, local, landing=landing, database=database)
+            # The updates' lines on stderr: stdout is the diff's report.
+            with console.update_lines_on("stderr"):
+                judge_landing(running, diffs, examples)
     finally:
         if local is not None:
             if source is None:

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import console, rules
 from medallion_dq.profile_input import (
     Input,
     ProfileError,
@@ -623,8 +623,6 @@ def command(
     backend: str | None = None,
 ) -> int:
     """`medallion-dq profile`: 0 when the file is written (or printed), 2 on bad input."""
-    import sys
-
     sample_above = SAMPLE_ABOVE if sample_above is None else sample_above
     max_values = MAX_VALUES if max_values is None else max_values
 
@@ -644,19 +642,18 @@ def command(
             backend=backend,
         )
     except ProfileError as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     if out is None:
-        sys.stdout.write(text)
+        console.result(text, end="")
     else:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
         parsed = rules.parse(text, out)
         actions = [r.action for r in parsed.rules]
-        print(
+        console.info(
             f"profile: wrote {out}: {len(actions)} rules suggested "
-            f"({actions.count('drop')} drop, {actions.count('warn')} warn); review them",
-            file=sys.stderr,
+            f"({actions.count('drop')} drop, {actions.count('warn')} warn); review them"
         )
     return 0
 

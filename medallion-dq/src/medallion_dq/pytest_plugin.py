@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
+from medallion_dq import console
 from medallion_dq.problems import MedallionDQError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +43,8 @@ def pytest_configure(config) -> None:
     look for a Spark home at import, which that install has not, and exit the process; they
     never use it. Point it at the pyspark package, unless one is set."""
     from importlib.util import find_spec
+
+    console.show_update_lines("stdout")  # what each update does, in the test's output
 
     spec = find_spec("pyspark")
     if spec is not None and spec.origin is not None:
@@ -78,7 +81,9 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
         if backend in ("container", "cluster"):
             pytest.skip(f"{backend} backend unavailable: {error}")
         pytest.fail(f"Spark backend {backend!r} cannot start: {error}", pytrace=False)
-    print(f"\nSpark {backend} backend ready in {local.started_in:.1f} s ({local.work_dir})")
+    console.progress(
+        f"\nSpark {backend} backend ready in {local.started_in:.1f} s ({local.work_dir})"
+    )
     yield local
     if backend == "cluster":  # where the work ran, for the session's summary
         try:

@@ -7,12 +7,12 @@ import argparse
 import contextlib
 import json
 import signal
-import sys
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medallion_dq import console
 from medallion_dq.config import STATE_DIR
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project
@@ -117,7 +117,7 @@ def _ended(what: str) -> None:
     def note(signum, _frame):
         if not said:
             name = signal.Signals(signum).name
-            print(f"{what}: {name} after its updates ended: finishing", file=sys.stderr)
+            console.warning(f"{what}: {name} after its updates ended: finishing")
         said.append(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -128,16 +128,17 @@ def cmd_run(args, project: Project) -> int:
     # First a line, then the imports: pyspark and sqlglot take seconds on a cold disk.
     root = project.root
     what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
-    print(f"medallion-dq: run {what} in {root} (checking it first)", file=sys.stderr, flush=True)
+    console.info(f"medallion-dq: run {what} in {root} (checking it first)")
 
     from medallion_dq import preflight
     from medallion_dq.local import LAKE_UPDATES, Interrupted, LocalProject, lake_locked
 
     problems, target = _preflight(project, args)
     for problem in problems:
-        print(f"{problem.severity}: {problem}", file=sys.stderr)  # error | warning
+        say = console.error if problem.severity == "error" else console.warning
+        say(f"{problem.severity}: {problem}")  # error | warning
     if preflight.has_errors(problems):
-        print(f"{what}: not started (fix the errors above)", file=sys.stderr)
+        console.error(f"{what}: not started (fix the errors above)")
         return 2
     assert target is not None  # the bundle loaded: preflight and validate_bundle said why not
     variables, _ = preflight.parse_variables(args.var)
@@ -171,7 +172,7 @@ def cmd_run(args, project: Project) -> int:
                 result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
             _ended(what)
         summary = result.to_dict()
-        print(f"{what}: {summary['status']} in {summary['seconds']} s")
+        console.result(f"{what}: {summary['status']} in {summary['seconds']} s")
         return 0 if result.ok else 1
     except Interrupted as stop:
         done = result = stop.job or stop.result
@@ -191,11 +192,11 @@ def cmd_run(args, project: Project) -> int:
                 "; the rows its quality gate passed are not published: `medallion-dq run --job"
                 f" {args.job}` judges them again and publishes them"
             )
-        print(f"{what}: CANCELED by {stop}; {outcome}", file=sys.stderr)
+        console.error(f"{what}: CANCELED by {stop}; {outcome}")
         return stop.exit_code
     except KeyboardInterrupt:  # before or between updates: nothing to put back
         summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
-        print(f"{what}: CANCELED by SIGINT before an update started", file=sys.stderr)
+        console.error(f"{what}: CANCELED by SIGINT before an update started")
         return 130
     except Exception as error:
         return _run_failed(error, what, summary, args, local, root, work_dir)
@@ -227,19 +228,19 @@ def _run_failed(
 
     summary["error"] = str(error)
     if isinstance(error, TimeoutError):
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 1
     if isinstance(error, PipelineCodeError):
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         if args.traceback:
-            print(error.traceback, file=sys.stderr)
+            console.error(error.traceback)
         return 2
     if isinstance(error, PutBackFailed):
-        print(f"{what}: FAILED: {error}", file=sys.stderr)
+        console.error(f"{what}: FAILED: {error}")
         return 1
     user_errors = (LakeBusy, BackendUnavailable, DataQualityError, BundleError)
     if isinstance(error, (*user_errors, KeyError, ValueError)):
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     lost = None
     if local is not None:
@@ -247,13 +248,13 @@ def _run_failed(
     if lost is None and (fault := io_fault(error)):  # a full disk, a read-only lake
         fault += disk_note(work_dir)
         summary["error"] = f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
-        print(f"{what}: FAILED: {summary['error']}", file=sys.stderr)
+        console.error(f"{what}: FAILED: {summary['error']}")
         return 1
     if lost is None:
         summary["error"] = None
         raise error
     summary["error"] = str(lost)
-    print(f"error: {lost}", file=sys.stderr)
+    console.error(f"error: {lost}")
     return 3
 
 
@@ -267,7 +268,8 @@ def _lake_server(
     if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
         removed = list(_damaged_rebuilt(project, target, variables, args, work_dir))
         for table, why in removed:
-            print(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
+            # stdout, kept when quiet: what the run did to the lake
+            console.result(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
         if removed:  # the lake's warm server still holds them in its catalog
             stop_lake_servers(work_dir)
     if any((work_dir / LAKE_UPDATES).glob("*/journal.json")):
@@ -278,10 +280,9 @@ def _lake_server(
     # runs after the first skip the JVM's start and its cold first update.
     warm = None if args.own_server or args.fresh else work_dir
     local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
-    print(
+    console.progress(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
-        f"lake {work_dir.relative_to(project.root)}",
-        flush=True,
+        f"lake {work_dir.relative_to(project.root)}"
     )
     return local
 

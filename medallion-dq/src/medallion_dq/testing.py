@@ -26,7 +26,7 @@ from importlib.metadata import requires
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medallion_dq import settings
+from medallion_dq import console, settings
 
 if TYPE_CHECKING:
     from medallion_dq.local import UpdateResult
@@ -227,4 +227,4 @@ def pyspark_wheel() -> Path:
 
 
 if __name__ == "__main__":  # the folder, on stdout alone: a noxfile reads it
-    print(pyspark_wheel())
+    console.result(str(pyspark_wheel()))

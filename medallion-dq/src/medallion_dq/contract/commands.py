@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
-from medallion_dq import rules
+from medallion_dq import console, rules
 from medallion_dq.contract.drift import drift
 from medallion_dq.contract.export import export
 from medallion_dq.contract.files import Planned, plan
@@ -22,9 +21,9 @@ from medallion_dq.project import Project
 
 def _say(translation: Translation, notes: list[str]) -> None:
     for line in translation.skipped:
-        print(f"  not translated: {line}")
+        console.result(f"  not translated: {line}")
     for line in [*translation.notes, *notes]:
-        print(f"  note: {line}")
+        console.result(f"  note: {line}")
 
 
 def _load(file: str, layer: str = "silver", dataset: str | None = None) -> Translation:
@@ -39,11 +38,11 @@ def command(action: str, project: Project | Path, **options) -> int:
         return _COMMANDS[action](Project.of(project), **options)
     except ContractError as error:
         for line in error.lines:
-            print(f"error: {line}", file=sys.stderr)
+            console.error(f"error: {line}")
         return 2
     except DataQualityError as error:
         for problem in error.problems:
-            print(f"error: {problem}", file=sys.stderr)
+            console.error(f"error: {problem}")
         return 2
 
 
@@ -54,17 +53,17 @@ def _import(project: Project, file: str, layer: str = "silver", dataset: str | N
     planned, notes = plan(project, translation)
     if broken := _breaks(project, planned):
         for problem in broken:
-            print(f"error: {Path(file).name}: the import would leave {problem}", file=sys.stderr)
-        print(f"contract import: nothing written ({len(broken)} error(s) above)", file=sys.stderr)
+            console.error(f"error: {Path(file).name}: the import would leave {problem}")
+        console.error(f"contract import: nothing written ({len(broken)} error(s) above)")
         return 2
     for item in planned:
         if item.text == item.before:
-            print(f"contract import: {item.display}: unchanged")
+            console.result(f"contract import: {item.display}: unchanged")
             continue
         item.path.parent.mkdir(parents=True, exist_ok=True)
         item.path.write_text(item.text, encoding="utf-8")
         made = rules.parse(item.text, item.display)
-        print(
+        console.result(
             f"contract import: {'updated' if item.before is not None else 'wrote'} {item.display}: "
             f"{len(made.rules)} rule(s), {len(made.checks)} check(s), {len(made.schema)} column(s)"
         )
@@ -73,7 +72,7 @@ def _import(project: Project, file: str, layer: str = "silver", dataset: str | N
     shown = tuple(item.display for item in planned)
     for problem in conventions.check(Project(project.root)):  # the files as now written
         if problem.file.split(":")[0].endswith(shown):  # a review finding: file:line
-            print(f"  check: {problem}")
+            console.result(f"  check: {problem}")
     return 0
 
 
@@ -102,13 +101,15 @@ def _export(project: Project, dataset: str, out: str | None = None) -> int:
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100)
     validate(doc, "export")  # a bug here, not the user's: never write a contract that is not ODCS
     for line in left:
-        print(f"contract export: not in the contract: {line}", file=sys.stderr)
+        console.error(f"contract export: not in the contract: {line}")
     if out is None:
-        sys.stdout.write(text)
+        console.result(text, end="")
     else:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(text, encoding="utf-8")
-        print(f"contract export: wrote {out} (ODCS {ODCS_VERSION}, {doc['id']} {doc['version']})")
+        console.result(
+            f"contract export: wrote {out} (ODCS {ODCS_VERSION}, {doc['id']} {doc['version']})"
+        )
     return 0
 
 
@@ -116,9 +117,9 @@ def _check(project: Project, file: str, layer: str = "silver", dataset: str | No
     translation = _load(file, layer, dataset)
     lines = drift(project, translation)
     for line in lines:
-        print(line)
+        console.result(line)
     label = Path(file).name
-    print(
+    console.result(
         f"contract check: {len(lines)} difference(s) between {label} and the rule files"
         if lines
         else f"contract check: the rule files agree with {label}"

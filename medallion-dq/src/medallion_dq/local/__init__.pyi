@@ -28,7 +28,6 @@ from medallion_dq.local.project import LocalProject as LocalProject
 from medallion_dq.local.project import TaskResult as TaskResult
 from medallion_dq.local.runner import Interrupted as Interrupted
 from medallion_dq.local.runner import UpdateResult as UpdateResult
-from medallion_dq.local.runner import log_to_stderr as log_to_stderr
 
 # The lake: a project's tables kept between runs, its updates and their Delta logs.
 from medallion_dq.local.delta_log import damage as damage
@@ -96,7 +95,6 @@ __all__ = [
     "landing_folders",
     "landing_formats",
     "landings",
-    "log_to_stderr",
     "parse_sql_statement",
     "passing_through",
     "prune_runs",

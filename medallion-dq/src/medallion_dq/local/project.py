@@ -10,9 +10,10 @@ over the local event log, and a task whose upstream failed is skipped, as on Dat
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from medallion_dq.local.lake import (
     remember_landing,
 )
 from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
-from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult
+from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult, updates
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
 from medallion_dq.project import Project
 from medallion_dq.text import short_name
@@ -98,7 +99,6 @@ class LocalProject:
         landing: Path | None = None,
         database: str | None = None,
         as_of: str | None = None,
-        log: Callable[[str], None] | None = None,
         failing_examples: int = 0,
     ):
         self.project = Project.of(root)
@@ -108,10 +108,9 @@ class LocalProject:
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
         self.bundle = self.project.bundle(target=target, variables=variables)
         self.local = local
-        self.runner = Runner(local, log=log)
+        self.runner = Runner(local)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
             self.runner.event_log = EventLog(local.spark, local.work_dir / "event_logs" / database)
-        self.log = self.runner.log
         self.landing = Path(landing) if landing else local.work_dir / "landing"
         settings = self.project.settings("local")
         # The time freshness checks are judged at: data standing for a fixed day (the project's
@@ -201,17 +200,18 @@ class LocalProject:
         for job, judged, after in self._gates():
             for pipeline in sorted(judged) if key in after else ():
                 unjudged = self._unjudged(pipeline)
-                if updates := ", ".join(unjudged.updates()):
+                if taken := ", ".join(unjudged.updates()):
                     rejected = unjudged.rejected()
                     if rejected:
                         overruled.append((job, pipeline, rejected))
-                    self.log(
-                        f"[{key}] takes the rows of {pipeline} update(s) {updates}, which "
+                    updates.log(
+                        logging.WARNING if rejected else logging.INFO,
+                        f"[{key}] takes the rows of {pipeline} update(s) {taken}, which "
                         + (
                             gate_failed(rejected)
                             if rejected
                             else f"no quality gate has passed (`run --job {job}` judges them first)"
-                        )
+                        ),
                     )
         return overruled
 
@@ -261,7 +261,7 @@ class LocalProject:
             for f in unread_files(self.landing, folder, own.get(folder, file_format))
         ]
         for f in skipped:
-            self.log(f"[{spec.name}] landing file not read: {f['path']} ({f['reason']})")
+            updates.warning(f"[{spec.name}] landing file not read: {f['path']} ({f['reason']})")
         return skipped
 
     def _name_missing_upstream(self, key: str, result: UpdateResult) -> None:
@@ -284,7 +284,7 @@ class LocalProject:
                     f"pipeline writes it; run `medallion-dq run --pipeline {other_key}` first, "
                     "or the whole job (--job)"
                 )
-                self.log(f"[{pipeline.name}] {error.message}")
+                updates.warning(f"[{pipeline.name}] {error.message}")
                 return
 
     def run_job(
@@ -334,7 +334,10 @@ class LocalProject:
             said = outcome.message
             if reasons:  # the gate's lines above said each reason in full
                 said = reasons[0] + (f"; {len(reasons) - 1} more above" if reasons[1:] else "")
-            self.log(f"[job {key}] {task.key}: {outcome.status}" + (f" ({said})" if said else ""))
+            updates.log(
+                logging.INFO if outcome.status != "FAILED" else logging.WARNING,
+                f"[job {key}] {task.key}: {outcome.status}" + (f" ({said})" if said else ""),
+            )
             done[task.key] = outcome
             result.tasks.append(outcome)
         result.seconds = time.perf_counter() - started
@@ -366,7 +369,7 @@ class LocalProject:
         )
         if update is not None:
             verdict.checks += self._ungated(update.pipeline)
-        self.log(str(verdict))
+        updates.log(logging.INFO if verdict.passed else logging.WARNING, str(verdict))
         if update is not None and verdict.checks:
             self.runner.event_log.append_checks(update.pipeline, update.update_id, verdict.checks)
         return TaskResult(
@@ -437,7 +440,7 @@ class LocalProject:
                     frame = frame.where(f"NOT coalesce(({rule.constraint}), false)")
                 records = frame.limit(self.failing_examples).collect()
             except Exception as error:  # an example is a nicety: never fail the run over it
-                self.log(f"[gate] no failing records of {dataset}.{rule.name}: {error}")
+                updates.warning(f"[gate] no failing records of {dataset}.{rule.name}: {error}")
                 continue
             found[f"{dataset}.{rule.name}"] = [record.asDict() for record in records]
         return found

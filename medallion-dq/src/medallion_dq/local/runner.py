@@ -18,10 +18,10 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import re
 import shutil
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -47,6 +47,11 @@ from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
 from medallion_dq.text import short_name
+
+#: What an update does, a line per step, for whoever started it: `medallion_dq.console` shows
+#: them (`run`: stdout; `diff`: stderr; the pytest plugin: the test's output). INFO is progress,
+#: WARNING what went wrong (quiet mode keeps it).
+updates = logging.getLogger("medallion_dq.local.updates")
 
 ACTIVE_FLOW_STATES = ("QUEUED", "PLANNING", "STARTING", "RUNNING")
 _FLOW_EVENT = re.compile(r"Flow '?(?P<flow>[^' ]+)'? (?:is |has )?(?P<state>[A-Z_]+)")
@@ -149,7 +154,7 @@ class Interrupted(BaseException):
 
 
 @contextlib.contextmanager
-def shielded(log: Callable[[str], None]) -> Iterator[list[int]]:
+def shielded() -> Iterator[list[int]]:
     """While tables are put back: SIGINT and SIGTERM are noted, not obeyed (a second Ctrl-C must
     not leave a table half restored). Yields the signals that arrived."""
     if threading.current_thread() is not threading.main_thread():
@@ -159,7 +164,7 @@ def shielded(log: Callable[[str], None]) -> Iterator[list[int]]:
 
     def note(signum, _frame):
         if not arrived:
-            log("putting the tables back first: this takes a few seconds")
+            updates.warning("putting the tables back first: this takes a few seconds")
         arrived.append(signum)
 
     previous = {s: signal.signal(s, note) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -222,10 +227,9 @@ def _event_time(event) -> float | None:
 class Runner:
     """Runs pipeline updates against one LocalSpark session and records them in its event log."""
 
-    def __init__(self, local: LocalSpark, log: Callable[[str], None] | None = None):
+    def __init__(self, local: LocalSpark):
         self.local = local
         self.spark = local.spark
-        self.log = log or (lambda line: print(line, flush=True))
         self.event_log = eventlog.EventLog(self.spark, local.work_dir / "event_log")
         self.timeout = settings.RUN_TIMEOUT.get()
         # `dataset.rule` -> the data-contract clause it was made from, read when a rule fails.
@@ -285,7 +289,7 @@ class Runner:
                 try:
                     self.spark.sql(statement)
                 except Exception as error:  # noqa: BLE001 - the server's own message says why
-                    self.log(
+                    updates.warning(
                         f"[{spec.name}] view {name} keeps its previous query: replacing it failed"
                         f" ({str(error).splitlines()[0][:300]}); drop it to take the new one"
                     )
@@ -334,7 +338,7 @@ class Runner:
         if before != folder and before.is_dir() and not folder.exists():
             folder.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(before, folder)
-            self.log(f"[{spec.name}] moved its checkpoints into the lake, from {before}")
+            updates.info(f"[{spec.name}] moved its checkpoints into the lake, from {before}")
         return machine.plain_path(folder)
 
     # -- one update -----------------------------------------------------------------------------
@@ -351,7 +355,7 @@ class Runner:
             lost = error if isinstance(error, ServerLost) else self.local.lost(error)
             if lost is None:
                 raise
-            self.log(f"[{spec.name}] {str(lost).splitlines()[0]}")
+            updates.warning(f"[{spec.name}] {str(lost).splitlines()[0]}")
             raise lost from None
         finally:
             if self._watchdog is not None:
@@ -363,7 +367,7 @@ class Runner:
     ) -> UpdateResult:
         pending = lake.FullRefresh(self.local.work_dir, spec.name, spec.database)
         if pending.unfinished() and not full_refresh:
-            self.log(
+            updates.warning(
                 f"[{spec.name}] its last full refresh did not finish: this update is a full"
                 " refresh too, so no table keeps half of one"
             )
@@ -392,7 +396,7 @@ class Runner:
             session=session,
             full_refresh=full_refresh,
         )
-        self.log(
+        updates.info(
             f"[{spec.name}] update {update.id}: {len(spec.libraries)} pipeline files{' (full refresh)' if full_refresh else ''}"
         )
         # Never hang: past the timeout (loading the files included) every operation of the
@@ -485,13 +489,15 @@ class Runner:
                     flows[flow] = state
                     update.phases.event(state, _event_time(event))
                     if state in ("COMPLETED", "FAILED", "SKIPPED"):
-                        self.log(f"[{spec.name}] {flow}: {state}")
+                        updates.info(f"[{spec.name}] {flow}: {state}")
                     if state == "FAILED":
                         failures.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:
             update.interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             said = signal.Signals(update.interrupted).name
-            self.log(f"[{spec.name}] {said}: canceling; tables are put back once its flows stop")
+            updates.warning(
+                f"[{spec.name}] {said}: canceling; tables are put back once its flows stop"
+            )
             with contextlib.suppress(Exception):  # its session's end then stops the engine
                 update.session.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
@@ -514,7 +520,7 @@ class Runner:
             for name, state in list(flows.items()):
                 if state in ACTIVE_FLOW_STATES:
                     flows[name] = "COMPLETED"
-                    self.log(f"[{spec.name}] {name}: COMPLETED")
+                    updates.info(f"[{spec.name}] {name}: COMPLETED")
 
     def _finish(self, update: _Update) -> UpdateResult:
         """Put a failed update back, read its metrics and rows, record it in the event log and
@@ -523,10 +529,12 @@ class Runner:
         interrupted = update.interrupted
         phases, failed, journal = update.phases, update.failed, update.journal
         assert journal is not None  # _prepare began it
-        with shielded(self.log) as arrived:
+        with shielded() as arrived:
             self.local.end_session(update.session)  # the engine stops before tables are put back
             if failed and not self.local.engine_stopped(update.session):
-                self.log(f"[{spec.name}] its flows still ran a minute after it ended: put back now")
+                updates.warning(
+                    f"[{spec.name}] its flows still ran a minute after it ended: put back now"
+                )
             restored, removed, unput = self._put_back(update, journal)
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
@@ -592,9 +600,10 @@ class Runner:
             phases.lap("bookkeeping")
             result.timings = phases.result()
             result.seconds = result.timings["total"]
-        self.log(
+        updates.log(
+            logging.INFO if status == "COMPLETED" else logging.WARNING,
             f"[{spec.name}] update {update.id} {status} in {result.seconds:.1f} s"
-            + (f": {error.message}" if error else "")
+            + (f": {error.message}" if error else ""),
         )
         if status == "COMPLETED":
             self._say_judged(spec, update.declared, flows, metrics, output_rows)
@@ -617,14 +626,14 @@ class Runner:
         if not failed:
             self._replace_views(spec)
         if restored or removed:
-            self.log(
+            updates.warning(
                 f"[{spec.name}] {'canceled' if update.interrupted else 'failed'} update put back:"
                 + (f" restored {', '.join(restored)}" if restored else "")
                 + (";" if restored and removed else "")
                 + (f" removed {', '.join(removed)} (created by it)" if removed else "")
             )
         if failed and lake.FullRefresh(self.local.work_dir, spec.name, spec.database).unfinished():
-            self.log(
+            updates.warning(
                 f"[{spec.name}] its full refresh did not finish: its next update is a full "
                 "refresh too"
             )
@@ -641,7 +650,7 @@ class Runner:
                 continue
             if measured is None or not measured.input_records:
                 if not written.get(name):  # rows but no metrics: rules lifted (a diff's update)
-                    self.log(
+                    updates.info(
                         f"[{spec.name}] {name}: no new rows, so its rules judged none "
                         "(--full-refresh judges every row again)"
                     )
@@ -657,7 +666,7 @@ class Runner:
             said += [f"{warnings:,} warning{'s' * (warnings != 1)}"] * any(
                 r.action == "warn" for r in rules
             )
-            self.log(
+            updates.info(
                 f"[{spec.name}] {name}: {measured.input_records:,} "
                 f"row{'s' * (measured.input_records != 1)} judged by {len(rules)} "
                 f"rule{'s' * (len(rules) != 1)}" + (f": {', '.join(said)}" if said else "")
@@ -674,7 +683,7 @@ class Runner:
             if drift is not None:
                 out[name] = drift.to_dict()
                 if drift:
-                    self.log(f"[{spec.name}] {name}: landing drift: {drift}")
+                    updates.warning(f"[{spec.name}] {name}: landing drift: {drift}")
         return out
 
     def recover(self) -> list[UpdateResult]:
@@ -682,7 +691,7 @@ class Runner:
         lost server), and record them as CANCELED in the event log."""
         results = []
         for journal in Journal.left_behind(self.local.work_dir):
-            with shielded(self.log):
+            with shielded():
                 restored, removed = put_back(self.spark, journal, self._warehouse())
                 streams = {
                     n: t
@@ -714,7 +723,7 @@ class Runner:
                 )
                 self.event_log.append(journal.pipeline, result)
                 journal.end()
-            self.log(
+            updates.warning(
                 f"[{journal.pipeline}] update {journal.update_id} did not finish (its process "
                 "ended): put back"
                 + (f", restored {', '.join(restored)}" if restored else "")
@@ -748,7 +757,9 @@ class Runner:
             if needle in (text := written()):
                 return text
             time.sleep(0.02)
-        self.log(f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing")
+        updates.warning(
+            f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing"
+        )
         return written()
 
     def _metrics(
@@ -792,7 +803,3 @@ class Runner:
                 ],
             )
         return out
-
-
-def log_to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)

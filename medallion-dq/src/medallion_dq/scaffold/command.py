@@ -8,10 +8,10 @@ import argparse
 import difflib
 import hashlib
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from medallion_dq import console
 from medallion_dq.project import Project
 from medallion_dq.scaffold.model import (
     FORMATS,
@@ -96,9 +96,9 @@ def add_source(
         )
     paths = [*plan.files.values(), plan.fixture(landed.file_format)]
     if dry_run:
-        print(f"add source {name}: would write")
+        console.result(f"add source {name}: would write")
         for path in paths:
-            print(f"  {path.as_posix()}")
+            console.result(f"  {path.as_posix()}")
         return paths
     texts = render(plan, landed, keys=list(keys), sample=sample, owner=owner, backend=backend)
     record = {}
@@ -111,7 +111,7 @@ def add_source(
         else:
             target.write_text(data)
         record[path.as_posix()] = _digest(target)
-        print(f"  wrote {path.as_posix()}")
+        console.result(f"  wrote {path.as_posix()}")
     (root / RECORD).mkdir(parents=True, exist_ok=True)
     (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
     return paths
@@ -151,7 +151,7 @@ def remove_source(project: Project | Path, name: str) -> list[Path]:
         if path.exists():
             path.unlink()
             removed.append(Path(relative))
-            print(f"  removed {relative}")
+            console.result(f"  removed {relative}")
         folder = path.parent
         while folder != root and folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()  # the fixture folder add made
@@ -205,10 +205,10 @@ def cmd_add(args: argparse.Namespace, project: Project) -> int:
             backend=args.backend,
         )
     except SourceError as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
     if not args.dry_run:
-        print(f"add source {args.name}: done; run `medallion-dq check` and `nox`")
+        console.result(f"add source {args.name}: done; run `medallion-dq check` and `nox`")
     return 0
 
 
@@ -217,7 +217,7 @@ def cmd_remove(args: argparse.Namespace, project: Project) -> int:
     try:
         remove_source(project, args.name)
     except SourceError as error:
-        print(f"error: {error}", file=sys.stderr)
+        console.error(f"error: {error}")
         return 2
-    print(f"remove source {args.name}: done")
+    console.result(f"remove source {args.name}: done")
     return 0

@@ -7,6 +7,7 @@ import json
 import re
 from datetime import datetime, timezone
 
+from medallion_dq import console
 from medallion_dq.scaffold.findings import spark_findings
 from medallion_dq.scaffold.model import (
     Findings,
@@ -38,7 +39,7 @@ def render(
     ]
     found = spark_findings(plan, landed, typings, sample, backend, keys)
     for label in found.dropped:
-        print(f"  note: example {label!r} left out of the test: silver's type changes it")
+        console.result(f"  note: example {label!r} left out of the test: silver's type changes it")
     files = plan.files
     marked = landed.file_format != "parquet"  # bronze marks what does not parse: _corrupt_record
     out: dict[str, str | bytes] = {

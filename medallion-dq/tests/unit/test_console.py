@@ -1,0 +1,117 @@
+"""One output channel: what the tools show a user goes through `medallion_dq.console` (levels,
+quiet mode, escapes), debugging through `logging`."""
+
+import ast
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medallion_dq import console
+from sample import sample_project
+
+TOOLS = Path(__file__).resolve().parents[2] / "src" / "medallion_dq"
+# Modules that may still call print(): the console itself; settings.py's `python -m` table
+# (the project layer, below the console's); upgrade.py, being changed on another branch, to
+# move to the console after it.
+PRINTING = {"console.py", "settings.py", "upgrade.py"}
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "medallion_dq", *args],
+        cwd=sample_project(),
+        env=os.environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_no_print_outside_the_console():
+    """A line for the user is said through medallion_dq.console (a print in generated code is
+    text in a string, not a call)."""
+    calls = [
+        f"{path.relative_to(TOOLS)}:{node.lineno}"
+        for path in sorted(TOOLS.rglob("*.py"))
+        if path.relative_to(TOOLS).as_posix() not in PRINTING
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+    ]
+    assert calls == [], "say it through medallion_dq.console"
+
+
+@pytest.mark.parametrize("command", [["-q", "run"], ["run", "--quiet"]])
+def test_quiet_run_keeps_its_errors_and_exit_code_and_drops_its_progress(command):
+    said, quiet = cli("run", "--pipeline", "nope"), cli(*command, "--pipeline", "nope")
+    assert (said.returncode, quiet.returncode) == (2, 2)
+    first, *errors = said.stderr.splitlines()
+    assert first.startswith("medallion-dq: run pipeline nope in ")  # progress
+    assert errors[-1] == "pipeline nope: not started (fix the errors above)"
+    assert quiet.stderr.splitlines() == errors
+    assert said.stdout == quiet.stdout == ""
+
+
+def test_quiet_check_keeps_its_results():
+    said, quiet = cli("check"), cli("--quiet", "check")
+    assert said.returncode == quiet.returncode == 0
+    assert quiet.stdout == said.stdout
+    assert quiet.stdout.strip().endswith("check: 0 error(s), 0 warning(s)")
+
+
+def test_each_level_on_its_stream_and_quiet_keeps_results_warnings_errors(capsys):
+    def say_all():
+        console.result("result")
+        console.progress("progress")
+        console.info("info")
+        console.warning("warning")
+        console.error("error")
+
+    with console.opened():
+        say_all()
+    assert capsys.readouterr() == ("result\nprogress\n", "info\nwarning\nerror\n")
+    with console.opened(quiet=True):
+        say_all()
+    assert capsys.readouterr() == ("result\n", "warning\nerror\n")
+    assert not console.quiet()  # put back after the command
+
+
+def test_control_characters_show_as_escapes_outside_a_command_too(capsys):
+    console.result("a\x1b[31m\r\u202eb")
+    assert capsys.readouterr().out == "a\\x1b[31m\\x0d\\u202eb\n"
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_library_lines_prefixed_on_stderr_debug_with_verbose(capsys, quiet):
+    library = logging.getLogger("medallion_dq.somewhere")
+    with console.opened(quiet=quiet):
+        library.debug("debug")
+        library.info("info")
+        library.warning("warning")
+    info = [] if quiet else ["medallion-dq: info"]
+    assert capsys.readouterr().err.splitlines() == [*info, "medallion-dq: warning"]
+    with console.opened(verbose=True):
+        library.debug("debug")
+    assert capsys.readouterr().err == "medallion-dq: debug\n"
+
+
+def test_update_lines_bare_on_stdout_or_where_a_command_puts_them(capsys):
+    updates = logging.getLogger(console.UPDATES)
+    with console.opened():
+        updates.info("[validation] update 1: 3 pipeline files")
+        with console.update_lines_on("stderr"):
+            updates.warning("[validation] update 1 FAILED in 1.0 s")
+        updates.info("[validation] silver_orders: COMPLETED")
+    assert capsys.readouterr() == (
+        "[validation] update 1: 3 pipeline files\n[validation] silver_orders: COMPLETED\n",
+        "[validation] update 1 FAILED in 1.0 s\n",
+    )
+    with console.opened(quiet=True):
+        updates.info("[validation] silver_orders: COMPLETED")
+        updates.warning("[validation] update 2 FAILED in 1.0 s")
+    assert capsys.readouterr() == ("[validation] update 2 FAILED in 1.0 s\n", "")
