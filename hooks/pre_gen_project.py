@@ -332,10 +332,11 @@ def validate_conventions_pack(value: Any) -> list[str]:
     """The pack's name, as rule files (`use: <pack>.<rule>`) and pyproject.toml name it."""
     if isinstance(value, str) and PACK_NAME.match(value):
         return []
-    return [
+    why = (
         "must be a lowercase identifier of at most 40 characters (letters, digits, _; a letter"
         f" first), as the pack's rule files write it; '{BUILT_IN_PACK}' is the built-in pack"
-    ]
+    )
+    return [why]
 
 
 def validate_pack_requirement(answers: Mapping[str, Any]) -> list[str]:
@@ -354,10 +355,11 @@ def validate_pack_requirement(answers: Mapping[str, Any]) -> list[str]:
         ]
     found = REQUIREMENT.match(value)
     if found is None:
-        return [
+        why = (
             "is not a requirement; write a name and versions (acme-data-conventions~=1.0) or a"
             " URL (acme-data-conventions @ https://...), without quotes"
-        ]
+        )
+        return [why]
     if re.sub(r"[-_.]+", "-", found["name"]).lower() in ("medallion-dq", "medallion-dq-dev"):
         return ["names medallion-dq itself; name the distribution of your conventions pack"]
     return []

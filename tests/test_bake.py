@@ -146,7 +146,8 @@ def test_a_conventions_pack_changes_the_pin_the_pack_the_gate_and_two_rules(
     job = "resources/medallion.job.yml"
     assert changed == {"pyproject.toml", job, rules, ".cookiecutter.json"}
     pyproject = read_text(on_pack / "pyproject.toml")
-    assert '"acme-data-conventions~=1.0",' in pyproject and '\npack = "acme"\n' in pyproject
+    assert '"acme-data-conventions~=1.0",' in pyproject
+    assert '\npack = "acme"\n' in pyproject
     assert "- --pack\n              - acme\n" in read_text(on_pack / job)
     uses = [line.split("#")[0].strip() for line in read_text(on_pack / rules).splitlines()]
     assert [u for u in uses if u.startswith("use:")] == [

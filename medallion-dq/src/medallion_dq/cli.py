@@ -164,7 +164,7 @@ def cmd_quarantine(args) -> int:
 
     code, lines = quarantine_views.command(_project(args.root))
     for line in lines:
-        print(line, file=sys.stderr if line.startswith("error:") else sys.stdout)
+        (console.error if line.startswith("error:") else console.result)(line)
     return code
 
 

@@ -562,7 +562,7 @@ def _changed(diffs: list[DatasetDiff]) -> str:
 
 def text_report(report: dict, diffs: list[DatasetDiff]) -> str:
     base = report["base"]
-    lines = [f"diff: rules at {base} → {HEAD}, over {report['data']}: {_changed(diffs)}"]
+    lines = [f"diff: rules at {base} → {_head(report)}, over {report['data']}: {_changed(diffs)}"]
     for diff in diffs:
         lines += ["", f"{diff.dataset} ({_summary(diff, base)})"]
         if diff.error:
@@ -588,10 +588,16 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
+def _head(report: dict, markdown: bool = False) -> str:
+    """What the rules are compared with: the working tree, or a conventions pack's version."""
+    head = str(report.get("head") or HEAD)
+    return md_code(head) if markdown and head != HEAD else head
+
+
 def markdown_report(report: dict, diffs: list[DatasetDiff]) -> str:
     base = report["base"]
     lines = [
-        f"## Rule changes: {md_code(base)} → {HEAD}",
+        f"## Rule changes: {md_code(base)} → {_head(report, markdown=True)}",
         "",
         f"{_changed(diffs).capitalize()}; rows: {md_text(report['data'])}.",
     ]

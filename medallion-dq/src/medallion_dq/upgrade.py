@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_dq import config, conventions, diff, gate, library, policy
+from medallion_dq import config, console, conventions, diff, gate, library, policy
 from medallion_dq.markup import md_code, md_text
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.project import Project
@@ -306,12 +306,12 @@ def _takes_layer_default(ruleset: RuleSet | None, moved: dict[str, Any]) -> bool
 _GATE_SCOPE = "the quality gate, on the datasets whose rules the upgrade changes:"
 
 
-def _threshold_lines(outcome: Outcome) -> list[str]:
+def _threshold_lines(outcome: Outcome, arrow: str = "->") -> list[str]:
     def shown(value: float | None) -> str:
         return "none" if value is None else f"{value:.1%}"
 
     return [
-        f"default threshold of {layer}: {shown(was)} -> {shown(now)}"
+        f"default threshold of {layer}: {shown(was)} {arrow} {shown(now)}"
         for layer, (was, now) in outcome.thresholds.items()
     ]
 
@@ -345,7 +345,7 @@ def markdown_report(outcome: Outcome) -> str:
     if outcome.diffs:
         report = {"base": outcome.before, "head": outcome.after, "data": "the landing files"}
         parts.append(diff.markdown_report(report, outcome.diffs))
-    parts += [f"- {md_text(line)}" for line in _threshold_lines(outcome)]
+    parts += [f"- {md_text(line)}" for line in _threshold_lines(outcome, "→")]
     parts.append(_GATE_SCOPE.capitalize())
     for side in ("before", "after"):
         reasons = outcome.verdict[side]
@@ -405,12 +405,13 @@ def command(
         if problem.severity == "error"
     ]
     if unwritable:  # said before the candidate is fetched and the data judged
-        print("\n".join(unwritable), file=sys.stderr)
+        for line in unwritable:
+            console.error(line)
         return 2
     folder = (cwd / landing).resolve() if landing else project.root / "fixtures" / "landing"
     if not folder.is_dir():
         where = relative_path(folder, project.root)
-        print(f"error: --landing {where}: no such folder", file=sys.stderr)
+        console.error(f"error: --landing {where}: no such folder")
         return 2
     with tempfile.TemporaryDirectory(prefix="medallion-dq-pack-") as scratch:
         try:
@@ -421,12 +422,12 @@ def command(
             )
         except (NotAPack, DataQualityError, library.LibraryError, ValueError) as error:
             for line in str(error).splitlines():
-                print(f"error: {line}", file=sys.stderr)
+                console.error(f"error: {line}")
             return 2
         except diff.UpdateFailed as error:
-            print(f"error: {error}", file=sys.stderr)
+            console.error(f"error: {error}")
             return 1
-    print(text_report(outcome))
+    console.result(text_report(outcome))
     for path, text in (
         (markdown_path, markdown_report(outcome)),
         (json_path, json.dumps(json_report(outcome), indent=2) + "\n"),

@@ -8,8 +8,9 @@
    threshold lowered from 5 % to 1 %, DQC005 raised to error and locked; `conventions diff --to`
    (the wheel for one team, a requirement for the other) lists exactly those effects with the
    row counts of each team's own landing files, and exits 1 where the gate would now fail;
-4. bump the pin: `check` names the rules that lack an owner, and a team line that sets DQC005
-   back to a warning is refused, naming the pack.
+4. bump the pin: after `conventions write` and `quarantine write` (the SQL quarantine view that
+   1.1.0's rule change left stale), team one's `check` is clean; team two's names the rules that
+   lack an owner, and a line that sets DQC005 back to a warning is refused, naming the pack.
 
 The counts are checked against the landing files read with the standard library. The pack's
 own `nox` (every library rule's examples on Spark) runs in the template's `nox -s generated`;
@@ -34,10 +35,8 @@ from sample import TEMPLATE
 
 pytestmark = pytest.mark.spark
 
-POLICY_1_0 = "thresholds: {silver: 0.05, gold: 0}\nlocked: [thresholds]\n"
-POLICY_1_1 = (
-    "severity: {DQC005: error}\nthresholds: {silver: 0.01, gold: 0}\nlocked: [DQC005, thresholds]\n"
-)
+POLICY_1_0 = "thresholds: {silver: 0.05, gold: 0}\n"
+POLICY_1_1 = "severity: {DQC005: error}\nthresholds: {silver: 0.01, gold: 0}\nlocked: [DQC005]\n"
 NOT_NULL = '"{column} IS NOT NULL"'
 NOT_BLANK = "\"{column} IS NOT NULL AND trim(CAST({column} AS STRING)) <> ''\""
 # Team one's own landing file: a customer whose id is blank, which 1.1.0's not_null fails.
@@ -217,7 +216,14 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             ("two", two, f"acme-data-conventions @ {wheel_1_1.as_uri()}"),
         ):
             out = tmp_path / f"diff-{name}.json"
-            code = upgrade.command(Project(root), to, json_path=str(out), local=local_spark)
+            markdown = tmp_path / f"diff-{name}.md"  # for the pull request that moves the pin
+            code = upgrade.command(
+                Project(root),
+                to,
+                json_path=str(out),
+                markdown_path=str(markdown),
+                local=local_spark,
+            )
             said[name] = (code, json.loads(out.read_text()))
             capsys.readouterr()
 
@@ -239,6 +245,11 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             assert {n for n, r in rules.items() if r["status"] != "unchanged"} == {
                 "valid_customer_id"
             }
+            # The quarantine view, SQL written from the rules of 1.0.0, goes stale (DQC008), and
+            # CONVENTIONS.md is 1.0.0's text (DQC018).
+            stale, old_text = sorted(report["check"]["appeared"])
+            assert stale.startswith("error: DQC008 src/pipelines/validation/silver/customers_q")
+            assert old_text.startswith("warning: DQC018 CONVENTIONS.md: is pack acme 1.0.0's")
             severity = report["check"]["severity_changed"]
             assert bool(severity) == (name == "two")
             assert all(s.startswith("warning -> error: DQC005 ") for s in severity)
@@ -250,6 +261,10 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             else:
                 bad = sum(1 for r in rows if "@@" in (r.get("email") or ""))
                 assert code == 1 and 0.01 < bad / len(rows) <= 0.05, bad
+                markdown = (tmp_path / "diff-two.md").read_text(encoding="utf-8")
+                assert "## Rule changes: <code>1.0.0</code> → <code>1.1.0</code>" in markdown
+                assert "- default threshold of silver: 5.0% → 1.0%" in markdown
+                assert "**gate before: PASS**" in markdown and "**gate after: FAIL**" in markdown
                 assert any(
                     w.startswith("silver_customers.valid_email: ")
                     and "over its threshold 1.0%" in w
@@ -264,11 +279,15 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
                 pyproject.read_text().replace(wheel_1_0.as_uri(), wheel_1_1.as_uri())
             )
         install(wheel_1_1, site)
-        code, out = cli_in(one, "check", capsys=capsys, monkeypatch=monkeypatch)
+        for command in (["conventions", "write"], ["quarantine", "write"], ["check"]):
+            code, out = cli_in(one, *command, capsys=capsys, monkeypatch=monkeypatch)
+            assert code == 0, (command, out)
+        assert "DQC" not in out, out
+        code, out = cli_in(two, "quarantine", "write", capsys=capsys, monkeypatch=monkeypatch)
         assert code == 0, out
         code, out = cli_in(two, "check", capsys=capsys, monkeypatch=monkeypatch)
         assert code == 1
-        lacking = [line for line in out.splitlines() if line.startswith("error: DQC005 ")]
+        lacking = [line for line in out.splitlines() if line.startswith("DQC005 ")]
         assert lacking and all("rule has no owner" in line for line in lacking), out
         pyproject = two / "pyproject.toml"
         text = pyproject.read_text(encoding="utf-8")

@@ -87,7 +87,7 @@ def test_view_with_other_rules_than_the_file(project: Path):
     (problem,) = only(conventions.check(project), "DQC008")
     assert problem.severity == "error"
     assert "does not apply the drop rules" in problem.message and "valid_amount" in problem.message
-    assert "view_sql('silver_orders_quarantine'" in problem.fix
+    assert problem.fix == "medallion-dq quarantine write writes it again from the rule file"
 
 
 def test_view_missing_a_rule_of_the_file(project: Path):
