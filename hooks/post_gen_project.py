@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import urllib.parse
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,26 @@ def write_source(root: Path, source: dict[str, str]) -> None:
     )
 
 
+PACK_SOURCE = '"@pack-source@"'
+
+
+def write_pack_source(root: Path, requirement: str) -> None:
+    """The pack's `name @ <URL>` as uv's source: a path for a file URL (uv refuses file:// as a
+    URL source), else the URL."""
+    url = requirement.split("@", 1)[1].strip()
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        where = {"path": urllib.request.url2pathname(parsed.path)}
+    else:
+        where = {"url": url}
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    if PACK_SOURCE not in text:
+        raise SystemExit(f"ERROR: hook: pyproject.toml has no {PACK_SOURCE}; fix the template")
+    entry = "{ " + ", ".join(f"{key} = {json.dumps(value)}" for key, value in where.items()) + " }"
+    pyproject.write_text(text.replace(PACK_SOURCE, entry), encoding="utf-8")
+
+
 def load_answers(path: Path) -> dict[str, Any]:
     """Read the answers cookiecutter rendered into the marked comment line of ``path``."""
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -211,6 +232,8 @@ def main() -> int:
     answers = load_answers(Path(__file__))
     for relative in paths_to_remove(answers):
         remove(root, relative)
+    if "@" in str(answers.get("conventions_pack_requirement") or ""):
+        write_pack_source(root, str(answers["conventions_pack_requirement"]))
     if answers.get("medallion_dq_source") == "template" and answers.get("_commit"):
         # cruft (create, update): its clone is gone by now, but it names the URL and commit.
         url = remote_url(str(answers["_template"]), Path.cwd())

@@ -156,6 +156,27 @@ def test_a_conventions_pack_changes_the_pin_the_pack_the_gate_and_two_rules(
     ]
 
 
+@pytest.mark.parametrize(
+    ("url", "source"),
+    [
+        ("file:///wheels%20here/acme-1.0.0-py3-none-any.whl", '{ path = "/wheels here/acme-1.0.0'),
+        ("https://pypi.acme.example/acme-1.0.0-py3-none-any.whl", '{ url = "https://pypi.acme'),
+    ],
+)
+def test_a_pack_from_a_url_is_a_uv_source(bake_session: Bake, url: str, source: str) -> None:
+    """A direct reference in `dependencies` stops the project's build (hatchling refuses it):
+    the name goes there, the URL to [tool.uv.sources] (a file URL as a path: uv refuses it)."""
+    project = bake_session(
+        conventions_pack="acme",
+        conventions_pack_requirement=f"acme-data-conventions @ {url}",
+        medallion_dq_source="index",
+    )
+    pyproject = read_text(project / "pyproject.toml")
+    assert '    "acme-data-conventions",\n]' in pyproject
+    assert "[tool.uv.sources]\n" in pyproject
+    assert f"\nacme-data-conventions = {source}" in pyproject
+
+
 def test_the_project_is_thin(default_project: Path) -> None:
     """The team's own repo: no module of the framework, about 1,300 lines of Python and YAML
     outside the sample data, the examples, the data contracts (the producers' documents) and the

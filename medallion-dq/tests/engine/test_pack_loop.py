@@ -275,9 +275,9 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
         # DQC005 back to a warning is refused, naming the pack.
         for root in teams.values():
             pyproject = root / "pyproject.toml"
-            pyproject.write_text(
-                pyproject.read_text().replace(wheel_1_0.as_uri(), wheel_1_1.as_uri())
-            )
+            text = pyproject.read_text(encoding="utf-8")  # [tool.uv.sources]: the wheel's path
+            assert f'{{ path = "{wheel_1_0}" }}' in text
+            pyproject.write_text(text.replace(str(wheel_1_0), str(wheel_1_1)), encoding="utf-8")
         install(wheel_1_1, site)
         for command in (["conventions", "write"], ["quarantine", "write"], ["check"]):
             code, out = cli_in(one, *command, capsys=capsys, monkeypatch=monkeypatch)
