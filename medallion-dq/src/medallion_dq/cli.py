@@ -25,7 +25,7 @@ from pathlib import Path
 
 from medallion_dq import __version__, config, console, run_command, scaffold
 from medallion_dq.config import STATE_DIR
-from medallion_dq.project import Project
+from medallion_dq.project import Project, write_file
 from medallion_dq.settings import BACKENDS
 
 PROG = "medallion-dq"
@@ -184,7 +184,7 @@ def _write_conventions(project: Project, chosen) -> int:
         return 2
     text = conventions_text.render(chosen, conventions.descriptions())
     try:
-        (project.root / conventions_text.FILE).write_text(text, encoding="utf-8")
+        write_file(project.root / conventions_text.FILE, text)
     except OSError as error:
         console.error(f"error: {conventions_text.FILE} cannot be written: {error.strerror}")
         return 2

@@ -9,6 +9,8 @@ asker, so a broken file is read (and reported) once too. Functions that also tak
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -21,6 +23,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.rules import RuleSet
 
 T = TypeVar("T")
+
+
+def write_file(path: Path, text: str) -> None:
+    """Write a project file the team also edits (CONVENTIONS.md, a rule file, a quarantine view):
+    all of it or none of it, so a full disk or a kill leaves the file as it was. A file that
+    exists keeps its permissions."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_umask()
+        os.chmod(scratch, mode)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class Project:

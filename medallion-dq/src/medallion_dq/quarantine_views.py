@@ -12,15 +12,13 @@ A stale file of another shape is named, not touched.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from medallion_dq import conventions, policy, quarantine
 from medallion_dq.problems import DataQualityError
-from medallion_dq.project import Project
+from medallion_dq.project import Project, write_file
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
 
@@ -76,19 +74,6 @@ def rewritten(view: View) -> str | None:
     return view.text[: match.start()] + statement
 
 
-def _write(path: Path, text: str) -> None:
-    """All of the file or none of it: a full disk or a kill leaves the old file."""
-    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.chmod(scratch, path.stat().st_mode & 0o777)
-        os.replace(scratch, path)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise
-
-
 def command(project: Project) -> tuple[int, list[str]]:
     """The exit code and the lines to say: 0 all views apply their rules (now), 1 a stale view
     could not be written (named), 2 a rule file does not load."""
@@ -110,7 +95,7 @@ def command(project: Project) -> tuple[int, list[str]]:
     for view, text in planned:
         assert text is not None
         try:
-            _write(view.path, text)
+            write_file(view.path, text)
         except OSError as error:
             where = relative_path(view.path, project.root)
             return 1, [*lines, f"error: {where}: not written ({error.strerror or error})"]

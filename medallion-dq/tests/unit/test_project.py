@@ -120,3 +120,29 @@ def test_a_pyproject_that_does_not_parse_is_one_line_of_check(project, monkeypat
         " declaration (at line 1, column 16); fix: correct the TOML where it says"
     ], out
     assert "Traceback" not in err
+
+
+def test_a_file_the_team_edits_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """`conventions write`, `quarantine write` and `contract import` rewrite files a team also
+    edits: a write that fails midway (a full disk, a kill) leaves the file as it was, and no
+    scratch file beside it; one that succeeds keeps the file's permissions."""
+    import os
+
+    from medallion_dq.project import write_file
+
+    path = tmp_path / "CONVENTIONS.md"
+    path.write_text("the team's text\n", encoding="utf-8")
+    path.chmod(0o640)
+
+    def full_disk(*_args):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", full_disk)
+        with pytest.raises(OSError, match="No space left"):
+            write_file(path, "the pack's text\n")
+    assert path.read_text(encoding="utf-8") == "the team's text\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["CONVENTIONS.md"]
+    write_file(path, "the pack's text\n")
+    assert path.read_text(encoding="utf-8") == "the pack's text\n"
+    assert path.stat().st_mode & 0o777 == 0o640

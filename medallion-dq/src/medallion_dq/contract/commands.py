@@ -16,7 +16,7 @@ from medallion_dq.contract.model import Translation
 from medallion_dq.contract.odcs import ODCS_VERSION, ContractError, read, validate
 from medallion_dq.contract.translate import translate
 from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.project import Project
+from medallion_dq.project import Project, write_file
 
 
 def _say(translation: Translation, notes: list[str]) -> None:
@@ -60,8 +60,7 @@ def _import(project: Project, file: str, layer: str = "silver", dataset: str | N
         if item.text == item.before:
             console.result(f"contract import: {item.display}: unchanged")
             continue
-        item.path.parent.mkdir(parents=True, exist_ok=True)
-        item.path.write_text(item.text, encoding="utf-8")
+        write_file(item.path, item.text)
         made = rules.parse(item.text, item.display)
         console.result(
             f"contract import: {'updated' if item.before is not None else 'wrote'} {item.display}: "
