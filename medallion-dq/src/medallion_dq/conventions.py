@@ -265,6 +265,8 @@ class _Collector:
         # A rule file (or the rule folders) did not load: said once; a dataset whose rules may be
         # in it is not judged by what its rules lack (DQC016), which would say it twice.
         self.unread = False
+        # A pipeline file that does not parse: what the pipelines define is not known in full.
+        self.code_unread = False
         # dataset -> ('view' | 'table' | 'temporary view', where, SQL statement of a view)
         self.forms: dict[str, tuple[str, str, str]] = {}
         # (dataset, layer, check, rule file) of every dataset-level check
@@ -400,6 +402,7 @@ class _Collector:
             statements = sql_statements(text)
         except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
+            self.code_unread = True
             return
         for statement in statements:
             offset = max(text.find(statement), 0)
@@ -455,6 +458,7 @@ class _Collector:
             tree = ast.parse(self.project.text(path), filename=str(path))
         except (OSError, UnicodeDecodeError, SyntaxError) as error:
             self.add("DQC000", rel, f"cannot parse the file: {error}", "fix the syntax error")
+            self.code_unread = True
             return
         module = PipelineModule(tree)
         for func in module.query_functions():
@@ -588,7 +592,8 @@ class _Collector:
                     "the update)",
                 )
             other = check.get("dataset") if check.kind == "references" else None
-            if other and self.datasets and short_name(str(other)) not in defined:
+            known = self.datasets and not self.code_unread
+            if other and known and short_name(str(other)) not in defined:
                 self.add(
                     "DQC012",
                     where,
@@ -609,7 +614,9 @@ class _Collector:
             if e.layer == "silver" and e.action == "drop":
                 dropping.setdefault(e.dataset, e.where)
         for dataset, where in sorted(dropping.items()):
-            if f"{dataset}{suffix}" not in silver_defined:
+            if f"{dataset}{suffix}" in silver_defined:
+                self.judge_quarantine_form(dataset, dataset + suffix)
+            elif not self.code_unread:  # else it may be in the file that does not parse
                 self.add(
                     "DQC004",
                     where,
@@ -619,8 +626,6 @@ class _Collector:
                     "(dq.quarantine.quarantined(df, RULES.drop) for a table, a SQL file "
                     "from dq.quarantine.view_sql(...) for a view)",
                 )
-            else:
-                self.judge_quarantine_form(dataset, dataset + suffix)
 
     def judge_corrupt_records(self) -> None:
         """DQC016: a silver dataset over bronze JSON / CSV drops what bronze could not parse."""

@@ -564,6 +564,16 @@ def test_cli_syntax_error_is_exit_2_before_spark(project):
     assert "Traceback" not in output and "Spark (" not in output
 
 
+def test_check_says_a_file_that_does_not_compile_once(project):
+    """`check`: the file's RUN012 with its line and caret, not also a DQC000 for it, nor a DQC004
+    for the quarantine it may define (what the pipelines define is not known in full)."""
+    edit(project / SILVER, "def typed_orders(keep_raw=False):", "def typed_orders(:")
+    done = cli(project, "check")
+    assert done.returncode == 1
+    said = [line.split()[0] for line in done.stdout.splitlines() if line[:3] in ("DQC", "RUN")]
+    assert said == ["RUN012"], done.stdout
+
+
 def test_cli_misspelt_name_is_exit_2_before_spark(project):
     edit(project / SILVER, "    return typed_orders()", "    return typed_ordrs()")
     done = cli(project, "run", "--pipeline", "validation")
