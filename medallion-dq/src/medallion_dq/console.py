@@ -109,7 +109,22 @@ class Stream:
         return getattr(self._stream, name)
 
 
-class _LibraryLines(logging.Handler):
+class _Lines(logging.Handler):
+    """A `logging` handler that hands each formatted line to `say`."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:  # noqa: BLE001 - logging's own way: a bad record is no crash
+            self.handleError(record)
+            return
+        self.say(record, line)
+
+    def say(self, record: logging.LogRecord, line: str) -> None:
+        raise NotImplementedError
+
+
+class _LibraryLines(_Lines):
     """The library's `logging` lines (loggers under "medallion_dq") as `medallion-dq: <line>` on
     stderr, as it is at each line (a test may have replaced it); INFO is progress."""
 
@@ -117,28 +132,18 @@ class _LibraryLines(logging.Handler):
         super().__init__()
         self.setFormatter(logging.Formatter(f"{PREFIX}%(message)s"))
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            line = self.format(record)
-        except Exception:  # noqa: BLE001 - logging's own way: a bad record is no crash
-            self.handleError(record)
-            return
+    def say(self, record: logging.LogRecord, line: str) -> None:
         (info if record.levelno < logging.WARNING else warning)(line)
 
 
-class _UpdateLines(logging.Handler):
+class _UpdateLines(_Lines):
     """The engine's update lines (logger `UPDATES`), bare, on the stream `to` names."""
 
     def __init__(self, to: Literal["stdout", "stderr"]) -> None:
         super().__init__()
         self.to = to
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            line = self.format(record)
-        except Exception:  # noqa: BLE001 - logging's own way: a bad record is no crash
-            self.handleError(record)
-            return
+    def say(self, record: logging.LogRecord, line: str) -> None:
         if record.levelno >= logging.WARNING:
             _write(sys.stdout if self.to == "stdout" else sys.stderr, line)
         else:
