@@ -236,7 +236,7 @@ def cmd_lake(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from medallion_dq import gate, report
+    from medallion_dq import report
     from medallion_dq.local import start, warm_lake
 
     project = _project(args.root)
@@ -261,12 +261,11 @@ def cmd_report(args) -> int:
             frames = [spark.read.format("delta").load(str(log.parent)) for log in logs]
             events = functools.reduce(lambda a, b: a.unionByName(b), frames)
             rows = report.history(events)
-            clauses = report.clauses_from_rule_files(project.rules_dirs())
+            thresholds, clauses = report.gate_inputs(project)
             console.result(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
                 console.result(f"\n{checks}")
-            thresholds = gate.thresholds_from_rule_files(project.rules_dirs())
             out = report.write(
                 events,
                 Path(args.out) if args.out else root / STATE_DIR,

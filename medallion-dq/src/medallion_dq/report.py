@@ -8,7 +8,7 @@ Databricks' `event_log()`, same shape) into plain rows, one per update and rule:
 `text_table(rows)` prints the latest update of each pipeline; `html(rows, title)` renders the
 latest figures, a failure-rate chart over updates (inline SVG) and every update, with no script,
 stylesheet or font fetched from anywhere; `write(events_df, out_dir)` saves `dq-report.html`.
-Given `clauses` (`clauses_from_rule_files`), both name the data-contract clause of a rule made
+Given `clauses` (`gate_inputs`), both name the data-contract clause of a rule made
 from one beside it, as the quality gate's table does.
 Rule and dataset names come from user files: every string is escaped.
 """
@@ -33,8 +33,10 @@ from medallion_dq.text import short_name, table_lines
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
+    from medallion_dq.project import Project
+
 __all__ = [
-    *("FILE_NAME", "checks_history", "checks_table", "clauses_from_rule_files", "history"),
+    *("FILE_NAME", "checks_history", "checks_table", "gate_inputs", "history"),
     *("html", "latest"),
     *("text_table", "write"),
 ]
@@ -299,14 +301,18 @@ def latest(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in sorted(rows, key=_order) if last.get(r["pipeline"]) == r["update_id"]]
 
 
-def clauses_from_rule_files(paths: Iterable[Path]) -> dict[str, str]:
-    """``{"<dataset>.<rule>": "<clause> (<contract id> <version>)"}`` of the rules made from a
-    data contract, in the rule folders `paths` (an invalid file raises its DataQualityError)."""
-    from medallion_dq import rules
+def gate_inputs(project: Project) -> tuple[dict[str, float], dict[str, str]]:
+    """From the project's rule files, read once: the quality gate's thresholds (the pack's
+    default for a layer where a rule file sets none, as the gate task's ``--pack`` applies it;
+    `check` holds the two to one pack) and ``{"<dataset>.<rule>": "<clause> (<contract id>
+    <version>)"}`` of the rules made from a data contract. An invalid rule file raises its
+    DataQualityError, a pack that is not installed its LibraryError."""
+    from medallion_dq import gate, library, rules
 
-    return rules.contract_clauses(
-        rules.load(file) for folder in paths for file in rules.rule_files(folder)
-    )
+    rulesets = project.rule_sets()
+    pack = project.settings().get("pack", library.BUILT_IN)
+    by_layer = library.pack_thresholds(pack) if isinstance(pack, str) and pack else {}
+    return gate.thresholds(rulesets, by_layer), rules.contract_clauses(rulesets)
 
 
 def _clause(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str | None:
@@ -640,7 +646,7 @@ def html(
 
     `thresholds` (`{"dataset.rule" | "dataset": fraction}`, as the quality gate reads them from
     the rule files) adds a threshold column and marks the rules over it; `clauses`
-    (`clauses_from_rule_files`) names the contract clause beside a rule made from one.
+    (`gate_inputs`) names the contract clause beside a rule made from one.
     """
     rows, checks = sorted(rows, key=_order), list(checks)
     last = latest(rows)
@@ -707,7 +713,7 @@ def write(
 ) -> Path:
     """Write `<out_dir>/dq-report.html` from an event log DataFrame; return its path.
 
-    `thresholds`: the quality gate's (``gate.thresholds_from_rule_files``); without them the
+    `thresholds`: the quality gate's (`gate_inputs`); without them the
     threshold column is left out."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

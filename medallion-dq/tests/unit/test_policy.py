@@ -283,3 +283,16 @@ def test_the_gate_applies_the_packs_default_for_the_layer(installed_pack):
     verdict = gate.evaluate(metrics[:1], {}, layer=gate.layer_defaults([no_own], by_layer))
     assert [(r.threshold, r.threshold_source, r.ok) for r in verdict.rows] == [(0.1, "layer", True)]
     assert gate.evaluate(metrics[:1], {}).passed is False  # without the pack: 0
+
+
+def test_the_report_shows_the_threshold_the_gate_applies(project, installed_pack):
+    """The report's thresholds come from the rule files read once, with the pack's default for
+    a layer where a rule file sets none, as the gate task's `--pack` applies it."""
+    from medallion_dq import report
+    from medallion_dq.project import Project
+
+    installed_pack(LIBRARY, "thresholds: {silver: 0.1}\n")
+    thresholds, clauses = report.gate_inputs(Project(project))
+    assert thresholds["silver_orders"] == 0.1  # its rule file (NO_OWNER) sets none
+    assert thresholds["silver_customers"] == 0.05  # its file's own
+    assert set(clauses) == {"gold_order_keys.unique_order_id"}  # of the contract; silver's replaced

@@ -75,6 +75,7 @@ __all__ = [
     "read_event_log",
     "rule_datasets",
     "run_gate",
+    "thresholds",
     "thresholds_from_rule_files",
     "update_ids",
 ]
@@ -137,6 +138,15 @@ def _thresholds(rulesets: Iterable[RuleSet]) -> dict[str, float]:
     for ruleset in rulesets:
         thresholds.update(ruleset.thresholds())
     return thresholds
+
+
+def thresholds(
+    rulesets: Sequence[RuleSet], by_layer: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """The thresholds as the gate looks them up, for a reader that shows them (the report):
+    ``<dataset>.<rule>`` a rule's own, ``<dataset>`` its file's, else its layer's default from
+    ``by_layer`` (a conventions pack's, `library.pack_thresholds`)."""
+    return {**layer_defaults(rulesets, by_layer or {}), **_thresholds(rulesets)}
 
 
 def layer_defaults(rulesets: Iterable[RuleSet], by_layer: Mapping[str, float]) -> dict[str, float]:
