@@ -22,6 +22,7 @@ import yaml
 from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
 from medallion_dq import checks, cli, contract, conventions, gate, markup, rules
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import Project
 from sample import sample_project
 
 
@@ -599,7 +600,7 @@ def test_diff_and_the_report_name_the_clause_as_the_gate_does(project):
     by_name = {r["name"]: r for r in diff.json_report(said, [changed])["datasets"][0]["rules"]}
     assert by_name["valid_amount"]["contract"] == amount
 
-    clauses = report.clauses_from_rule_files([rule_dir(project)])
+    _, clauses = report.gate_inputs(Project(project))
     when = datetime(2026, 11, 2, tzinfo=timezone.utc)
     rows = [
         {"update_id": "u1", "timestamp": when, "pipeline": "validation", "dataset": dataset}
