@@ -360,6 +360,14 @@ def validate_pack_requirement(answers: Mapping[str, Any]) -> list[str]:
             " URL (acme-data-conventions @ https://...), without quotes"
         )
         return [why]
+    url = value.split("@", 1)[1].strip() if "@" in value else ""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://[^/]*@", url):
+        why = (
+            "holds a user or password in its URL, which pyproject.toml would show to everyone"
+            " who reads the repository; give the URL without it and the credentials to uv"
+            " (UV_INDEX_<NAME>_PASSWORD, or ~/.netrc)"
+        )
+        return [why]
     if re.sub(r"[-_.]+", "-", found["name"]).lower() in ("medallion-dq", "medallion-dq-dev"):
         return ["names medallion-dq itself; name the distribution of your conventions pack"]
     return []

@@ -182,6 +182,15 @@ REFUSED = [
         id="pack-req-toml-injection",
     ),
     Refused(
+        {
+            "conventions_pack": "acme",
+            "conventions_pack_requirement": "acme @ https://me:s3cret@pypi.acme.example/a.whl",
+        },
+        "conventions_pack_requirement",
+        "user or password",
+        id="pack-req-credentials",
+    ),
+    Refused(
         {"conventions_pack": "acme", "conventions_pack_requirement": "medallion_dq==0.5"},
         "conventions_pack_requirement",
         "medallion-dq itself",
