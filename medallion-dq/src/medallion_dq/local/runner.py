@@ -218,6 +218,15 @@ class _Update:
     full_refresh: bool = False
 
 
+def engine_error_text(error: BaseException) -> str:
+    """The engine's error with the server's causes. A flow's failure usually arrives first as
+    its FAILED event, which names the violated rule; when the update's error outruns that event
+    (a busy machine), its own message is only the wrapper (TASK_WRITE_FAILED) and the rule and
+    record are in a cause, which Spark Connect gives as the server's stack trace."""
+    causes = getattr(error, "getStackTrace", lambda: None)()
+    return f"{error}\n{causes}" if isinstance(causes, str) and causes else str(error)
+
+
 def _event_time(event) -> float | None:
     with contextlib.suppress(Exception):
         return event.timestamp.seconds + event.timestamp.nanos / 1e9
@@ -503,7 +512,7 @@ class Runner:
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
             if lost := self.local.lost(error):  # nothing to restore or record through it
                 raise lost from None  # the journal stays: the next run puts the update back
-            update.error_text = "\n".join([*failures, str(error)])
+            update.error_text = "\n".join([*failures, engine_error_text(error)])
             if update.timed_out.is_set():
                 update.error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{update.error_text}"
         finally:
