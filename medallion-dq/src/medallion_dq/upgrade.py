@@ -294,7 +294,7 @@ def _takes_layer_default(ruleset: RuleSet | None, moved: dict[str, Any]) -> bool
     """Whether a rule of `ruleset` is judged by its layer's default threshold, which moves."""
     return (
         ruleset is not None
-        and ruleset.layer in moved
+        and bool(gate.layer_defaults([ruleset], dict.fromkeys(moved, 0.0)))  # of its layer
         and ruleset.threshold is None
         and any(r.threshold is None and r.action != "fail" for r in ruleset.rules)
     )
