@@ -109,6 +109,13 @@ class Stream:
         return getattr(self._stream, name)
 
 
+class _Py4jOnRoot(logging.Filter):
+    """Drops what py4j logs on the root logger (a gateway that stopped answering)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
 class _Lines(logging.Handler):
     """A `logging` handler that hands each formatted line to `say`."""
 
@@ -188,9 +195,12 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
         library.addHandler(_LibraryLines())
     level = library.level
     library.setLevel(logging.DEBUG if verbose else logging.INFO)
-    # py4j logs a JVM gateway that stopped answering with its whole stack (Python's last-resort
-    # handler prints it); the run reports the server's loss itself, in one line.
+    # py4j logs a JVM gateway that stopped answering with its whole stack, on its loggers and,
+    # when it gives up, on the root logger (`logging.exception`, which then prints to stderr);
+    # the command reports the server's loss itself, in one line.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    if not any(isinstance(f, _Py4jOnRoot) for f in logging.root.filters):
+        logging.root.addFilter(_Py4jOnRoot())
     show_update_lines("stdout")
     was_quiet = _quiet
     set_quiet(quiet)

@@ -114,3 +114,19 @@ def test_update_lines_bare_on_stdout_or_where_a_command_puts_them(capsys):
         updates.info("[validation] silver_orders: COMPLETED")
         updates.warning("[validation] update 2 FAILED in 1.0 s")
     assert capsys.readouterr() == ("[validation] update 2 FAILED in 1.0 s\n", "")
+
+
+def test_py4j_on_the_root_logger_says_nothing_in_a_command(capfd):
+    """py4j logs a gateway that stopped answering with `logging.exception` on the root logger
+    (its whole stack on stderr); in a command the server's loss is said once, by the command."""
+    import logging
+    import os
+
+    with console.opened():
+        record = logging.LogRecord(
+            "root", logging.ERROR, f"{os.sep}x{os.sep}py4j{os.sep}java_gateway.py", 1,
+            "Exception while sending command.", None, None,
+        )  # fmt: skip
+        assert not logging.root.filter(record)
+        mine = logging.LogRecord("root", logging.ERROR, __file__, 1, "other", None, None)
+        assert logging.root.filter(mine)
