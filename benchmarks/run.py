@@ -983,7 +983,7 @@ def bench_profile(project: Project, rows: int, work: Path) -> dict:
     (2) profile of every row (sampling off): one aggregation;
     (3) profile sampled down to a tenth (--sample-above rows/10).
     One pass is shown by the plan (one file scan) and by (2) / (1)."""
-    profile = importlib.import_module("medallion_dq.profile")
+    profile = importlib.import_module("medallion_dq.tools.profile")
     from pyspark.sql import functions as F
 
     print(f"\n== profile of {rows:,} landed rows (a Spark server of its own)", flush=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from medallion_dq import contract, rules
+from medallion_dq import rules
+from medallion_dq.tools import contract
 
 HERE = Path(__file__).parent / "contracts"
 ODCS_EXAMPLES = HERE / "odcs-examples"

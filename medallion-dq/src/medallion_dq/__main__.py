@@ -1,3 +1,3 @@
-from medallion_dq.cli import main
+from medallion_dq.tools.cli import main
 
 raise SystemExit(main())

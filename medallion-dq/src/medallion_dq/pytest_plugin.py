@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from medallion_dq import console
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.tools import console
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import ClusterServer
@@ -55,7 +55,7 @@ def pytest_configure(config) -> None:
 
 @pytest.fixture(scope="session")
 def medallion_project(pytestconfig) -> Path:
-    from medallion_dq import config
+    from medallion_dq.project import config
 
     try:
         return config.find_root(pytestconfig.rootpath)
@@ -65,8 +65,8 @@ def medallion_project(pytestconfig) -> Path:
 
 @pytest.fixture(scope="session")
 def local_spark(tmp_path_factory, medallion_project, pytestconfig):
-    from medallion_dq import settings
     from medallion_dq.local import BackendUnavailable, start
+    from medallion_dq.project import settings
 
     try:  # every setting: a bad one fails the session, even where the backend would skip
         settings.check()
@@ -110,8 +110,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
 def _warm_server(start: Path) -> str | None:
     """A line on the tests' warm Spark server when one runs on after them: it holds its memory
     (about 2 GB) until it has gone unused for DQ_SERVER_IDLE_TIMEOUT."""
-    from medallion_dq import config, settings
     from medallion_dq.local import LAKE_SERVER, servers
+    from medallion_dq.project import config, settings
 
     try:
         root = config.find_root(start)
@@ -157,7 +157,7 @@ def pytest_collect_file(file_path: Path, parent):
     """A rule file of the project under test becomes a collector of its rules' examples."""
     if file_path.suffix not in (".yml", ".yaml"):
         return None
-    from medallion_dq import config
+    from medallion_dq.project import config
 
     try:
         folders = config.rules_dirs(config.find_root(parent.config.rootpath))
@@ -174,8 +174,9 @@ class ExampleFailed(MedallionDQError, AssertionError):
 
 class RuleFile(pytest.File):
     def collect(self):
-        from medallion_dq import examples, rules
+        from medallion_dq import rules
         from medallion_dq.problems import DataQualityError
+        from medallion_dq.tools import examples
 
         try:
             rule_set = rules.load(self.path)
@@ -210,7 +211,7 @@ def _example_test(case_id: str):
 @pytest.fixture(scope="session")
 def rule_examples(spark, medallion_project) -> dict:
     """Every rule example of the project judged in one query: {case id: problem or None}."""
-    from medallion_dq import examples
+    from medallion_dq.tools import examples
 
     cases = examples.cases(examples.project_rule_sets(medallion_project))
     return {

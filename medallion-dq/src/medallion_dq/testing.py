@@ -26,7 +26,8 @@ from importlib.metadata import requires
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medallion_dq import console, settings
+from medallion_dq.project import settings
+from medallion_dq.tools import console
 
 if TYPE_CHECKING:
     from medallion_dq.local import UpdateResult
@@ -41,7 +42,7 @@ class Lake:
 
     def __init__(self, local, root: Path):
         from medallion_dq.local import LocalProject
-        from medallion_dq.preflight import landing_folders
+        from medallion_dq.tools.preflight import landing_folders
 
         self.id = uuid.uuid4().hex[:8]
         self.schema = f"test_{self.id}"

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import cli, config, preflight, review
+from medallion_dq.project import config
+from medallion_dq.tools import cli, preflight, review
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"

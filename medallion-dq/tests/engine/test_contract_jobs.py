@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from contract_cases import BREAKS, EXAMPLES, GOOD, ODCS_EXAMPLES, generated
-from medallion_dq import cli, examples, rules
+from medallion_dq import rules
+from medallion_dq.tools import cli, examples
 from sample import sample_project
 
 

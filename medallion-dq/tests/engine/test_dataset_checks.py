@@ -11,9 +11,10 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from medallion_dq import checks, gate, preflight, report, rules
-from medallion_dq.bundle import load_bundle
+from medallion_dq import checks, gate, rules
+from medallion_dq.project.bundle import load_bundle
 from medallion_dq.testing import Lake, assert_update_ok
+from medallion_dq.tools import preflight, report
 from sample import sample_project
 
 pytestmark = pytest.mark.spark

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from medallion_dq import cli
+from medallion_dq.tools import cli
 from processes import child_processes, run_cli_and_kill_server
 from sample import sample_project, typed_like_silver
 
@@ -374,7 +374,8 @@ def test_bad_options_exit_2(tmp_path, capsys, monkeypatch, options, said):
 def test_only_constraint_and_action_make_a_rule_changed():
     """compare() pairs rules by name; only the constraint (whitespace aside) and the action make
     a rule changed."""
-    from medallion_dq import diff, rules
+    from medallion_dq import rules
+    from medallion_dq.tools import diff
 
     base = rules.parse(BASE_RULES, "base")
     head = rules.parse(

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli, library, upgrade
+from medallion_dq import library
 from medallion_dq.project import Project
 from medallion_dq.testing import Lake
+from medallion_dq.tools import cli, upgrade
 from sample import TEMPLATE
 
 pytestmark = pytest.mark.spark

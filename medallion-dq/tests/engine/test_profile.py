@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli, profile, rules
+from medallion_dq import rules
 from medallion_dq.sources import CORRUPT_RECORD
+from medallion_dq.tools import cli, profile
 from sample import sample_project, typed_like_silver
 
 DATASET = "profiled_orders"  # no sample dataset has this name

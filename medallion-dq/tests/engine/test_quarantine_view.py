@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from medallion_dq import quarantine
 from medallion_dq.local.runner import PipelineSpec
-from medallion_dq.settings import PROPERTY_EXAMPLES
+from medallion_dq.project.settings import PROPERTY_EXAMPLES
 from medallion_dq.testing import assert_nothing_lost, assert_update_ok
 from strategies import rows, rule_sets
 

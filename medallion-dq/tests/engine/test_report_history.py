@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from medallion_dq import report
 from medallion_dq.local import eventlog
+from medallion_dq.tools import report
 
 T0 = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
 

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from medallion_dq import cli, examples, rules
+from medallion_dq import rules
+from medallion_dq.tools import cli, examples
 from sample import sample_project
 
 pytestmark = pytest.mark.spark

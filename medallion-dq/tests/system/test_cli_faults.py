@@ -51,7 +51,7 @@ def test_server_killed_mid_run_ends_the_run_with_a_clear_error(server, tmp_path)
 # Kills its own server when the server is up and the examples are not yet judged.
 CHECK_THAT_LOSES_ITS_SERVER = """
 import os, signal, sys
-from medallion_dq import cli, examples
+from medallion_dq.tools import cli, examples
 from processes import child_processes
 
 before, cases = set(child_processes(os.getpid(), "java")), examples.cases

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from medallion_dq.local.runner import PipelineSpec
-from medallion_dq.settings import BACKEND
+from medallion_dq.project.settings import BACKEND
 from medallion_dq.testing import assert_expectations, assert_nothing_lost, assert_update_ok
 
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ import pytest
 
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.runner import PipelineSpec, Runner
-from medallion_dq.settings import BACKEND
+from medallion_dq.project.settings import BACKEND
 from medallion_dq.testing import assert_expectations, assert_update_ok
 from processes import run_cli_and_kill_server
 from sample import sample_project

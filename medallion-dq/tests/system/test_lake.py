@@ -235,7 +235,7 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
 def test_fresh_lakes_are_pruned_to_the_last_few(tmp_path):
     """--fresh makes a lake per run in .local/runs/: the oldest go, one a run holds stays."""
     from medallion_dq.local import lake
-    from medallion_dq.run_command import KEEP_FRESH
+    from medallion_dq.tools.run_command import KEEP_FRESH
 
     runs = tmp_path / "runs"
     made = [runs / f"20261101-0000{i:02d}-abcdef" for i in range(KEEP_FRESH + 3)]

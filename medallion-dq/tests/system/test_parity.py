@@ -1,5 +1,5 @@
 """One parity suite: the same cases on every backend available, compared row by row and metric
-by metric with the first backend (medallion_dq.parity).
+by metric with the first backend (medallion_dq.tools.parity).
 
 Cases, 6 updates per backend: rules with NULLs in each, stacked in both orders (1 update; the
 order above the dataset decorator is refused before anything runs); a streaming table over two
@@ -21,12 +21,12 @@ from collections import defaultdict
 
 import pytest
 
-from medallion_dq import parity
 from medallion_dq.local import spark as spark_backend
 from medallion_dq.local.loading import PipelineCodeError
 from medallion_dq.local.runner import PipelineSpec
-from medallion_dq.settings import BACKEND, PARITY_BACKENDS
+from medallion_dq.project.settings import BACKEND, PARITY_BACKENDS
 from medallion_dq.testing import Lake
+from medallion_dq.tools import parity
 from sample import sample_project
 
 pytestmark = pytest.mark.spark

@@ -18,8 +18,8 @@ from stat import S_IMODE
 
 import pytest
 
-from medallion_dq import settings
 from medallion_dq.local import jars, machine, server, spark
+from medallion_dq.project import settings
 from processes import child_processes
 from sample import sample_project
 

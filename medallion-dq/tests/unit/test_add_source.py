@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import cli
 from medallion_dq.project import Project
+from medallion_dq.tools import cli
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"
@@ -244,10 +244,10 @@ def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_pat
 
     from sqlglot import parse_one
 
-    from medallion_dq.profile import flow
-    from medallion_dq.scaffold.model import Findings, Plan, column_typing, read_source
-    from medallion_dq.scaffold.render import _bronze, _raw_struct, _silver
     from medallion_dq.sources import field_names
+    from medallion_dq.tools.profile import flow
+    from medallion_dq.tools.scaffold.model import Findings, Plan, column_typing, read_source
+    from medallion_dq.tools.scaffold.render import _bronze, _raw_struct, _silver
 
     file = _csv(tmp_path / "data", ["id", name], rows=5)
     before = project_files(project)

@@ -203,7 +203,7 @@ def test_a_valid_anomaly_check_is_read_with_its_options():
 
 
 def test_the_report_draws_each_series_with_its_band_and_marks_the_anomalies():
-    from medallion_dq import report
+    from medallion_dq.tools import report
 
     def judged(day: str, value: float, status: str, dataset: str = "silver_<b>orders</b>") -> dict:
         return {

@@ -18,10 +18,15 @@ from typing import Any
 import pytest
 import yaml
 
-from medallion_dq.bundle import BundleError, load_bundle, validate_bundle
-from medallion_dq.bundle.model import FALLBACK_TASK_KINDS, build_task, order_tasks, task_kinds
-from medallion_dq.cli import main as cli_main
 from medallion_dq.gate import evaluate, thresholds_from_rule_files
+from medallion_dq.project.bundle import BundleError, load_bundle, validate_bundle
+from medallion_dq.project.bundle.model import (
+    FALLBACK_TASK_KINDS,
+    build_task,
+    order_tasks,
+    task_kinds,
+)
+from medallion_dq.tools.cli import main as cli_main
 from sample import sample_project
 
 PROJECT = sample_project()

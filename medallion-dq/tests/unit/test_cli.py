@@ -89,7 +89,7 @@ def test_a_run_says_what_it_does_within_a_second(tmp_path):
 def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
     """Ctrl-C in any command (here while `check --examples` would start its server) ends in
     one line, not a traceback."""
-    from medallion_dq import cli as command_line
+    from medallion_dq.tools import cli as command_line
 
     def interrupted(_args):
         raise KeyboardInterrupt

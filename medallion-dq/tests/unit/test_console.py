@@ -1,4 +1,4 @@
-"""One output channel: what the tools show a user goes through `medallion_dq.console` (levels,
+"""One output channel: what the tools show a user goes through `medallion_dq.tools.console` (levels,
 quiet mode, escapes), debugging through `logging`."""
 
 import ast
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import console
+from medallion_dq.tools import console
 from sample import sample_project
 
 TOOLS = Path(__file__).resolve().parents[2] / "src" / "medallion_dq"
-# Modules that may still call print(): the console itself; settings.py's `python -m` table
-# (the project layer, below the console's).
-PRINTING = {"console.py", "settings.py"}
+# Modules that may still call print(): the console itself; the settings' `python -m` table
+# (the project model, below the console's layer).
+PRINTING = {"tools/console.py", "project/settings.py"}
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -31,8 +31,8 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_no_print_outside_the_console():
-    """A line for the user is said through medallion_dq.console (a print in generated code is
-    text in a string, not a call)."""
+    """A line for the user is said through medallion_dq.tools.console (a print in generated
+    code is text in a string, not a call)."""
     calls = [
         f"{path.relative_to(TOOLS)}:{node.lineno}"
         for path in sorted(TOOLS.rglob("*.py"))
@@ -42,7 +42,7 @@ def test_no_print_outside_the_console():
         and isinstance(node.func, ast.Name)
         and node.func.id == "print"
     ]
-    assert calls == [], "say it through medallion_dq.console"
+    assert calls == [], "say it through medallion_dq.tools.console"
 
 
 @pytest.mark.parametrize("command", [["-q", "run"], ["run", "--quiet"]])

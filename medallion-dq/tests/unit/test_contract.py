@@ -20,9 +20,10 @@ import pytest
 import yaml
 
 from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
-from medallion_dq import checks, cli, contract, conventions, gate, markup, rules
+from medallion_dq import checks, gate, rules
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project
+from medallion_dq.tools import cli, contract, conventions, markup
 from sample import sample_project
 
 
@@ -581,7 +582,7 @@ def test_diff_and_the_report_name_the_clause_as_the_gate_does(project):
     """`diff` (text, markdown, JSON) and `report` (terminal and page) show a rule made from the
     contract with its clause and the contract's id and version; a removed rule with the clause
     it had; the team's own rules as before."""
-    from medallion_dq import diff, report
+    from medallion_dq.tools import diff, report
 
     orders = rules.load(rule_dir(project) / "silver/orders.yml")
     kept = tuple(r for r in orders.rules if r.name != "positive_quantity")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import config, conventions
 from medallion_dq.problems import Problem
+from medallion_dq.project import config
+from medallion_dq.tools import conventions
 from sample import sample_project
 
 PROJECT = sample_project()

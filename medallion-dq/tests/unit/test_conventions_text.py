@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli, conventions
+from medallion_dq.tools import cli, conventions
 from sample import project_copy
 
 LIBRARY = """\

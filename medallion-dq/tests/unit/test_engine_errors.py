@@ -3,9 +3,9 @@ for callers that catch that."""
 
 import pytest
 
-from medallion_dq import settings
 from medallion_dq.local import container, lake, machine, server, spark
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import settings
 
 
 @pytest.mark.parametrize(

@@ -448,7 +448,7 @@ def test_a_signal_after_the_runs_updates_ended_is_said_not_raised(capsys):
     clean-up (`Interrupted: SIGINT`, exit 1), though nothing was left to cancel."""
     import signal
 
-    from medallion_dq import run_command
+    from medallion_dq.tools import run_command
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:

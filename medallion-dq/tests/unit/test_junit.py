@@ -5,10 +5,11 @@ import json
 
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from medallion_dq import gate, junit, rules
+from medallion_dq import gate, rules
 from medallion_dq.local.failures import RunError
 from medallion_dq.local.project import JobResult, TaskResult
 from medallion_dq.local.runner import UpdateResult
+from medallion_dq.tools import junit
 
 HOSTILE = "</failure><x a='1'>&amp; \"quoted\""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq.config import load_toml
+from medallion_dq.project.config import load_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 # The package's two folders: the runtime's distribution (medallion-dq) and this one's.
@@ -80,13 +80,38 @@ def package_modules():
         yield path.read_text(encoding="utf-8"), me, package
 
 
-def test_every_module_has_its_layer():
-    """A new module is placed in the layers contract, or import-linter would not check it."""
-    placed = set().union(*LAYERS)
-    modules = {module_name(path) for path in TOOLS.glob("*.py")} | {
-        f"medallion_dq.{p.name}" for p in TOOLS.iterdir() if (p / "__init__.py").is_file()
+def _children(folder: Path, package: str) -> set[str]:
+    """The modules and packages directly in ``folder`` (package ``package``)."""
+    return {f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"} | {
+        f"{package}.{p.name}" for p in folder.iterdir() if (p / "__init__.py").is_file()
     }
-    assert sorted(modules - placed) == []
+
+
+def test_every_module_has_its_layer():
+    """A new module or folder is placed in the layers contracts, or import-linter would not
+    check it: the dev distribution's folders (project, local, tools) and the tools' modules."""
+    placed = set().union(*LAYERS)
+    assert sorted(_children(TOOLS, "medallion_dq") - placed) == []
+    tools = next(c for c in CONTRACTS if c.get("containers") == ["medallion_dq.tools"])
+    in_tools = {
+        f"medallion_dq.tools.{name.strip()}"
+        for layer in tools["layers"]
+        for name in layer.replace("|", ":").split(":")
+    }
+    assert sorted(_children(TOOLS / "tools", "medallion_dq.tools") ^ in_tools) == []
+
+
+def test_the_folders_are_the_layers():
+    """A module's path says where it runs: the dev distribution has three folders and the entry
+    points a user names (`python -m medallion_dq`, the pytest plugin, `medallion_dq.testing`)."""
+    assert sorted(_children(TOOLS, "medallion_dq")) == [
+        "medallion_dq.__main__",
+        "medallion_dq.local",
+        "medallion_dq.project",
+        "medallion_dq.pytest_plugin",
+        "medallion_dq.testing",
+        "medallion_dq.tools",
+    ]
 
 
 def test_the_runtime_folder_holds_what_runs_on_databricks_and_only_that():
@@ -135,9 +160,9 @@ def test_a_private_name_read_as_an_attribute_is_seen():
         "from . import gate as g\n"
         "def f():\n    return sql_files._split('a;b', ';'), g._short('x'), sql_files.__doc__\n"
     )
-    assert private_uses(text, "medallion_dq.diff", "medallion_dq") == {
-        "medallion_dq.diff: medallion_dq.local.sql_files._split",
-        "medallion_dq.diff: medallion_dq.gate._short",
+    assert private_uses(text, "medallion_dq.tools.diff", "medallion_dq") == {
+        "medallion_dq.tools.diff: medallion_dq.local.sql_files._split",
+        "medallion_dq.tools.diff: medallion_dq.gate._short",
     }
 
 
@@ -177,7 +202,7 @@ def test_the_engine_is_not_imported_by_what_runs_on_databricks_at_run_time():
         "import sys, medallion_dq.rules, medallion_dq.gate, medallion_dq.constraints,"
         " medallion_dq.quarantine, medallion_dq.sources;"
         "print(sorted(m for m in sys.modules"
-        " if m.startswith(('medallion_dq.local', 'medallion_dq.contract', 'jsonschema'))))"
+        " if m.startswith(('medallion_dq.local', 'medallion_dq.tools.contract', 'jsonschema'))))"
     )
     assert printed_in_a_fresh_process(code) == "[]"
 

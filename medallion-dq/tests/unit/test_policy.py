@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from medallion_dq import cli, conventions
+from medallion_dq.tools import cli, conventions
 from sample import project_copy
 
 LIBRARY = "rules: []\n"
@@ -288,8 +288,8 @@ def test_the_gate_applies_the_packs_default_for_the_layer(installed_pack):
 def test_the_report_shows_the_threshold_the_gate_applies(project, installed_pack):
     """The report's thresholds come from the rule files read once, with the pack's default for
     a layer where a rule file sets none, as the gate task's `--pack` applies it."""
-    from medallion_dq import report
     from medallion_dq.project import Project
+    from medallion_dq.tools import report
 
     installed_pack(LIBRARY, "thresholds: {silver: 0.1}\n")
     thresholds, clauses = report.gate_inputs(Project(project))

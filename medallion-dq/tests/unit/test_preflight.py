@@ -1,5 +1,5 @@
 """A user mistake is one short block naming the option and value, or the file and line: checked
-before Spark starts where it can be (medallion_dq.preflight), told in the user's own terms when
+before Spark starts where it can be (medallion_dq.tools.preflight), told in the user's own terms when
 it only shows while a pipeline file is loaded (medallion_dq.local.loading).
 
 No Spark here: pipeline files are executed as the runner does (importlib, a graph registry that
@@ -17,9 +17,9 @@ from unittest import mock
 
 import pytest
 
-from medallion_dq import preflight
 from medallion_dq.local import loading
 from medallion_dq.problems import Problem
+from medallion_dq.tools import preflight
 from sample import sample_project
 
 SILVER = Path("src/pipelines/validation/silver/orders.py")
@@ -545,7 +545,7 @@ def test_cli_misspelt_option_is_named(project):
 def test_run_without_spark_installed_is_one_line(project, monkeypatch, capsys):
     """A tools-only install (`medallion-dq-dev[tools]`, a team's check job) has no pyspark: `run`
     ended in a ModuleNotFoundError traceback."""
-    from medallion_dq import cli, run_command
+    from medallion_dq.tools import cli, run_command
 
     def no_spark(args, root):
         raise ModuleNotFoundError("No module named 'pyspark'", name="pyspark")
@@ -592,8 +592,8 @@ def test_cli_misspelt_name_is_exit_2_before_spark(project):
 def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypatch):
     """`check` runs where only the project is installed (as on Databricks, where pyspark is
     the runtime's): an import of pyspark is not a missing module."""
-    from medallion_dq import preflight
     from medallion_dq.local import pipeline_files
+    from medallion_dq.tools import preflight
 
     monkeypatch.setattr(pipeline_files, "_importable", lambda name, paths: name != "pyspark")
     files = sorted((project / "src" / "pipelines").rglob("*.py"))

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli, conventions
-from medallion_dq.bundle import validate_bundle
 from medallion_dq.project import Project
+from medallion_dq.project.bundle import validate_bundle
+from medallion_dq.tools import cli, conventions
 from sample import sample_project
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from test_conventions import SILVER_PIPELINE, SILVER_RULES, only, write
 
-from medallion_dq import conventions, quarantine, rules
+from medallion_dq import quarantine, rules
 from medallion_dq.problems import DataQualityError
+from medallion_dq.tools import conventions
 
 SOURCE = "(SELECT * FROM bronze_orders)"
 DROP = {"valid_amount": "amount >= 0"}

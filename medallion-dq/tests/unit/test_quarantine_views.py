@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from medallion_dq import cli, conventions
+from medallion_dq.tools import cli, conventions
 from sample import project_copy
 
 VIEW = "src/pipelines/validation/silver/customers_quarantine.sql"

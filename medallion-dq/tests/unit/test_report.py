@@ -7,7 +7,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 
-from medallion_dq import report
+from medallion_dq.tools import report
 
 T0 = datetime(2026, 11, 1, 6, 0, tzinfo=timezone.utc)
 HOSTILE = '<script>alert("x")</script>&"\''

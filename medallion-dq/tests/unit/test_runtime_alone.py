@@ -63,7 +63,12 @@ def test_the_runtime_needs_pyyaml_and_sqlglot_only(runtime_python):
         "print(json.dumps(sorted(d.metadata['Name'].lower() for d in m.distributions())))",
     )
     assert installed == ["medallion-dq", "pyyaml", "sqlglot"]
-    for tool in ("medallion_dq.local", "medallion_dq.cli", "medallion_dq.testing"):
+    for tool in (
+        "medallion_dq.project",
+        "medallion_dq.local",
+        "medallion_dq.tools",
+        "medallion_dq.testing",
+    ):
         done = run(runtime_python, "-c", f"import {tool}", check=False)
         assert f"No module named '{tool}'" in done.stderr
 

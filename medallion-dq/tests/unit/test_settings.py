@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import medallion_dq
-from medallion_dq import settings
 from medallion_dq.local import spark
 from medallion_dq.local.spark import BackendUnavailable
+from medallion_dq.project import settings
 from sample import sample_project
 
 # The runtime's folder and the tools' (one folder once both are installed).
@@ -32,7 +32,7 @@ def test_only_the_settings_module_reads_a_dq_variable():
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if READ.search(line)
     ]
-    assert not reads, "read these through medallion_dq.settings:\n" + "\n".join(reads)
+    assert not reads, "read these through medallion_dq.project.settings:\n" + "\n".join(reads)
 
 
 def test_every_variable_is_declared_and_the_readme_table_is_current():
@@ -46,12 +46,14 @@ def test_every_variable_is_declared_and_the_readme_table_is_current():
     files = [f for p in places for f in ([p] if p.is_file() else p.rglob("*")) if f.is_file()]
     used = {name for f in files for name in NAME.findall(f.read_text(errors="replace"))}
     declared = {s.name for s in settings.SETTINGS}
-    assert used - declared == set(), "declare them in medallion_dq/settings.py"
+    assert used - declared == set(), "declare them in medallion_dq/project/settings.py"
     assert all(s.doc and s.kind in settings.PARSERS for s in settings.SETTINGS)
     readme = (REPO / "README.md").read_text()
     block = re.search(r"<!-- settings:begin -->\n(.*?)<!-- settings:end -->", readme, re.S)
     assert block, "README.md has no settings block"
-    assert block[1] == settings.table(), "python -m medallion_dq.settings: paste it in README.md"
+    assert block[1] == settings.table(), (
+        "python -m medallion_dq.project.settings: paste it in README.md"
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq import cli
+from medallion_dq.tools import cli
 from sample import project_copy
 
 LIBRARY = """\
@@ -34,7 +34,7 @@ def project(tmp_path, installed_pack, monkeypatch) -> Path:
     root = project_copy(tmp_path / "acme", pack="acme")
     (root / "src/acme_orders/rules/silver/orders.yml").write_text(USING, encoding="utf-8")
     monkeypatch.chdir(root)
-    monkeypatch.setattr("medallion_dq.diff.judge_all", _no_spark)
+    monkeypatch.setattr("medallion_dq.tools.diff.judge_all", _no_spark)
     return site
 
 

@@ -1,7 +1,9 @@
 """The pack as the projects that use it see it: every library rule holds its examples on Spark,
 used as a rule file uses it; the policy reads without a problem."""
 
-from medallion_dq import conventions, examples, library, policy
+from medallion_dq.tools import conventions, examples, policy
+
+from medallion_dq import library
 
 PACK = "{{ cookiecutter.pack }}"
 

@@ -13,7 +13,7 @@ Two formats are read. The native one::
         description: Refunds are separate records; a negative amount is a bug upstream.
         owner: orders-team
         threshold: 0.01
-        examples:              # rows that must pass and rows that must fail (medallion_dq.examples)
+        examples:              # rows that must pass and rows that must fail (medallion_dq.tools.examples)
           pass: [{amount: 0}, {amount: 12.5}]
           fail: [{amount: -1}, {amount: null}]
 
@@ -34,7 +34,7 @@ the dataset's schema contract sit beside the rules::
       amount: decimal(12,2)
 
 Rules and checks made from a data contract carry the clause they come from, and the file the
-contract's id and version (medallion_dq.contract; the gate prints the clause beside a failure)::
+contract's id and version (medallion_dq.tools.contract; the gate prints the clause beside a failure)::
 
     contract: {id: acme-orders, version: 1.0.0}
     rules:
@@ -87,7 +87,7 @@ from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as
     value_kind,
 )
 
-# medallion_dq.contract reads these two as rules._flow and rules._spark_type
+# medallion_dq.tools.contract reads these two as rules._flow and rules._spark_type
 from medallion_dq.rule_fields import flow as _flow  # noqa: F401
 from medallion_dq.rule_fields import spark_type as _spark_type  # noqa: F401
 from medallion_dq.user_yaml import YAMLTooLarge, load_yaml
@@ -139,7 +139,7 @@ class Rule:
     owner: str = from_file(read_text, default="")
     threshold: float | None = from_file(read_fraction, default=None)
     examples: tuple[Example, ...] = from_file(read_examples, default=())
-    # the data-contract clause it was made from, e.g. orders.amount: minimum (medallion_dq.contract)
+    # the data-contract clause it was made from, e.g. orders.amount: minimum (medallion_dq.tools.contract)
     contract: str = from_file(read_text, default="")
     # the library rule it uses, e.g. medallion.email(column=email) (medallion_dq.library)
     use: str = from_file(read_text, default="")

@@ -38,9 +38,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medallion_dq import settings
 from medallion_dq.local import machine
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import settings
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pyspark
 
-from medallion_dq import settings
 from medallion_dq.local import machine
+from medallion_dq.project import settings
 
 logger = logging.getLogger(__name__)
 

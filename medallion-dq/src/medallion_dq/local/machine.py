@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
-from medallion_dq import settings
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import settings
 
 # A Java stack frame ("\tat org.apache...", "\t... 12 more"): it would push a log's own words
 # (the error, its "Caused by:") out of the few lines an error message shows.

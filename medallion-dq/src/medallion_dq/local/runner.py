@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from medallion_dq import settings
 from medallion_dq.local import (
     eventlog,
     expectations,
@@ -46,9 +45,10 @@ from medallion_dq.local.failures import RunError, explain
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
+from medallion_dq.project import settings
 from medallion_dq.text import short_name
 
-#: What an update does, a line per step, for whoever started it: `medallion_dq.console` shows
+#: What an update does, a line per step, for whoever started it: `medallion_dq.tools.console` shows
 #: them (`run`: stdout; `diff`: stderr; the pytest plugin: the test's output). INFO is progress,
 #: WARNING what went wrong (quiet mode keeps it).
 updates = logging.getLogger("medallion_dq.local.updates")

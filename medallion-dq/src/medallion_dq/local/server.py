@@ -43,9 +43,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from medallion_dq import settings
 from medallion_dq.local import machine
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project import settings
 
 logger = logging.getLogger(__name__)
 

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
-from medallion_dq import settings
 from medallion_dq.local import jars as jar_files
 from medallion_dq.local import machine
 from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
 from medallion_dq.problems import MedallionDQError
-from medallion_dq.settings import BACKENDS
+from medallion_dq.project import settings
+from medallion_dq.project.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession

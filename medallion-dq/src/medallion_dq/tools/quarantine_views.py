@@ -1,0 +1,107 @@
+"""`medallion-dq quarantine write`: each SQL quarantine view that `check` finds stale (DQC008)
+written again from its rule file's drop rules: after a rule changes, or after a conventions
+pack's new version changes a library rule the file uses (`conventions diff` lists the DQC008
+that would appear).
+
+A view file is as `quarantine.view_sql` writes it (the template's, `add source`'s): comments,
+then ``CREATE VIEW <name> [COMMENT '...'] AS SELECT *, <failed rules> AS _dq_failed_rules FROM
+<source> AS quarantine_source WHERE <fails any>``. Its comments, name, comment and source (the
+SELECT that types the rows as silver does) are kept; the two rule expressions are written anew.
+A stale file of another shape is named, not touched.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from medallion_dq import quarantine
+from medallion_dq.problems import DataQualityError
+from medallion_dq.project import Project, write_file
+from medallion_dq.rules import RuleSet
+from medallion_dq.text import relative_path
+from medallion_dq.tools import conventions, policy
+
+_VIEW = re.compile(
+    r"CREATE\s+VIEW\s+(?P<name>`[^`]+`|[\w.]+)\s+"
+    r"(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'\s+)?"
+    r"AS\s+SELECT\s+\*\s*,.*?\s+AS\s+_dq_failed_rules\s+"
+    r"FROM\s+(?P<source>.*)\s+AS\s+quarantine_source\s+WHERE\s.*\Z",
+    re.IGNORECASE | re.DOTALL,
+)
+_CREATE = re.compile(r"CREATE\s+VIEW\s+(`[^`]+`|[\w.]+)", re.IGNORECASE)
+
+
+@dataclass
+class View:
+    path: Path
+    name: str
+    ruleset: RuleSet
+    text: str
+
+
+def _applies(text: str, ruleset: RuleSet) -> bool:
+    """As DQC008 judges it: the view applies the rule file's drop rules as they are now."""
+    flat = " ".join(text.split())
+    wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
+    return all(" ".join(part.split()) in flat for part in wanted)
+
+
+def stale(project: Project) -> list[View]:
+    """The project's SQL quarantine views that do not apply their rule file's drop rules."""
+    chosen = policy.load(project, conventions.defaults())
+    suffix = str(chosen.config.get("quarantine_suffix", "_quarantine"))
+    views = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
+    base = project.root / conventions.PIPELINES_DIR
+    found = []
+    for path in sorted(base.rglob("*.sql")) if base.is_dir() else []:
+        text = project.text(path)
+        for match in _CREATE.finditer(text):
+            name = match[1].strip("`")
+            ruleset = views.get(name.split(".")[-1])
+            if ruleset is not None and not _applies(text, ruleset):
+                found.append(View(path, name, ruleset, text))
+    return found
+
+
+def rewritten(view: View) -> str | None:
+    """The file with its view's rule expressions written anew (None: not view_sql's shape)."""
+    match = _VIEW.search(view.text)
+    if match is None or len(_CREATE.findall(view.text)) != 1:
+        return None
+    comment = re.sub(r"\\(.)", r"\1", match["comment"] or "")
+    statement = quarantine.view_sql(match["name"], match["source"], view.ruleset.drop, comment)
+    return view.text[: match.start()] + statement
+
+
+def command(project: Project) -> tuple[int, list[str]]:
+    """The exit code and the lines to say: 0 all views apply their rules (now), 1 a stale view
+    could not be written (named), 2 a rule file does not load."""
+    try:
+        views = stale(project)
+    except DataQualityError as error:
+        return 2, [f"error: {problem}" for problem in error.problems]
+    if not views:
+        return 0, ["every quarantine view applies its rule file's drop rules"]
+    planned = [(view, rewritten(view)) for view in views]
+    lines = [
+        f"error: {relative_path(v.path, project.root)}: view {v.name} is not as"
+        " quarantine.view_sql writes it; fix: write it again by hand (DQC008's fix)"
+        for v, text in planned
+        if text is None
+    ]
+    if lines:  # nothing is written unless every stale view can be
+        return 1, lines
+    for view, text in planned:
+        assert text is not None
+        try:
+            write_file(view.path, text)
+        except OSError as error:
+            where = relative_path(view.path, project.root)
+            return 1, [*lines, f"error: {where}: not written ({error.strerror or error})"]
+        lines.append(
+            f"wrote {relative_path(view.path, project.root)}: {view.name} applies"
+            f" {', '.join(view.ruleset.drop)}"
+        )
+    return 0, lines
