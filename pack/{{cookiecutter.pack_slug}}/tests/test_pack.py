@@ -1,9 +1,8 @@
 """The pack as the projects that use it see it: every library rule holds its examples on Spark,
 used as a rule file uses it; the policy reads without a problem."""
 
-from medallion_dq.tools import conventions, examples, policy
-
 from medallion_dq import library
+from medallion_dq.tools import conventions, examples, policy
 
 PACK = "{{ cookiecutter.pack }}"
 
