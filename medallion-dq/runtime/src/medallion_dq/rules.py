@@ -13,7 +13,7 @@ Two formats are read. The native one::
         description: Refunds are separate records; a negative amount is a bug upstream.
         owner: orders-team
         threshold: 0.01
-        examples:              # rows that must pass and rows that must fail (medallion_dq.tools.examples)
+        examples:              # rows that must pass and rows that must fail (tools.examples)
           pass: [{amount: 0}, {amount: 12.5}]
           fail: [{amount: -1}, {amount: null}]
 
@@ -34,7 +34,7 @@ the dataset's schema contract sit beside the rules::
       amount: decimal(12,2)
 
 Rules and checks made from a data contract carry the clause they come from, and the file the
-contract's id and version (medallion_dq.tools.contract; the gate prints the clause beside a failure)::
+contract's id and version (tools.contract; the gate prints the clause beside a failure)::
 
     contract: {id: acme-orders, version: 1.0.0}
     rules:
@@ -139,7 +139,7 @@ class Rule:
     owner: str = from_file(read_text, default="")
     threshold: float | None = from_file(read_fraction, default=None)
     examples: tuple[Example, ...] = from_file(read_examples, default=())
-    # the data-contract clause it was made from, e.g. orders.amount: minimum (medallion_dq.tools.contract)
+    # the data-contract clause it was made from, e.g. orders.amount: minimum (tools.contract)
     contract: str = from_file(read_text, default="")
     # the library rule it uses, e.g. medallion.email(column=email) (medallion_dq.library)
     use: str = from_file(read_text, default="")

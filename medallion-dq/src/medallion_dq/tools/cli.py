@@ -103,7 +103,7 @@ def cmd_check(args) -> int:
         *code,
     ]
     examples = ""
-    # Rule files that do not load cannot be judged; the review's findings (medallion_dq.tools.review)
+    # Rule files that do not load cannot be judged; the review's findings (tools.review)
     # are about rules that do.
     unread = [p for p in problems if p.code.startswith("DQ0") and p.code not in review.CODES]
     if args.examples and not unread:
