@@ -78,17 +78,23 @@ def test_java_17_is_accepted(bare_machine):
 
 
 @pytest.mark.parametrize(
-    ("env", "factory", "whole_stage", "poll"),
+    ("env", "factory", "whole_stage", "poll", "c1_only"),
     [
-        ({}, "NO_CODEGEN", "false", "0"),  # small data: interpreted, no sleep between checks
-        ({"DQ_CODEGEN": "1", "DQ_ENGINE_POLL_SECONDS": "1"}, "FALLBACK", "true", "1"),
-        ({"DQ_CODEGEN": " Off "}, "NO_CODEGEN", "false", "0"),
+        ({}, "NO_CODEGEN", "false", "0", True),  # small data: interpreted, no sleep, quick JIT
+        (
+            {"DQ_CODEGEN": "1", "DQ_ENGINE_POLL_SECONDS": "1", "DQ_JIT": "full"},
+            "FALLBACK",
+            "true",
+            "1",
+            False,
+        ),
+        ({"DQ_CODEGEN": " Off ", "DQ_JIT": " quick "}, "NO_CODEGEN", "false", "0", True),
     ],
 )
 def test_the_server_is_set_for_small_data_unless_told(
-    tmp_path, monkeypatch, env, factory, whole_stage, poll
+    tmp_path, monkeypatch, env, factory, whole_stage, poll, c1_only
 ):
-    for name in ("DQ_CODEGEN", "DQ_ENGINE_POLL_SECONDS"):
+    for name in ("DQ_CODEGEN", "DQ_ENGINE_POLL_SECONDS", "DQ_JIT"):
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -96,21 +102,25 @@ def test_the_server_is_set_for_small_data_unless_told(
     assert confs["spark.sql.codegen.factoryMode"] == factory
     assert confs["spark.sql.codegen.wholeStage"] == whole_stage
     assert confs["spark.sql.pipelines.execution.streamstate.pollingInterval"] == poll
+    for side in ("driver", "executor"):
+        options = confs[f"spark.{side}.extraJavaOptions"].split()
+        assert ("-XX:TieredStopAtLevel=1" in options) is c1_only
 
 
 @pytest.mark.parametrize(
     ("name", "value", "says"),
     [
-        ("DQ_ENGINE_POLL_SECONDS", "abc", "'abc' is not a whole number of seconds"),
-        ("DQ_ENGINE_POLL_SECONDS", "0.5", "'0.5' is not a whole number of seconds"),
-        ("DQ_CODEGEN", "maybe", "'maybe' is neither on nor off: DQ_CODEGEN=1 or DQ_CODEGEN=0"),
+        ("DQ_ENGINE_POLL_SECONDS", "abc", "='abc' is not a whole number of seconds"),
+        ("DQ_ENGINE_POLL_SECONDS", "0.5", "='0.5' is not a whole number of seconds"),
+        ("DQ_CODEGEN", "maybe", "='maybe' is neither on nor off: DQ_CODEGEN=1 or DQ_CODEGEN=0"),
+        ("DQ_JIT", "c2", ": unknown JIT mode 'c2': use one of quick, full"),
     ],
 )
 def test_a_bad_server_setting_is_named_before_spark_starts(
     tmp_path, monkeypatch, name, value, says
 ):
     monkeypatch.setenv(name, value)
-    with pytest.raises(BackendUnavailable, match=f"{name}={says}"):
+    with pytest.raises(BackendUnavailable, match=f"{name}{says}"):
         spark.server_confs(tmp_path, [])
 
 

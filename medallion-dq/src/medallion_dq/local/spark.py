@@ -87,6 +87,14 @@ def _setting(setting: settings.Setting):
         raise BackendUnavailable(str(error)) from None
 
 
+def _jit_option() -> str:
+    """The JVM's first compiler only (C1) where DQ_JIT is quick: the second (C2) spent about a
+    third of a server start's CPU (35 s of 33-37 against 22-23, the sample's first update) and
+    paid none of it back over six warm updates of small data (55-57 s of server CPU against
+    57-60). Long runs over large data want it: DQ_JIT=full (benchmarks/results.md)."""
+    return " -XX:TieredStopAtLevel=1" if _setting(settings.JIT) == "quick" else ""
+
+
 def _codegen_confs(on: bool) -> dict[str, str]:
     """Whole-stage and expression code generation on (Spark's defaults), or both interpreted."""
     return {
@@ -130,7 +138,9 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.driver.extraJavaOptions": shared_server.java_option(
             "-Dlog4j2.configurationFile=", log4j.as_uri()
         )
-        + " -XX:+ExitOnOutOfMemoryError",
+        + " -XX:+ExitOnOutOfMemoryError"
+        + _jit_option(),
+        "spark.executor.extraJavaOptions": _jit_option().strip(),  # a cluster's executors
         "spark.sql.connect.serverStacktrace.enabled": "false",
         # The engine checks its flows' state every pollingInterval seconds, whole seconds: at 1
         # each level of the graph waited up to 1 s after its upstream, and an update 1-2 s after

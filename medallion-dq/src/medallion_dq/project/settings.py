@@ -175,6 +175,14 @@ ENGINE_POLL_SECONDS = Setting(
 CODEGEN = Setting(
     "DQ_CODEGEN", "switch", "0", "Spark's generated code (on for large data; off: interpreted)"
 )
+JIT = Setting(
+    "DQ_JIT",
+    "choice",
+    "quick",
+    "the server JVM's compilers: quick (the first only) or full (both, for long runs on large data)",
+    choices=("quick", "full"),
+    noun="JIT mode",
+)
 RUN_TIMEOUT = Setting(
     "DQ_RUN_TIMEOUT", "seconds", "900", "an update still running after this long is stopped"
 )
