@@ -59,6 +59,10 @@ JINJA_MARKERS = ("{{", "{%", "{#")
 # each process compiled them again (the cost: benchmarks/ci.md). uv compiles them once, when it
 # installs.
 COMPILED = {"UV_COMPILE_BYTECODE": "1"}
+# The system tier's tests start their own servers and run a few updates on each: the JVM's
+# first compiler alone took the tier from 767 s to 720 s, where the engine tier's warm servers
+# and their many updates took 727 s with it against 590 s without (benchmarks/ci.md).
+SHORT_LIVED_SERVERS = {"DQ_JIT": "quick"}
 
 
 def group(*names: str) -> tuple[str, ...]:
@@ -323,7 +327,10 @@ def package(session: nox.Session) -> None:
         durations = ["--dist=loadfile", "--durations=15"] if spark else []
         # A -k of the options may leave a tier with no test (exit 5): not a failure then.
         codes = [0, 5] if options else [0]
-        session.run("pytest", *tier, "--numprocesses=2", *durations, *options, success_codes=codes)
+        env = SHORT_LIVED_SERVERS if tier == ["tests/system"] else {}
+        session.run(
+            "pytest", *tier, "--numprocesses=2", *durations, *options, success_codes=codes, env=env
+        )
 
 
 @nox.session(python="3.11")

@@ -1225,6 +1225,122 @@ def cli_loop(project_dir: Path, repeats: int) -> dict:
     }
 
 
+def _server_cpu(project_dir: Path) -> float:
+    """CPU seconds (user + system) the project's running server JVMs have used so far: the
+    `java` children of each server's supervisor (its pid in server.json), from /proc."""
+    tick, total = os.sysconf("SC_CLK_TCK"), 0.0
+    supervisors = set()
+    for state in project_dir.glob(".local/**/server.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            supervisors.add(json.loads(state.read_text("utf-8"))["pid"])
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, rest = stat.read_text().rsplit(")", 1)
+        except OSError:  # the process ended meanwhile
+            continue
+        fields = rest.split()  # state, ppid, ...: utime and stime are the 12th and 13th
+        if int(fields[1]) in supervisors and name.split("(", 1)[1] == "java":
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def jit_loop(project_dir: Path, repeats: int, warm_runs: int = 6) -> dict:
+    """The server JVM's compilers (DQ_JIT quick: C1 only; full: C1 then C2), in turns: the
+    servers stopped, one `run --pipeline validation` that starts the lake's server (cold), then
+    ``warm_runs`` more on it; the wall time of each and the server JVM's CPU of each part."""
+    print("\n== the server JVM's compilers: DQ_JIT quick against full", flush=True)
+    command = [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation"]
+    stop = [sys.executable, "-m", "medallion_dq", "spark", "stop"]
+    figures: dict[str, dict[str, list[float]]] = {
+        mode: {"cold_wall": [], "cold_cpu": [], "warm_wall": [], "warm_cpu": []}
+        for mode in ("quick", "full")
+    }
+    load_before = load()
+    try:
+        for round_ in range(repeats):
+            for mode, got in figures.items():
+                env = {**os.environ, "DQ_JIT": mode, "DQ_SERVER_IDLE_TIMEOUT": "600"}
+                subprocess.run(stop, cwd=project_dir, capture_output=True, check=False)
+                walls = []
+                for _ in range(1 + warm_runs):
+                    started = time.perf_counter()
+                    done = subprocess.run(
+                        command, cwd=project_dir, env=env, capture_output=True, text=True
+                    )
+                    walls.append(time.perf_counter() - started)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"DQ_JIT={mode}: {done.stdout}{done.stderr}")
+                    if len(walls) == 1:
+                        cold_cpu = _server_cpu(project_dir)
+                warm_cpu = _server_cpu(project_dir) - cold_cpu
+                got["cold_wall"].append(round(walls[0], 2))
+                got["cold_cpu"].append(round(cold_cpu, 2))
+                got["warm_wall"].append(round(statistics.median(walls[1:]), 2))
+                got["warm_cpu"].append(round(warm_cpu / warm_runs, 2))
+                print(
+                    f"   round {round_ + 1}, DQ_JIT={mode}: cold {walls[0]:.1f} s (server CPU "
+                    f"{cold_cpu:.1f} s), warm median {statistics.median(walls[1:]):.1f} s "
+                    f"({warm_cpu / warm_runs:.1f} s of server CPU a run)",
+                    flush=True,
+                )
+    finally:
+        subprocess.run(stop, cwd=project_dir, capture_output=True, check=False)
+    medians = {
+        mode: {k: round(statistics.median(v), 2) for k, v in got.items()}
+        for mode, got in figures.items()
+    }
+    ratios = {
+        k: round(
+            statistics.median(
+                q / f for q, f in zip(figures["quick"][k], figures["full"][k], strict=True)
+            ),
+            2,
+        )
+        for k in figures["quick"]
+    }
+    return {
+        "repeats": repeats,
+        "warm_runs": warm_runs,
+        "runs": figures,
+        "medians": medians,
+        "ratios_quick_to_full": ratios,
+        "load_average": {"before": load_before, "after": load()},
+    }
+
+
+def _jit_md(results: dict) -> list[str]:
+    jit = results.get("jit")
+    if not jit:
+        return []
+    md = [
+        "## The server JVM's compilers (`DQ_JIT`)",
+        "",
+        (
+            f"Measured by `{jit['command']}`: {env_line(jit['environment'])}; load average "
+            f"{jit['load_average']['before'][0]:.1f} at the start. Each round, for each mode "
+            "in turn: the servers stopped, `medallion-dq run --pipeline validation` starting "
+            f"the lake's server (cold), then {jit['warm_runs']} more runs on it (warm, the "
+            f"median a run); medians of {jit['repeats']} rounds, ratios pair by pair. Server "
+            "CPU: the JVM's user and system seconds (/proc)."
+        ),
+        "",
+        "| figure | quick (C1 only, the default) | full (C1 then C2) | quick / full |",
+        "|---|---:|---:|---:|",
+    ]
+    names = {
+        "cold_wall": "cold run, wall (s)",
+        "cold_cpu": "cold run, server CPU (s)",
+        "warm_wall": "warm run, wall (s)",
+        "warm_cpu": "warm run, server CPU (s)",
+    }
+    for key, label in names.items():
+        md.append(
+            f"| {label} | {jit['medians']['quick'][key]:.1f} | {jit['medians']['full'][key]:.1f} "
+            f"| {jit['ratios_quick_to_full'][key]:.2f} |"
+        )
+    return [*md, ""]
+
+
 def _cli_loop_md(results: dict) -> list[str]:
     loop = results.get("cli_loop")
     if not loop:
@@ -1294,6 +1410,7 @@ def markdown(results: dict) -> str:
     md += _checks_md(results)
     md += _cluster_md(results)
     md += _cli_loop_md(results)
+    md += _jit_md(results)
     md += _large_file_md(results)
     md += _pieces_md(results)
     md += peers.markdown(results.get("peers"))
@@ -1554,6 +1671,12 @@ def main(argv: list[str] | None = None) -> int:
         "server and on its own (--repeats rounds); the other results in results.json/.md are kept",
     )
     parser.add_argument(
+        "--jit",
+        action="store_true",
+        help="only time a cold and warm `medallion-dq run` with DQ_JIT quick against full "
+        "(--repeats rounds); the other results in results.json/.md are kept",
+    )
+    parser.add_argument(
         "--large-file",
         metavar="SIZE",
         type=byte_size,
@@ -1609,7 +1732,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     work = Path(tempfile.mkdtemp(prefix="run-", dir=BUILD))
     alone = (args.profile, args.checks, args.cluster, args.cli_loop, args.large_file, args.peers)
-    alone += (args.pieces,)
+    alone += (args.pieces, args.jit)
     if any(alone):
         rows = sorted(args.rows or DEFAULT_ROWS)[0]  # each of these is merged into the last
         try:
@@ -1622,6 +1745,8 @@ def main(argv: list[str] | None = None) -> int:
                 measured["repeats"], measured["environment_line"] = args.repeats, env_line(env)
             elif args.cli_loop:
                 key, measured = "cli_loop", cli_loop(project_dir, args.repeats)
+            elif args.jit:
+                key, measured = "jit", jit_loop(project_dir, args.repeats)
             elif args.large_file:
                 key, measured = "large_file", bench_large_file(project, args.large_file, work)
             elif args.profile:
@@ -1646,6 +1771,7 @@ def main(argv: list[str] | None = None) -> int:
             "dataset_checks": _checks_md,
             "cluster": _cluster_md,
             "cli_loop": _cli_loop_md,
+            "jit": _jit_md,
             "large_file": _large_file_md,
             "peers": lambda r: peers.markdown(r["peers"]),
             "pieces": _pieces_md,

@@ -80,7 +80,7 @@ def test_java_17_is_accepted(bare_machine):
 @pytest.mark.parametrize(
     ("env", "factory", "whole_stage", "poll", "c1_only"),
     [
-        ({}, "NO_CODEGEN", "false", "0", True),  # small data: interpreted, no sleep, quick JIT
+        ({}, "NO_CODEGEN", "false", "0", False),  # small data: interpreted, no sleep
         (
             {"DQ_CODEGEN": "1", "DQ_ENGINE_POLL_SECONDS": "1", "DQ_JIT": "full"},
             "FALLBACK",

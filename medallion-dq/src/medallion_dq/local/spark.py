@@ -88,10 +88,10 @@ def _setting(setting: settings.Setting):
 
 
 def _jit_option() -> str:
-    """The JVM's first compiler only (C1) where DQ_JIT is quick: the second (C2) spent about a
-    third of a server start's CPU (35 s of 33-37 against 22-23, the sample's first update) and
-    paid none of it back over six warm updates of small data (55-57 s of server CPU against
-    57-60). Long runs over large data want it: DQ_JIT=full (benchmarks/results.md)."""
+    """The JVM's first compiler only (C1) where DQ_JIT is quick: a server start then took a
+    third less CPU (the sample's first update), but a warm server's updates took up to twice
+    as long without the second (C2): quick is for servers that run a few updates and stop, as
+    the tests that start their own (benchmarks/ci.md, benchmarks/results.md)."""
     return " -XX:TieredStopAtLevel=1" if _setting(settings.JIT) == "quick" else ""
 
 

@@ -178,8 +178,8 @@ CODEGEN = Setting(
 JIT = Setting(
     "DQ_JIT",
     "choice",
-    "quick",
-    "the server JVM's compilers: quick (the first only) or full (both, for long runs on large data)",
+    "full",
+    "the server JVM's compilers: full (both) or quick (the first only: a server that runs a few updates)",
     choices=("quick", "full"),
     noun="JIT mode",
 )
