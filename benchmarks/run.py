@@ -1324,7 +1324,7 @@ def _jit_md(results: dict) -> list[str]:
             "CPU: the JVM's user and system seconds (/proc)."
         ),
         "",
-        "| figure | quick (C1 only, the default) | full (C1 then C2) | quick / full |",
+        "| figure | quick (C1 only) | full (C1 then C2, the default) | quick / full |",
         "|---|---:|---:|---:|",
     ]
     names = {
