@@ -59,9 +59,10 @@ JINJA_MARKERS = ("{{", "{%", "{#")
 # each process compiled them again (the cost: benchmarks/ci.md). uv compiles them once, when it
 # installs.
 COMPILED = {"UV_COMPILE_BYTECODE": "1"}
-# The system tier's tests start their own servers and run a few updates on each: the JVM's
-# first compiler alone took the tier from 767 s to 720 s, where the engine tier's warm servers
-# and their many updates took 727 s with it against 590 s without (benchmarks/ci.md).
+# The system tier's tests and the Docker sessions start their own servers and run a few
+# updates on each: the JVM's first compiler alone took the system tier from 767 s to 720 s,
+# `container` from 85 s to 74 s and `cluster` from 269 s to 227 s, where the engine tier's warm
+# servers and their many updates took 727 s with it against 590 s without (benchmarks/ci.md).
 SHORT_LIVED_SERVERS = {"DQ_JIT": "quick"}
 
 
@@ -346,7 +347,7 @@ def container(session: nox.Session) -> None:
     size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file())
     session.log(f"the light client's environment: {size / 1e6:.0f} MB, no Java needed")
     session.chdir(PACKAGE)
-    env = {"DQ_BACKEND": "container"}
+    env = {"DQ_BACKEND": "container", **SHORT_LIVED_SERVERS}
     session.run("pytest", "tests/system/test_container.py", *session.posargs, env=env)
 
 
@@ -363,7 +364,11 @@ def cluster(session: nox.Session) -> None:
     wheels = build_wheels(session)
     session.install(*wheels.requirements("local,container"), *package_group("test"))
     session.chdir(PACKAGE)
-    env = {"DQ_BACKEND": "cluster", "DQ_PARITY_BACKENDS": "embedded,container,cluster"}
+    env = {
+        "DQ_BACKEND": "cluster",
+        "DQ_PARITY_BACKENDS": "embedded,container,cluster",
+        **SHORT_LIVED_SERVERS,
+    }
     tests = ("tests/system/test_cluster.py", "tests/system/test_parity.py")
     session.run("pytest", *tests, *session.posargs, env=env)
 
