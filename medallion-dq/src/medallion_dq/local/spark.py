@@ -92,7 +92,7 @@ def _jit_option() -> str:
     third less CPU (the sample's first update), but a warm server's updates took up to twice
     as long without the second (C2): quick is for servers that run a few updates and stop, as
     the tests that start their own (benchmarks/ci.md, benchmarks/results.md)."""
-    return " -XX:TieredStopAtLevel=1" if _setting(settings.JIT) == "quick" else ""
+    return "-XX:TieredStopAtLevel=1" if _setting(settings.JIT) == "quick" else ""
 
 
 def _codegen_confs(on: bool) -> dict[str, str]:
@@ -111,6 +111,7 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         for i, name in enumerate(QUIET_LOGGERS)
     )
     log4j.write_text(LOG4J.format(level=_setting(settings.SPARK_LOG_LEVEL), quiet=quiet))
+    jit = _jit_option()
     return {
         "spark.jars": ",".join(str(j) for j in jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -138,9 +139,8 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         "spark.driver.extraJavaOptions": shared_server.java_option(
             "-Dlog4j2.configurationFile=", log4j.as_uri()
         )
-        + " -XX:+ExitOnOutOfMemoryError"
-        + _jit_option(),
-        "spark.executor.extraJavaOptions": _jit_option().strip(),  # a cluster's executors
+        + f" -XX:+ExitOnOutOfMemoryError {jit}".rstrip(),
+        "spark.executor.extraJavaOptions": jit,  # a cluster's executors
         "spark.sql.connect.serverStacktrace.enabled": "false",
         # The engine checks its flows' state every pollingInterval seconds, whole seconds: at 1
         # each level of the graph waited up to 1 s after its upstream, and an update 1-2 s after
