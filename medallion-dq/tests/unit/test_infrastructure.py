@@ -105,6 +105,8 @@ def test_the_server_is_set_for_small_data_unless_told(
     for side in ("driver", "executor"):
         options = confs[f"spark.{side}.extraJavaOptions"].split()
         assert ("-XX:TieredStopAtLevel=1" in options) is c1_only
+        # C1 alone would get a 48 MB code cache, which a server's updates fill
+        assert ("-XX:ReservedCodeCacheSize=240m" in options) is c1_only
 
 
 @pytest.mark.parametrize(
