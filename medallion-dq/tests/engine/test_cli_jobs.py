@@ -26,9 +26,11 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def two_days(tmp_path_factory):
     """The sample job run twice, as a team runs it, in the project's lasting local lake: a
-    normal day, then the bad day's file added to the same landing folder."""
-    root = tmp_path_factory.mktemp("two-days")
-    project, landing = root / "project", root / "landing files"  # a space: said as written
+    normal day, then the bad day's file added to the same landing folder. The project's folder
+    and the landing folder have names that need quoting (test_a_project_in_a_folder_...)."""
+    root = tmp_path_factory.mktemp("two-days") / 'it\'s a "team" folder, café'
+    project, landing = root / "acme orders", root / "landing files"  # a space: said as written
+    root.mkdir()
     subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
     subprocess.run(["cp", "-r", str(project / "fixtures" / "landing"), str(landing)], check=True)
     days = []
@@ -152,28 +154,26 @@ def test_report_reads_both_days_with_their_checks(two_days):
 
 
 @pytest.mark.spark
-def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(tmp_path):
+def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(two_days):
     """The paths handed to Java (the log4j file, the class archive, the warehouse, the
     engine's storage) hold the project's folder: the launcher splits Java options at spaces and
-    reads quotes; the engine escapes its storage root's URI again."""
-    project = tmp_path / 'it\'s a "team" folder, café' / "acme orders"
-    project.parent.mkdir()
-    subprocess.run(["cp", "-r", str(sample_project()), str(project)], check=True)
-    try:
-        run = cli("run", "--pipeline", "validation", cwd=project)
-        assert run.returncode == 0, run.stderr[-3000:]
-        assert "pipeline validation: COMPLETED" in run.stdout
-        # The engine's checkpoints are in the lake: once, in a folder named by the path's URI
-        # text (`%2520`), where a full refresh then missed them and failed on deleted data.
-        assert (project / ".local" / "lake" / "dev" / "storage").is_dir()
-        refresh = cli("run", "--pipeline", "validation", "--full-refresh", cwd=project)
-        assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
-        examples = cli("check", "--examples", cwd=project)  # the shared server, its own log
-        assert examples.returncode == 0, examples.stderr[-3000:] + examples.stdout[-3000:]
-        logs = [*project.glob(".local/lake/*/server/*/spark-server.log")]  # the lake's server
-        logs += [*project.glob(".local/spark/*/spark-server.log")]
-        assert len(logs) == 2
-        for log in logs:  # our log4j settings were found: WARN and above, in our layout
-            assert " INFO " not in log.read_text() and "StatusLogger" not in log.read_text()
-    finally:
-        cli("spark", "stop", cwd=project)
+    reads quotes; the engine escapes its storage root's URI again. The two days ran in such a
+    folder; a full refresh and the shared test server's run follow here (last: report, above,
+    expects the lake's server alone)."""
+    project, _ = two_days
+    # The engine's checkpoints are in the lake: once, in a folder named by the path's URI text
+    # (`%2520`), where a full refresh then missed them and failed on deleted data.
+    assert (project / ".local" / "lake" / "dev" / "storage").is_dir()
+    landing = str(project.parent / "landing files")
+    refresh = cli(
+        "run", "--pipeline", "validation", "--full-refresh", "--landing", landing, cwd=project
+    )
+    assert refresh.returncode == 0, refresh.stdout[-3000:] + refresh.stderr[-3000:]
+    assert "pipeline validation: COMPLETED" in refresh.stdout
+    examples = cli("check", "--examples", cwd=project)  # the shared server, its own log
+    assert examples.returncode == 0, examples.stderr[-3000:] + examples.stdout[-3000:]
+    logs = [*project.glob(".local/lake/*/server/*/spark-server.log")]  # the lake's server
+    logs += [*project.glob(".local/spark/*/spark-server.log")]
+    assert len(logs) == 2
+    for log in logs:  # our log4j settings were found: WARN and above, in our layout
+        assert " INFO " not in log.read_text() and "StatusLogger" not in log.read_text()
