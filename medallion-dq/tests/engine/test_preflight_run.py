@@ -51,7 +51,10 @@ def test_cli_misused_decorator_is_one_block_and_exit_2(project):
         "@dp.expect_all_or_drop(ORDERS.drop)",
         '@dp.expect_all_or_drop("valid_amount", "amount >= 0")',
     )
-    done = cli(project, "run", "--pipeline", "validation")
+    try:
+        done = cli(project, "run", "--pipeline", "validation")
+    finally:  # the copy's lake server: not left up for the rest of the suite
+        cli(project, "spark", "stop")
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     line = line_of(project / SILVER, "@dp.expect_all_or_drop(")
