@@ -205,9 +205,8 @@ def diffed(tmp_path_factory):
         }
         databases = [d.name for d in local.spark.catalog.listDatabases()]
     finally:
-        local.stop()
-        cli.main(["--root", str(root), "spark", "stop"])
-    return {
+        local.stop()  # this process's session; the copy's server stays for the last test
+    yield {
         "root": root,
         "codes": codes,
         "landing": json.loads((out / "landing.json").read_text()),
@@ -218,6 +217,7 @@ def diffed(tmp_path_factory):
         "databases": databases,
         "expected": expected,
     }
+    cli.main(["--root", str(root), "spark", "stop"])
 
 
 def _dataset(report: dict, name: str) -> dict:
@@ -387,11 +387,11 @@ def test_only_constraint_and_action_make_a_rule_changed():
     assert {r.status for r in diff.compare(base, head)} == {"unchanged"}
 
 
-def test_a_diff_whose_server_dies_ends_in_one_error_and_exit_3(tmp_path):
+def test_a_diff_whose_server_dies_ends_in_one_error_and_exit_3(diffed):
     """The shared server's JVM killed (as the OOM killer, or `spark stop` once did) during the
-    diff's update: one error saying what happened, as `run` gives, not a traceback."""
-    root = _copy(tmp_path, commit=BASE_RULES)
-    (root / RULES).write_text(HEAD_RULES)
+    diff's update: one error saying what happened, as `run` gives, not a traceback. On the
+    server the module's diffs ran on (last: it does not outlive this test)."""
+    root = diffed["root"]
 
     def kill_the_server(_diff):
         (folder,) = (root / ".local" / "spark").iterdir()
