@@ -154,6 +154,30 @@ def test_report_reads_both_days_with_their_checks(two_days):
 
 
 @pytest.mark.spark
+def test_a_decorator_misused_in_a_pipeline_file_is_one_block_and_exit_2(two_days):
+    """A mistake only loading the file shows (the grouped decorator given two strings, DQ015):
+    one block naming the file and line, from a real run on the lake's server. The file is put
+    back after."""
+    project, _ = two_days
+    silver = project / "src" / "pipelines" / "validation" / "silver" / "orders.py"
+    text = silver.read_text(encoding="utf-8")
+    good, bad = "@dp.expect_all_or_drop(ORDERS.drop)", '@dp.expect_all_or_drop("valid_amount", "x")'
+    assert good in text
+    broken = text.replace(good, bad, 1)
+    line = next(i for i, ln in enumerate(broken.splitlines(), start=1) if bad in ln)
+    silver.write_text(broken, encoding="utf-8")
+    try:
+        landing = str(project.parent / "landing files")
+        done = cli("run", "--pipeline", "validation", "--landing", landing, cwd=project)
+    finally:
+        silver.write_text(text, encoding="utf-8")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert f"src/pipelines/validation/silver/orders.py:{line}" in output and "DQ015" in output
+    assert "Traceback" not in output and "at org.apache" not in output
+
+
+@pytest.mark.spark
 def test_a_project_in_a_folder_with_a_space_quotes_and_accents_runs(two_days):
     """The paths handed to Java (the log4j file, the class archive, the warehouse, the
     engine's storage) hold the project's folder: the launcher splits Java options at spaces and
