@@ -136,6 +136,16 @@ def test_a_bad_switch_is_named_before_spark_starts(tmp_path, monkeypatch, name):
     assert not (tmp_path / server.STATE).exists()  # no shared server was asked for
 
 
+def test_class_archive_off_gives_the_jvm_no_archive_option(tmp_path, monkeypatch):
+    """DQ_CLASS_ARCHIVE=0: neither mapped nor recorded (the system tier's cold-start test sees
+    the options of a server that records an archive and of one that maps it)."""
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("DQ_CLASS_ARCHIVE", "0")
+    assert server.class_archive() is None
+    assert server.archive_options(server.class_archive()) == ("", None)
+    assert list(tmp_path.iterdir()) == []  # nothing made in the cache either
+
+
 def test_delta_coordinates_are_delta_spark_s_own():
     """The coordinates follow the installed delta-spark and pyspark, as delta-spark's helper
     (configure_spark_with_delta_pip) names them."""
