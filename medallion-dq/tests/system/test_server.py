@@ -84,7 +84,7 @@ def medallion_dq(root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_two_processes_starting_at_once_share_one_server_until_it_is_stopped(tmp_path):
+def test_two_processes_starting_at_once_share_one_server_until_it_is_stopped_or_unused(tmp_path):
     root = project(tmp_path)
     first, second = client(root), client(root)
     (a, a_err), (b, b_err) = finish(first), finish(second)
@@ -99,6 +99,7 @@ def test_two_processes_starting_at_once_share_one_server_until_it_is_stopped(tmp
     assert "started a shared Spark server" not in third_err
     jvm = [pid for pid in processes_in_group(a["pid"]) if pid != a["pid"]]
     assert jvm, "the supervisor's process group holds the JVM"
+    on_loopback_only(jvm_of(a["pid"]))
 
     status = medallion_dq(root, "spark", "status")
     assert status.returncode == 0 and f"server on port {a['port']}" in status.stdout
@@ -109,19 +110,14 @@ def test_two_processes_starting_at_once_share_one_server_until_it_is_stopped(tmp
     assert processes_in_group(a["pid"]) == []  # supervisor and JVM both gone
     assert "no shared Spark server runs" in medallion_dq(root, "spark", "status").stdout
 
-    after, after_err = finish(client(root))  # the next process starts a new one
+    # The next process starts a new one, which stops itself once left unused.
+    after, after_err = finish(client(root, DQ_SERVER_IDLE_TIMEOUT="2"))
     assert after["pid"] != a["pid"] and "started a shared Spark server" in after_err
-    medallion_dq(root, "spark", "stop")
-
-
-def test_a_server_left_unused_stops_itself(tmp_path):
-    root = project(tmp_path)
-    used, _ = finish(client(root, DQ_SERVER_IDLE_TIMEOUT="2"))
     (folder,) = (root / server.STATE).iterdir()
     deadline = time.monotonic() + 60
-    while processes_in_group(used["pid"]) and time.monotonic() < deadline:
+    while processes_in_group(after["pid"]) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert processes_in_group(used["pid"]) == [], "still running a minute after its last use"
+    assert processes_in_group(after["pid"]) == [], "still running a minute after its last use"
     assert not (folder / server.STATE_FILE).exists()
     assert (
         "stopping the shared Spark server (unused for" in (folder / "spark-server.log").read_text()
@@ -154,10 +150,6 @@ def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
     assert f"-XX:SharedArchiveFile={archive}" in Path(f"/proc/{jvm}/cmdline").read_bytes().decode()
     assert str(archive) in Path(f"/proc/{jvm}/maps").read_text()  # mapped, not refused
     assert medallion_dq(root, "spark", "stop").returncode == 0
-
-    off, _ = finish(client(root, DQ_CACHE_DIR=str(cache), DQ_CLASS_ARCHIVE="0"))
-    assert "Archive" not in Path(f"/proc/{jvm_of(off['pid'])}/cmdline").read_bytes().decode()
-    medallion_dq(root, "spark", "stop")
 
 
 WRITER = """
@@ -340,34 +332,30 @@ local.stop()
 """
 
 
-@pytest.mark.parametrize("reuse", ["shared", "own"])
-def test_every_listener_of_a_local_server_is_on_loopback(tmp_path, reuse):
-    """The shared server, and the server of its own that `medallion-dq run` starts (DQ_REUSE=0
-    path): Spark Connect, the driver's RPC and its block manager listen on 127.0.0.1 only."""
-    if reuse == "shared":
-        root = project(tmp_path)
-        used, _ = finish(client(root))
-        jvm = jvm_of(used["pid"])
-    else:
-        own = subprocess.Popen(
-            [sys.executable, "-c", OWN_SERVER, str(tmp_path / "work")],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+def on_loopback_only(jvm: int) -> None:
+    """Spark Connect, the driver's RPC and its block manager listen on 127.0.0.1 only."""
+    addresses = listening(jvm)
+    assert len(addresses) >= 3, addresses  # Connect, RPC, block manager (and py4j: own)
+    assert [f"{host}:{port}" for host, port in addresses if not host.is_loopback] == []
+
+
+def test_every_listener_of_a_server_of_its_own_is_on_loopback(tmp_path):
+    """The server of its own that `medallion-dq run` starts (DQ_REUSE=0 path); the shared
+    server's listeners are checked in test_two_processes_starting_at_once_..."""
+    own = subprocess.Popen(
+        [sys.executable, "-c", OWN_SERVER, str(tmp_path / "work")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
         assert own.stdout.readline().strip() == "4"
         (jvm,) = child_processes(own.pid, "java")
-    try:
-        addresses = listening(jvm)
-        assert len(addresses) >= 3, addresses  # Connect, RPC, block manager (and py4j: own)
-        assert [f"{host}:{port}" for host, port in addresses if not host.is_loopback] == []
+        on_loopback_only(jvm)
     finally:
-        if reuse == "shared":
-            medallion_dq(root, "spark", "stop")
-        else:
-            own.stdin.close()
-            own.wait(timeout=120)
+        own.stdin.close()
+        own.wait(timeout=120)
 
 
 INTRUDER = """
