@@ -56,9 +56,9 @@ def versions(spark, project):
     }
 
 
-def lake_after_a_job(root: Path, *days: str) -> Path:
+def landed(root: Path, *days: str) -> Path:
     """A copy of the sample project at `root`, its orders of these days (e.g. "11-01") and its
-    customers landed in deliveries/, after one job run there (the lake's server started)."""
+    customers landed in deliveries/; its lake empty."""
     subprocess.run(["cp", "-r", str(sample_project()), str(root)], check=True)
     landing = root / "deliveries" / "orders"
     landing.mkdir(parents=True)
@@ -67,7 +67,17 @@ def lake_after_a_job(root: Path, *days: str) -> Path:
         (landing / fixture.name).write_bytes(fixture.read_bytes())
     # The customers, delivered once.
     shutil.copytree(root / "fixtures" / "landing" / "customers", root / "deliveries" / "customers")
+    return root
+
+
+def first_job(root: Path) -> Path:
+    """One job run of the project at `root` on deliveries/ (the lake's server started)."""
     summary = root / "first.json"
     done = cli(root, "run", "--job", "medallion", "--landing", "deliveries", "--json", summary)
     assert done.returncode == 0, done.stdout + done.stderr
     return root
+
+
+def lake_after_a_job(root: Path, *days: str) -> Path:
+    """A copy of the sample project (`landed`) after one job run there (`first_job`)."""
+    return first_job(landed(root, *days))

@@ -13,16 +13,24 @@ import time
 
 import pytest
 
-from lakes import GOLD, cli, lake_after_a_job, lake_server, table_path
+from lakes import GOLD, cli, first_job, lake_server, landed, table_path
 from medallion_dq.testing import assert_update_ok
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def empty_lake(tmp_path_factory):
+    """The sample project, the first day's landing file delivered, and `run --pipeline publish`
+    before any validation: on the lake's server, which the job then runs on."""
+    root = landed(tmp_path_factory.mktemp("lake") / "project", "11-01")
+    return root, cli(root, "run", "--pipeline", "publish", "--landing", "deliveries")
+
+
+@pytest.fixture(scope="module")
+def project(empty_lake):
     """The sample project after one job run on the first day's landing file."""
-    root = lake_after_a_job(tmp_path_factory.mktemp("lake") / "project", "11-01")
+    root = first_job(empty_lake[0])
     yield root
     # The lake's server (or, when the last tests outlasted its idle timeout, nothing) stops.
     stopped = cli(root, "spark", "stop")
@@ -156,8 +164,8 @@ def test_failed_first_run_leaves_no_gold_table(lake):
     assert_update_ok(lake.run("publish"))
 
 
-def test_publish_on_an_empty_lake_names_the_missing_table_and_what_to_run(project):
-    done = cli(project, "run", "--pipeline", "publish", "--fresh")
+def test_publish_on_an_empty_lake_names_the_missing_table_and_what_to_run(empty_lake):
+    _, done = empty_lake
     assert done.returncode == 1, done.stdout + done.stderr
     assert (
         "publish reads silver_orders, which is not in this lake yet: the validation pipeline "
@@ -284,11 +292,8 @@ def test_another_landing_folder_is_refused_before_spark_starts(project):
 
 def test_a_new_delivery_in_another_folder_reads_only_its_files(project, spark):
     """--new-delivery: the folder is the same source's next delivery; its files are read once.
-    (A lake of its own, the prod target's, leaves the dev lake to the other tests.)"""
-    first = cli(
-        project, "run", "--pipeline", "validation", "--target", "prod", "--landing", "deliveries"
-    )
-    assert first.returncode == 0, first.stdout + first.stderr
+    Last in this module: the lake reads day7 from now on (a lake of its own, the prod target's,
+    would cost a server start of its own)."""
     deliver(project, "day7", "11-07")
     summary = project / "day7.json"
     done = cli(
@@ -296,8 +301,6 @@ def test_a_new_delivery_in_another_folder_reads_only_its_files(project, spark):
         "run",
         "--pipeline",
         "validation",
-        "--target",
-        "prod",
         "--landing",
         "day7",
         "--new-delivery",
@@ -308,11 +311,9 @@ def test_a_new_delivery_in_another_folder_reads_only_its_files(project, spark):
     datasets = json.loads(summary.read_text())["datasets"]
     assert datasets["bronze_orders"]["output_rows"] == 40  # the bad day's 40 records, once
     silver = spark.read.format("delta").load(
-        str(project / ".local" / "lake" / "prod" / "warehouse" / "acme_orders.db" / "silver_orders")
+        str(project / ".local" / "lake" / "dev" / "warehouse" / "acme_orders.db" / "silver_orders")
     )
     assert silver.count() == silver.select("order_id").distinct().count()
     # The lake reads day7 now; deliveries is an earlier folder like any other.
-    again = cli(
-        project, "run", "--pipeline", "validation", "--target", "prod", "--landing", "deliveries"
-    )
+    again = cli(project, "run", "--pipeline", "validation", "--landing", "deliveries")
     assert again.returncode == 2 and "was built from day7" in again.stderr
