@@ -135,3 +135,30 @@ def test_control_characters_show_as_escapes_in_markdown_and_html():
     assert markup.html_text(value) == said
     html = report.html([], value, checks=[_check(value)])
     assert said in html and not any(c in html for c in "\x1b\r\x07\ufffe")
+
+
+def test_a_rule_file_written_from_hostile_values_parses_and_keeps_them():
+    """`profile` and `add source` write what the data showed in comments above each rule: a
+    value with a line break once ended its comment, and the rest of it (here a bell, a
+    quote, markup) was read as YAML, which refused the file. Each comment stays one line, and
+    the rule holds the values exactly."""
+    import yaml
+
+    from medallion_dq.tools import profile
+
+    values = ['line one\nline "two"\x07 <b>&amp;', "para\u2028sep", "plain"]
+    column = profile.Column(
+        "note.text", "text", nonnull=30, distinct=3, values=[(v, 10) for v in values]
+    )
+    found = profile.Profile("/tmp/a\nfolder (csv, 1 file)", 30, 0, 0, [column])
+    text = profile.render(found, "silver_notes")
+    loaded = yaml.safe_load(text)  # refused before: a special character, a broken mapping
+    for line in text.splitlines():  # one comment line each, every character shown
+        assert line.isprintable(), repr(line)
+    (known,) = [r for r in loaded["rules"] if r["name"].endswith("known_values")]
+    ruleset = rules.parse(text, "silver_notes.yml")  # the rules module accepts it too
+    literals = [profile.sql_string(v) for v in sorted(values)]
+    assert known["constraint"] == f"`note.text` IS NULL OR `note.text` IN ({', '.join(literals)})"
+    assert ruleset.drop[known["name"]] == known["constraint"]
+    assert '#   line one\\nline "two"\\x07 <b>&amp;' not in text  # not on a line of its own
+    assert 'line one\\nline "two"\\x07' in text  # on the comment's line, escaped

@@ -16,12 +16,23 @@ from html import escape
 
 from medallion_dq.text import shown
 
-__all__ = ["html_text", "md_block", "md_code", "md_text"]
+__all__ = ["comment", "html_text", "md_block", "md_code", "md_text"]
 
 # What markdown or HTML may act on: HTML, table cells, escapes, code, emphasis, links,
 # strike-through, math.
 _ACTIVE = "&<>|\\`*_[]~$"
 _REFERENCES = {ord(c): f"&#{ord(c)};" for c in _ACTIVE} | {ord("\n"): "&#10;", ord("\r"): "&#13;"}
+
+
+# Line breaks a YAML or Python parser reads as the end of a comment (shown() keeps \n).
+_LINE_BREAKS = {ord("\n"): "\\n", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def comment(value: object) -> str:
+    """`value` in a comment line of a file written from data (a rule file, a pipeline file):
+    control characters and line breaks as their escapes, so that the comment cannot end early
+    and turn the rest of a value into YAML or Python."""
+    return shown(str(value)).translate(_LINE_BREAKS)
 
 
 def html_text(value: object) -> str:

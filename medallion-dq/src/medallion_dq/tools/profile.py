@@ -58,6 +58,7 @@ from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_column, sql_name, sql_string
 from medallion_dq.tools import console
+from medallion_dq.tools.markup import comment
 from medallion_dq.tools.profile_input import (
     Input,
     ProfileError,
@@ -448,7 +449,7 @@ def _value_rule(profile: Profile, c: Column, sql: str, guard: str):
             f"rows{sampled}: "
             "looks like a key",
             "  uniqueness is not a row rule: check it in an aggregate view with a fail rule,",
-            f"  count(*) - count(DISTINCT {col}) = 0, as rules/gold/order_keys.yml does",
+            f"  count(*) - count(DISTINCT {sql}) = 0, as rules/gold/order_keys.yml does",
         ]
     if c.type == "text":
         return [f"{col}: about {c.distinct:,} distinct values: no value rule suggested"]
@@ -514,7 +515,7 @@ def flow(value: Any) -> str:
 
 def rule_head(s: Suggestion) -> list[str]:
     """A suggested rule's lines in a rule file, up to its examples: what was seen, then the rule."""
-    return [f"  # {text}" for text in s.seen] + [
+    return [f"  # {comment(text)}" for text in s.seen] + [
         f"  - name: {flow(s.name)}",
         f"    constraint: {flow(s.constraint)}",
         f"    action: {s.action}",
@@ -540,7 +541,7 @@ def render(
     examples = examples_supported() if examples is None else examples
     items = suggest(profile)
     lines = [
-        f"# Suggested by `medallion-dq profile` from {profile.label}.",
+        f"# Suggested by `medallion-dq profile` from {comment(profile.label)}.",
         "# Suggestions only: keep, edit or delete each rule, and say why each one exists.",
         "# drop: every profiled row passed it; warn: some failed (counted above the rule).",
     ]
@@ -557,7 +558,7 @@ def render(
             f"# {profile.corrupt:,} more did not parse ({CORRUPT_RECORD}), not counted below: "
             "their columns hold what",
             "# could be read, so a drop rule on the mark keeps them out of "
-            f"{dataset} (and in its quarantine):",
+            f"{comment(dataset)} (and in its quarantine):",
             f"# whole_record, {CORRUPT_RECORD} IS NULL (CONVENTIONS.md).",
         ]
     if profile.rescued:
@@ -577,7 +578,7 @@ def render(
     lines.append("rules:")
     for s in items:
         if isinstance(s, list):
-            lines += [f"  # {text}" for text in s]
+            lines += [f"  # {comment(text)}" for text in s]
             continue
         lines += rule_head(s)
         if examples:

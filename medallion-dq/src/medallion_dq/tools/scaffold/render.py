@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from medallion_dq.text import sql_column as quote
 from medallion_dq.text import sql_string
-from medallion_dq.tools import console
+from medallion_dq.tools import console, markup
 from medallion_dq.tools.scaffold.findings import spark_findings
 from medallion_dq.tools.scaffold.model import (
     Findings,
@@ -298,7 +298,7 @@ def _rule_file(
     form = "table" if plan.kind == "stream" else "view"
     lines = [
         f"# Rules for silver_{n}, written by `medallion-dq add source {n}` from the",
-        f"# {found.label}: the profiler's suggestions, with",
+        f"# {markup.comment(found.label)}: the profiler's suggestions, with",
         "# examples of real values. Keep, edit or delete each rule, and say why each one exists",
         "# (CONVENTIONS.md). drop: every record passed it; warn: some failed.",
         *found.header,
@@ -340,13 +340,14 @@ def _rule_file(
             rows = [{rule.column: plain(v)} for v in profile.unique(values)]
             if rows:
                 lines.append(f"      {key}: {flow(rows)}")
-    for comment in found.comments:
-        lines += [f"  # {c}" for c in comment]
+    for lines_of in found.comments:
+        lines += [f"  # {markup.comment(c)}" for c in lines_of]
     if keys:
-        listed = ", ".join(keys)
+        listed = markup.comment(", ".join(keys))
+        columns = markup.comment(", ".join(map(quote, keys)))
         lines += [
             f"# Key: {listed}. Uniqueness is not a row rule: check it with an aggregate view and",
-            f"# a fail rule, count(*) - count(DISTINCT {listed}) = 0, as rules/gold/order_keys.yml",
+            f"# a fail rule, count(*) - count(DISTINCT {columns}) = 0, as rules/gold/order_keys.yml",
             "# does.",
         ]
     lines += [
