@@ -340,8 +340,8 @@ def _rule_file(
             rows = [{rule.column: plain(v)} for v in profile.unique(values)]
             if rows:
                 lines.append(f"      {key}: {flow(rows)}")
-    for lines_of in found.comments:
-        lines += [f"  # {markup.comment(c)}" for c in lines_of]
+    for seen in found.comments:
+        lines += [f"  # {markup.comment(text)}" for text in seen]
     if keys:
         listed = markup.comment(", ".join(keys))
         columns = markup.comment(", ".join(map(quote, keys)))
