@@ -1,4 +1,4 @@
-"""The project's Databricks Asset Bundle, read and checked offline.
+"""The project's Declarative Automation Bundle (formerly Asset Bundle), read and checked offline.
 
 * ``load_bundle(root, target=None, variables=None)`` -> ``Bundle``: pipelines (files,
   configuration, catalog/schema) and jobs (tasks, order) resolved for a target; used by the

@@ -1,4 +1,4 @@
-"""Read the Databricks Asset Bundle (databricks.yml + resources/*.yml) without a workspace.
+"""Read the Declarative Automation Bundle (databricks.yml + resources/*.yml) without a workspace.
 
 ``load_bundle`` gives the local runner the same view of the project that Databricks gets on
 ``databricks bundle deploy``: which files make up each pipeline, their configuration, their
