@@ -521,8 +521,12 @@ def main(argv: list[str] | None = None) -> int:
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     # Everything the command says goes through one place (medallion_dq.tools.console).
+    from medallion_dq.local import process_named
+
+    # What a lock this command holds says it is (`spark stop`, a second run on the lake).
     with console.opened(quiet=args.quiet, verbose=args.verbose):
-        return _run(commands[args.command], args)
+        with process_named(f"`{PROG} {args.command}`"):
+            return _run(commands[args.command], args)
 
 
 def _run(command, args) -> int:
