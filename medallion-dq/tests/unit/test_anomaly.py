@@ -73,6 +73,66 @@ def test_without_enough_history_the_check_passes_with_a_note():
     assert result.passed and result.note == "no baseline yet: 2 earlier updates, 3 needed"
 
 
+def updates(*times: datetime, rows: int = 80) -> list[dict]:
+    """The volume series of the event log: one update of silver_orders at each time."""
+    return [
+        {
+            "update_id": f"u{n}",
+            "dataset": "silver_orders",
+            "time": time,
+            "rows": rows,
+            "full_refresh": False,
+        }
+        for n, time in enumerate(times)
+    ]
+
+
+def test_earlier_updates_of_the_day_judged_are_said_apart_not_counted_as_a_baseline():
+    """Four runs on one day, then a fifth: no baseline yet, and the note says why (its four
+    earlier updates are of the same day, and count from the next day), not '4 earlier updates,
+    3 needed'. The next day, the five of that day make the baseline."""
+    day = [datetime(2026, 12, 5, hour) for hour in (6, 7, 8, 9, 10)]
+    series = {"written": updates(*day), "rates": []}
+    result = checks.anomaly_check(None, check(), "silver_orders", "t", series, "u4")
+    assert result.passed and not result.warning
+    assert result.note == (
+        "no baseline yet: 0 updates of the days before Sat 2026-12-05, 3 needed; 4 more are of"
+        " Sat 2026-12-05: they count from the next day (date_column counts rows by the day of"
+        " their data)"
+    )
+    series = {"written": updates(*day, datetime(2026, 12, 6, 6)), "rates": []}
+    sunday = checks.anomaly_check(None, check(), "silver_orders", "t", series, "u5")
+    assert sunday.note == "" and sunday.bound == "expected 72–88 (median 80 over the last 5 updates)"
+
+
+def test_a_failure_rate_or_a_lag_without_a_baseline_says_which_deliveries_count():
+    day = date(2026, 12, 5)
+    history = [anomaly.Point(date(2026, 12, 4), 0.01), anomaly.Point(day, 0.02)]
+    rate = checks.judge_anomaly(check(metric="failure_rate"), "silver_orders", 0.5, day, history)
+    assert rate.passed and rate.note == (
+        "no baseline yet: 1 update of the days before Sat 2026-12-05, 3 needed; 1 more is of"
+        " Sat 2026-12-05: it counts from the next day"
+    )  # no date_column hint: a failure rate is dated by its update
+    late = [*history, anomaly.Point(date(2026, 12, 7), 3.0), anomaly.Point(date(2026, 12, 8), 2.0)]
+    lag = checks.judge_anomaly(check(metric="lag"), "silver_orders", 9.0, day, late, "deliveries")
+    assert lag.note.endswith("1 more is of Sat 2026-12-05: it counts from the next day; 2 are of a later day")
+    assert lag.note.startswith("no baseline yet: 1 delivery of the days before Sat 2026-12-05")
+
+
+def test_two_updates_of_one_earlier_weekday_are_one_week_not_two():
+    """The weekday baseline needs two weeks of that weekday, not two updates: a Wednesday run
+    twice is one Wednesday, and the band says its weeks by days."""
+    wednesday = date(2026, 11, 11)
+    week = [anomaly.Point(wednesday + timedelta(d), 80) for d in range(-2, 5)]
+    twice = [*week, anomaly.Point(wednesday, 40)]  # the Wednesday run again
+    found = anomaly.band(twice, date(2026, 11, 18))
+    assert found is not None and found.weekday is None and found.points == 8
+    second = [*twice, anomaly.Point(date(2026, 11, 18), 40), anomaly.Point(date(2026, 11, 18), 41)]
+    weekly = anomaly.band(second, date(2026, 11, 25))
+    assert weekly is not None and (weekly.weekday, weekly.points, weekly.days) == (2, 4, 2)
+    assert anomaly.describe(weekly, "rows", "updates").endswith("(Wednesday median 40 over 2 weeks)")
+
+
 def test_warn_passes_the_gate_with_a_warning():
     result = checks.judge_anomaly(
         check(action="warn"), "silver_orders", 40, date(2026, 11, 18), two_weeks()

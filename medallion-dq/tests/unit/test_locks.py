@@ -125,5 +125,5 @@ def test_the_command_line_names_itself_while_it_runs(tmp_path, monkeypatch):
     seen = []
     monkeypatch.setattr(cli, "cmd_spark", lambda args: seen.append(machine.activity()) or 0)
     assert cli.main(["--root", str(tmp_path), "spark", "status"]) == 0
-    assert seen == ["`medallion-dq spark`"]
-    assert machine.activity() != "`medallion-dq spark`"
+    assert seen == ["`medallion-dq spark status`"]
+    assert machine.activity() != "`medallion-dq spark status`"

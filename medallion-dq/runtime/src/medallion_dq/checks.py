@@ -269,7 +269,9 @@ def judge_anomaly(
         min_width=float(cast(float, check.get("min_width", anomaly.DEFAULT_MIN_WIDTH))),
     )
     if found is None:
-        note = f"no baseline yet: {len(history)} earlier {unit}, {anomaly.MIN_POINTS} needed"
+        dated = metric == "rows" and unit == "updates"  # by the update: date_column would help
+        hint = "date_column counts rows by the day of their data" if dated else ""
+        note = anomaly.missing(history, day, unit, hint)
         return CheckResult(dataset, check.name, "anomaly", shown, "-", True, note)
     odd, warn = not found.holds(value), check.get("action") == "warn"
     return CheckResult(

@@ -523,9 +523,12 @@ def main(argv: list[str] | None = None) -> int:
     # Everything the command says goes through one place (medallion_dq.tools.console).
     from medallion_dq.local import process_named
 
-    # What a lock this command holds says it is (`spark stop`, a second run on the lake).
+    # What a lock this command holds says it is (`spark stop`, a second run on the lake); the
+    # command and its action (`conventions diff`), never an option's value.
+    action = getattr(args, "action", None)
+    named = f"`{PROG} {args.command}{f' {action}' if isinstance(action, str) else ''}`"
     with console.opened(quiet=args.quiet, verbose=args.verbose):
-        with process_named(f"`{PROG} {args.command}`"):
+        with process_named(named):
             return _run(commands[args.command], args)
 
 
