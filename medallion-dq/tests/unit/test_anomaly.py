@@ -134,10 +134,79 @@ def test_two_updates_of_one_earlier_weekday_are_one_week_not_two():
 
 
 def test_warn_passes_the_gate_with_a_warning():
-    result = checks.judge_anomaly(
-        check(action="warn"), "silver_orders", 40, date(2026, 11, 18), two_weeks()
-    )
+    """`action: warn` beside the check's name, where CONVENTIONS.md shows it."""
+    text = HEAD + "checks:\n  - name: daily_anomaly\n    action: warn\n    anomaly: {metric: rows}\n"
+    (warned,) = rules.parse(text, "rules/silver/orders.yml").checks
+    judged = checks.judge_anomaly(warned, "silver_orders", 40, date(2026, 11, 18), two_weeks())
+    assert (judged.passed, judged.warning) == (False, False)  # the band's verdict alone
+    result = checks.acted(warned, judged)
     assert (result.passed, result.warning, result.status) == (True, True, "WARN")
+    assert result.bound == judged.bound and result.band == judged.band  # the report draws it
+    held = checks.judge_anomaly(warned, "silver_orders", 80, date(2026, 11, 18), two_weeks())
+    assert checks.acted(warned, held).status == "PASS"
+    failing = checks.judge_anomaly(check(), "silver_orders", 40, date(2026, 11, 18), two_weeks())
+    assert checks.acted(check(), failing).status == "FAIL"  # the default: fail
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("volume", "{min_rows: 100}"),
+        ("anomaly", "{metric: rows}"),
+        ("freshness", "{column: order_ts, max_age: 2d}"),
+        ("references", "{column: customer_id, dataset: silver_customers}"),
+    ],
+)
+def test_every_kind_of_check_takes_action_warn_beside_its_name(kind, options):
+    text = HEAD + f"checks:\n  - name: watched\n    {kind}: {options}\n    action: warn\n"
+    (found,) = rules.parse(text, "rules/silver/orders.yml").checks
+    assert (found.kind, found.action) == (kind, "warn")
+    broken = checks.CheckResult("silver_orders", "watched", kind, "3", "0", passed=False)
+    assert checks.acted(found, broken).status == "WARN"
+    default = rules.parse(text.replace("    action: warn\n", ""), "orders.yml").checks[0]
+    assert default.action == "fail" and checks.acted(default, broken).status == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("check_text", "message", "fix"),
+    [
+        (
+            "    anomaly: {metric: rows, action: warn}\n",
+            "DQ023 rules/silver/orders.yml: checks.watched: action is the check's own field, not an"
+            " option of anomaly; fix: write 'action: warn'",
+            "write 'action: warn' on a line of its own beside 'name:', out of the anomaly mapping",
+        ),
+        (
+            "    volume: {min_ratio: 0.5, action: fail}\n",
+            "action is the check's own field, not an option of volume",
+            "write 'action: fail' on a line",
+        ),
+        (
+            "    freshness: {column: order_ts, max_age: 2d, action: drop}\n",
+            "action is the check's own field, not an option of freshness",
+            "write 'action: warn' on a line",
+        ),
+        (
+            "    references: {column: customer_id, dataset: silver_customers}\n    action: drop\n",
+            "a check's action must be fail or warn, got 'drop'",
+            "(a dataset check drops no rows)",
+        ),
+        (
+            "    anomaly: {metric: rows}\n    action: [warn]\n",
+            "a check's action must be fail or warn, got ['warn']",
+            "write 'action: warn'",
+        ),
+    ],
+    ids=["anomaly", "volume", "freshness-drop", "references-drop", "a-list"],
+)
+def test_an_action_in_the_wrong_place_is_one_line_with_the_fix(check_text, message, fix):
+    text = HEAD + "checks:\n  - name: watched\n" + check_text
+    with pytest.raises(DataQualityError) as caught:
+        rules.parse(text, "rules/silver/orders.yml")
+    (problem,) = caught.value.problems
+    line = str(problem)
+    assert "\n" not in line and "rules/silver/orders.yml" in line and "checks.watched" in line
+    assert message in line and fix in line
 
 
 def test_the_event_log_series_leaves_out_empty_days_and_full_refreshes():
@@ -224,7 +293,7 @@ HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: 
         ("{metric: rows, sensitivity: -1}", "anomaly.sensitivity must be a number > 0, got -1"),
         ("{metric: rows, history: 2}", "anomaly.history must be a whole number >= 3, got 2"),
         ("{metric: rows, by_weekday: yes please}", "anomaly.by_weekday must be true or false"),
-        ("{metric: rows, action: drop}", "anomaly.action must be one of warn, fail, got 'drop'"),
+        ("{metric: rows, action: drop}", "action is the check's own field, not an option of anomaly"),
         ("{sensitivity: 3}", "anomaly needs 'metric'"),
         ("{metric: rows, window: 7}", "anomaly has no option 'window'"),
         ("{metric: rows, date_column: ''}", "anomaly.date_column must be a column"),
@@ -252,10 +321,10 @@ def test_a_wrong_field_is_one_line_naming_it(options: str, message: str):
 def test_a_valid_anomaly_check_is_read_with_its_options():
     text = HEAD + (
         "checks:\n  - name: daily_anomaly\n    anomaly: {metric: failure_rate, rule: valid_amount,"
-        " sensitivity: 3.5, history: 28, by_weekday: true, action: warn}\n"
+        " sensitivity: 3.5, history: 28, by_weekday: true}\n    action: warn\n"
     )
     (found,) = rules.parse(text, "orders.yml").checks
-    assert (found.kind, found.get("rule"), found.get("action")) == (
+    assert (found.kind, found.get("rule"), found.action) == (
         "anomaly",
         "valid_amount",
         "warn",
@@ -293,3 +362,20 @@ def test_the_report_draws_each_series_with_its_band_and_marks_the_anomalies():
     assert "Anomaly checks" not in report.html(
         [], checks=[{**rows[0], "band": None, "kind": "volume"}]
     )
+
+
+def test_the_checks_conventions_md_shows_are_read_as_it_says():
+    """The baked CONVENTIONS.md's `checks:` example, as a rule file: every check reads, and its
+    `action: warn` is where the rule loader takes it (the form the docs show works)."""
+    import re
+
+    from sample import sample_project
+
+    text = (sample_project() / "CONVENTIONS.md").read_text(encoding="utf-8")
+    section = text[text.index("## Dataset-level checks") :]
+    block = re.search(r"```yaml\n(checks:\n.*?)```", section, re.S).group(1)
+    found = rules.parse(HEAD + block, "CONVENTIONS.md")
+    kinds = {c.name: (c.kind, c.action) for c in found.checks}
+    assert kinds["daily_anomaly"] == ("anomaly", "warn")
+    assert kinds["daily_volume"] == ("volume", "fail")
+    assert "`action: warn` beside its `name:`" in section

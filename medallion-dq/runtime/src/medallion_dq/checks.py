@@ -273,17 +273,23 @@ def judge_anomaly(
         hint = "date_column counts rows by the day of their data" if dated else ""
         note = anomaly.missing(history, day, unit, hint)
         return CheckResult(dataset, check.name, "anomaly", shown, "-", True, note)
-    odd, warn = not found.holds(value), check.get("action") == "warn"
     return CheckResult(
         dataset,
         check.name,
         "anomaly",
         shown,
         anomaly.describe(found, metric, unit),
-        passed=not odd or warn,
-        warning=odd and warn,
+        passed=found.holds(value),
         band=(day.isoformat(), value, found.low, found.high),
     )
+
+
+def acted(check: Check, result: CheckResult) -> CheckResult:
+    """The result as the check's action says: a check of `action: warn` that does not hold
+    passes the gate with a warning (WARN), of any kind."""
+    if check.action == "warn" and not result.passed:
+        return replace(result, passed=True, warning=True)
+    return result
 
 
 def anomaly_check(
@@ -500,9 +506,9 @@ def judge(
         moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
     results = []
 
-    def timed(judge: Callable[..., CheckResult], *args: Any) -> None:
+    def timed(check: Check | None, judge: Callable[..., CheckResult], *args: Any) -> None:
         started = time.perf_counter()
-        result = judge(*args)
+        result = judge(*args) if check is None else acted(check, judge(*args))
         results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
 
     for ruleset in chosen:
@@ -510,16 +516,17 @@ def judge(
         for check in ruleset.checks:
             updates = (*earlier.get(name, ()), update_id)
             if check.kind == "volume":
-                timed(volume, check, name, written, updates, allow_empty)
+                timed(check, volume, check, name, written, updates, allow_empty)
             elif check.kind == "anomaly":
                 series = {"written": written, "rates": rates}
-                timed(anomaly_check, spark, check, name, table(name), series, updates, allow_empty)
+                args = (spark, check, name, table(name), series, updates, allow_empty)
+                timed(check, anomaly_check, *args)
             elif check.kind == "freshness":
-                timed(freshness, spark, check, name, table(name), moment)
+                timed(check, freshness, spark, check, name, table(name), moment)
             else:
-                timed(references, spark, check, name, table)
+                timed(check, references, spark, check, name, table)
         if ruleset.schema:
-            timed(schema, spark, ruleset, table(name))
+            timed(None, schema, spark, ruleset, table(name))
     return results
 
 

@@ -8,6 +8,7 @@ from medallion_dq import rule_fields
 from medallion_dq.tools.contract.model import Context, RuleFile, custom, singular, snake
 
 FRESHNESS = ("latency", "ly", "freshness")
+WARN_SEVERITIES = ("warning", "warn", "info", "low", "minor")  # a rule's warn, a check's too
 _UNITS = {"s": "s", "sec": "s", "second": "s", "seconds": "s", "m": "m", "min": "m"}
 _UNITS |= {"minute": "m", "minutes": "m", "h": "h", "hr": "h", "hour": "h", "hours": "h"}
 _UNITS |= {"d": "d", "day": "d", "days": "d"}
@@ -46,10 +47,12 @@ class DatasetChecks(Context):
         if target.layer != "silver":
             self.out.skipped.append(f"{clause}: rowCount: volume checks are silver's (DQC011)")
             return
+        warn = str(rule.get("severity", "")).lower() in WARN_SEVERITIES
         target.checks.append(
             {
                 "name": self.name(target, rule.get("name") or rule.get("id"), "row_count"),
                 "volume": bounds,
+                "action": "warn" if warn else None,
                 "description": rule.get("description"),
                 "contract": clause,
             }

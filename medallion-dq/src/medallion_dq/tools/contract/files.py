@@ -22,7 +22,7 @@ HEADER = (
 )
 
 _RULE_KEYS = ("name", "constraint", "action", "description", "owner", "threshold", "contract")
-_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "description", "contract")
+_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "action", "description", "contract")
 _FILE_KEYS = ("dataset", "layer", "owner", "description", "threshold", "quarantine", "contract")
 
 
