@@ -125,16 +125,8 @@ class DatasetChecks(Context):
             },
             where,
         )
-        distinct = ", ".join(f'"{c}"' for c in columns)
-        self.out.notes.append(
-            f"{clause}: uniqueness is judged by the gold dataset gold_{stem} "
-            f"(rules/gold/{stem}.yml); a publish pipeline file defines it:\n"
-            f'    @dp.materialized_view(name="gold_{stem}")\n'
-            f"    @dp.expect_all_or_fail(RULES.fail)\n"
-            f"    def gold_{stem}():\n"
-            f'        return spark.read.table("{self.dataset_of(obj)}").select(\n'
-            f'            (F.count("*") - F.countDistinct({distinct})).alias("{metric}"))'
-        )
+        keys.keys_of = self.dataset_of(obj)
+        keys.uniqueness.append((clause, ", ".join(f'"{c}"' for c in columns), metric))
 
     def sla(self, datasets: list[str]) -> None:
         for sla in self.doc.get("slaProperties") or []:
