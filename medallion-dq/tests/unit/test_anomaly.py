@@ -102,7 +102,9 @@ def test_earlier_updates_of_the_day_judged_are_said_apart_not_counted_as_a_basel
     )
     series = {"written": updates(*day, datetime(2026, 12, 6, 6)), "rates": []}
     sunday = checks.anomaly_check(None, check(), "silver_orders", "t", series, "u5")
-    assert sunday.note == "" and sunday.bound == "expected 72–88 (median 80 over the last 5 updates)"
+    assert (
+        sunday.note == "" and sunday.bound == "expected 72–88 (median 80 over the last 5 updates)"
+    )
 
 
 def test_a_failure_rate_or_a_lag_without_a_baseline_says_which_deliveries_count():
@@ -115,7 +117,9 @@ def test_a_failure_rate_or_a_lag_without_a_baseline_says_which_deliveries_count(
     )  # no date_column hint: a failure rate is dated by its update
     late = [*history, anomaly.Point(date(2026, 12, 7), 3.0), anomaly.Point(date(2026, 12, 8), 2.0)]
     lag = checks.judge_anomaly(check(metric="lag"), "silver_orders", 9.0, day, late, "deliveries")
-    assert lag.note.endswith("1 more is of Sat 2026-12-05: it counts from the next day; 2 are of a later day")
+    assert lag.note.endswith(
+        "1 more is of Sat 2026-12-05: it counts from the next day; 2 are of a later day"
+    )
     assert lag.note.startswith("no baseline yet: 1 delivery of the days before Sat 2026-12-05")
 
 
@@ -130,12 +134,16 @@ def test_two_updates_of_one_earlier_weekday_are_one_week_not_two():
     second = [*twice, anomaly.Point(date(2026, 11, 18), 40), anomaly.Point(date(2026, 11, 18), 41)]
     weekly = anomaly.band(second, date(2026, 11, 25))
     assert weekly is not None and (weekly.weekday, weekly.points, weekly.days) == (2, 4, 2)
-    assert anomaly.describe(weekly, "rows", "updates").endswith("(Wednesday median 40 over 2 weeks)")
+    assert anomaly.describe(weekly, "rows", "updates").endswith(
+        "(Wednesday median 40 over 2 weeks)"
+    )
 
 
 def test_warn_passes_the_gate_with_a_warning():
     """`action: warn` beside the check's name, where CONVENTIONS.md shows it."""
-    text = HEAD + "checks:\n  - name: daily_anomaly\n    action: warn\n    anomaly: {metric: rows}\n"
+    text = (
+        HEAD + "checks:\n  - name: daily_anomaly\n    action: warn\n    anomaly: {metric: rows}\n"
+    )
     (warned,) = rules.parse(text, "rules/silver/orders.yml").checks
     judged = checks.judge_anomaly(warned, "silver_orders", 40, date(2026, 11, 18), two_weeks())
     assert (judged.passed, judged.warning) == (False, False)  # the band's verdict alone
@@ -293,7 +301,10 @@ HEAD = "dataset: silver_orders\nrules:\n  - name: valid_amount\n    constraint: 
         ("{metric: rows, sensitivity: -1}", "anomaly.sensitivity must be a number > 0, got -1"),
         ("{metric: rows, history: 2}", "anomaly.history must be a whole number >= 3, got 2"),
         ("{metric: rows, by_weekday: yes please}", "anomaly.by_weekday must be true or false"),
-        ("{metric: rows, action: drop}", "action is the check's own field, not an option of anomaly"),
+        (
+            "{metric: rows, action: drop}",
+            "action is the check's own field, not an option of anomaly",
+        ),
         ("{sensitivity: 3}", "anomaly needs 'metric'"),
         ("{metric: rows, window: 7}", "anomaly has no option 'window'"),
         ("{metric: rows, date_column: ''}", "anomaly.date_column must be a column"),

@@ -95,7 +95,11 @@ def test_the_uniqueness_the_project_judges_is_not_judged_twice(project, tmp_path
     ]
     keys = rules.load(rules_of(project) / "gold/order_keys.yml")
     (unique,) = keys.rules
-    assert (keys.dataset, keys.owner, keys.contract.id) == ("gold_order_keys", "shop-team", "shop-orders")
+    assert (keys.dataset, keys.owner, keys.contract.id) == (
+        "gold_order_keys",
+        "shop-team",
+        "shop-orders",
+    )
     assert (unique.constraint, unique.description, unique.contract) == (
         "duplicate_order_ids = 0",
         "No order twice.",
@@ -198,8 +202,15 @@ def test_a_row_count_of_severity_warning_is_a_check_that_warns_and_goes_round(
 
     contract = producers(project, warning)
     first = round_trip(project, contract, tmp_path, capsys)
-    assert "    volume: {min_rows: 1}\n    action: warn\n" in first["src/acme_orders/rules/silver/orders.yml"]
-    (found,) = [c for c in rules.load(rules_of(project) / "silver/orders.yml").checks if c.name == "some_orders"]
+    assert (
+        "    volume: {min_rows: 1}\n    action: warn\n"
+        in first["src/acme_orders/rules/silver/orders.yml"]
+    )
+    (found,) = [
+        c
+        for c in rules.load(rules_of(project) / "silver/orders.yml").checks
+        if c.name == "some_orders"
+    ]
     assert (found.kind, found.action) == ("volume", "warn")
     exported = yaml.safe_load((tmp_path / "exported.odcs.yaml").read_text())
     (clause,) = [q for q in exported["schema"][0]["quality"] if q.get("metric") == "rowCount"]

@@ -92,7 +92,9 @@ def missing(history: Sequence[Point], day: date, unit: str, hint: str = "") -> s
     later = len(history) - usable - same
     if same:
         counts = "it counts" if same == 1 else "they count"
-        said += f"; {same} more {'is' if same == 1 else 'are'} of {shown}: {counts} from the next day"
+        said += (
+            f"; {same} more {'is' if same == 1 else 'are'} of {shown}: {counts} from the next day"
+        )
     if later:
         said += f"; {later} {'is' if later == 1 else 'are'} of a later day"
     return said + (f" ({hint})" if hint else "")

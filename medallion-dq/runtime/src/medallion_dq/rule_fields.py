@@ -473,9 +473,7 @@ def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
         clause = read_text(Entry(entry.reader, data, {"rule": label}), "contract")
         action = _check_action(check, data.get("action", "fail"))
         if options is not None and name and action:
-            found.append(
-                Check(name, kinds[0], tuple(options.items()), description, clause, action)
-            )
+            found.append(Check(name, kinds[0], tuple(options.items()), description, clause, action))
     return tuple(found)
 
 

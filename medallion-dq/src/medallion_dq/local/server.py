@@ -213,7 +213,8 @@ def lease_users(folder: Path) -> str:
     """Who holds a lease on the server of ``folder``, as their records say: "`medallion-dq
     run` (pid 4242)". The record of a process that died holding a lease (its lock went with
     it) is removed, never named."""
-    holders, said = lease_holders(folder), {}
+    holders = lease_holders(folder)
+    said: dict[int, str] = {}
     for record in sorted((folder / LEASES).glob("*-*")):
         head = record.name.split("-")[0]
         pid = int(head) if head.isdigit() else 0

@@ -527,9 +527,8 @@ def main(argv: list[str] | None = None) -> int:
     # command and its action (`conventions diff`), never an option's value.
     action = getattr(args, "action", None)
     named = f"`{PROG} {args.command}{f' {action}' if isinstance(action, str) else ''}`"
-    with console.opened(quiet=args.quiet, verbose=args.verbose):
-        with process_named(named):
-            return _run(commands[args.command], args)
+    with console.opened(quiet=args.quiet, verbose=args.verbose), process_named(named):
+        return _run(commands[args.command], args)
 
 
 def _run(command, args) -> int:

@@ -145,7 +145,7 @@ def place(project: Project, translation: Translation) -> list[tuple[Path, RuleFi
     base = folders[0] if folders else project.root / "rules"
     paths = {m.dataset: existing.get(m.dataset) or base / k for k, m in translation.files.items()}
     out = []
-    for key, made in translation.files.items():
+    for made in translation.files.values():
         if made.keys_of:
             of = paths.get(made.keys_of) or existing.get(made.keys_of)
             stem = f"{singular(of.stem)}_keys" if of is not None else made.stem
