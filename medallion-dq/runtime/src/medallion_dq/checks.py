@@ -16,6 +16,7 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   of the data (a replayed or backfilled history keeps its days); failure rates from the event
   log's expectation metrics; the lag of each delivery (read_landing's `_ingested_at` minus its
   newest `date_column`) from the table. A full refresh and an empty delivery are allowed for.
+  The baseline is of the days before the one judged: a note says which deliveries count.
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -28,6 +29,9 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   into, without a declaration: fields the schema does not name (kept in `_rescued_data`) and
   schema fields records lack (sources.landing_drift). A warning, never a failure: the source
   changed its records, and nothing was lost.
+
+A check whose `action:` (beside its name) is `warn` passes the gate with a warning (WARN) where
+it would fail (`acted`): any kind.
 
 Each check gives a `CheckResult` (value, bound, pass/fail): the gate prints and judges them with
 the expectation metrics, and the local runner records them in the event log for the report.
