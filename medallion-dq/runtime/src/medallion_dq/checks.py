@@ -204,7 +204,7 @@ def volume(
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
     if ratios and not earlier:
-        note = "first update: no history to compare with yet"
+        note = _no_history(written, dataset, update_id)
     elif ratios:
         median = statistics.median(int(w["rows"]) for w in earlier)
         ratio = rows / median if median else (float("inf") if rows else 1.0)
@@ -216,6 +216,24 @@ def volume(
         value = f"{rows:,} rows ({ratio:.2f}x the median)"
     return CheckResult(
         dataset, check.name, "volume", value, "; ".join(bounds) or "-", not failed, note
+    )
+
+
+def _no_history(written: list[dict[str, Any]], dataset: str, update_id: str | Sequence[str]) -> str:
+    """The volume check's note without history: the first update, or why the earlier ones are
+    none (an empty update and a full refresh are no delivery to compare with)."""
+    updates = update_ids(update_id)
+    ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
+    start = min(w["time"] for w in ours if w["update_id"] in updates)
+    before = [w for w in ours if w["time"] < start and w["update_id"] not in updates]
+    if not before:
+        return "first update: no history to compare with yet"
+    empty = sum(not int(w["rows"]) for w in before)
+    shown = [f"{empty} empty"] * bool(empty)
+    shown += [f"{len(before) - empty} full refresh(es)"] * (len(before) > empty)
+    return (
+        f"no history to compare with yet: the {len(before)} earlier update(s) were"
+        f" {' and '.join(shown)}, no delivery"
     )
 
 
