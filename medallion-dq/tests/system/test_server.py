@@ -526,9 +526,14 @@ def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_on
         assert start.returncode == 0, "".join(done[name])[-3000:]
     assert done["start"][0].split() == ["3"]
     fetched = [name for name, (_, err) in done.items() if "fetching the Delta jars (" in err]
-    waited = "waiting for another process fetching the Delta jars into"
+    assert len(fetched) == 1, done
+    holders = {  # the waiting one names the fetching one: what it is, its process
+        "job": f"`medallion-dq run` (process {starts['job'].pid})",
+        "start": f"a Python process (process {starts['start'].pid})",
+    }
+    waited = f"waiting for {holders[fetched[0]]} fetching the Delta jars into"
     waiting = [name for name, (_, err) in done.items() if waited in err]
-    assert len(fetched) == len(waiting) == 1 and fetched != waiting, done
+    assert len(waiting) == 1 and fetched != waiting, done
     assert sorted(p.name for p in (java_runtime_only / "jars").glob("*.jar")) == [
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
         for coordinate in sorted(jars.delta_artifacts())

@@ -24,6 +24,9 @@ if named is not None:
 if kind == "lake":
     held = lake.locked(Path(folder))
     held.__enter__()
+elif kind == "cache":  # the cache's fetch lock, as the Delta jars' fetch holds it
+    held = machine.exclusive(Path(folder) / "fetch.lock")
+    machine.sign(held.__enter__())
 else:
     lease = server.Lease(Path(folder))
 print("holding", flush=True)
@@ -49,7 +52,8 @@ def holders():
 
     yield hold
     for process in started:
-        process.stdin.close()
+        if not process.stdin.closed:
+            process.stdin.close()
         process.wait(timeout=30)
 
 
@@ -127,3 +131,21 @@ def test_the_command_line_names_itself_while_it_runs(tmp_path, monkeypatch):
     assert cli.main(["--root", str(tmp_path), "spark", "status"]) == 0
     assert seen == ["`medallion-dq spark status`"]
     assert machine.activity() != "`medallion-dq spark status`"
+
+
+def test_a_wait_for_the_cache_names_what_is_fetching(tmp_path, holders, monkeypatch, caplog):
+    """Two first starts at once: the one that waits for the Delta jars says for whom."""
+    import logging
+    import threading
+
+    from medallion_dq.local import jars
+
+    monkeypatch.setenv("DQ_CACHE_DIR", str(tmp_path))
+    fetching = holders("cache", tmp_path, "`medallion-dq run`")
+    threading.Timer(1.0, fetching.stdin.close).start()  # it ends its fetch a second later
+    with caplog.at_level(logging.INFO), jars._cache_locked("fetch", "fetching the Delta jars"):
+        pass
+    assert (
+        f"waiting for `medallion-dq run` (process {fetching.pid}) fetching the Delta jars into"
+        f" {tmp_path}" in caplog.text
+    )

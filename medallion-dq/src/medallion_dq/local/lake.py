@@ -53,22 +53,17 @@ class LakeBusy(MedallionDQError, RuntimeError):
 @contextlib.contextmanager
 def locked(work_dir: Path) -> Iterator[None]:
     """Hold the lake for this process: two runs on one lake would mix their updates. The lock
-    file says who holds it (`<pid> <what>`: machine.activity), for the one it turns away; a
-    process that died holding it left no lock, whatever the file still says."""
+    file says who holds it (machine.sign), for the one it turns away; a process that died
+    holding it left no lock, whatever the file still says."""
 
     def busy(handle) -> None:
-        handle.seek(0)
-        pid, _, what = handle.read().strip().partition(" ")
         raise LakeBusy(
-            f"{what or 'another run'} (process {pid or '?'}) is using the lake {work_dir}: wait"
-            " for it to end, or use --fresh for a throwaway lake"
+            f"{machine.holder(handle, 'another run')} is using the lake {work_dir}: wait for it"
+            " to end, or use --fresh for a throwaway lake"
         )
 
     with machine.exclusive(work_dir / ".lock", busy) as handle:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()} {machine.activity()}")
-        handle.flush()
+        machine.sign(handle)
         yield
 
 

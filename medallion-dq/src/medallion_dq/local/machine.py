@@ -49,6 +49,22 @@ def activity() -> str:
     return f"`{program}`"
 
 
+def sign(handle: IO[str]) -> None:
+    """Write who holds the lock of `handle` into its file (`<pid> <activity>`), for `holder`."""
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()} {activity()}")
+    handle.flush()
+
+
+def holder(handle: IO[str], unknown: str = "another process") -> str:
+    """Who holds the lock of `handle`, as its file says (`sign`): "`medallion-dq run` (process
+    4242)"; `unknown` where it says nothing (a lock of an older version)."""
+    handle.seek(0)
+    pid, _, what = handle.read().strip().partition(" ")
+    return f"{what or unknown} (process {pid or '?'})"
+
+
 class BackendUnavailable(MedallionDQError, RuntimeError):
     """A backend cannot start here; the message says what is missing and how to fix it."""
 
