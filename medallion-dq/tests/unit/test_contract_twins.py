@@ -80,6 +80,8 @@ def round_trip(root: Path, contract: Path, tmp_path: Path, capsys) -> dict[str, 
         assert "rules/silver/orders.yml: unchanged" in said, said
         assert "rules/gold/order_keys.yml: unchanged" in said, said
         assert snapshot(root) == first
+    capsys.readouterr()
+    assert run(root, "check", str(contract)) == 0, capsys.readouterr().out  # no drift either
     return first
 
 
