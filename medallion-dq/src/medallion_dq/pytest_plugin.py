@@ -65,7 +65,7 @@ def medallion_project(pytestconfig) -> Path:
 
 @pytest.fixture(scope="session")
 def local_spark(tmp_path_factory, medallion_project, pytestconfig):
-    from medallion_dq.local import BackendUnavailable, start
+    from medallion_dq.local import BackendUnavailable, process_named, start
     from medallion_dq.project import settings
 
     try:  # every setting: a bad one fails the session, even where the backend would skip
@@ -76,7 +76,8 @@ def local_spark(tmp_path_factory, medallion_project, pytestconfig):
     try:
         # A remote server's test folders go in the folder it shares with us (DQ_REMOTE_DIR).
         work_dir = None if backend == "remote" else tmp_path_factory.mktemp("spark")
-        local = start(backend, work_dir=work_dir, reuse=medallion_project)
+        with process_named("a pytest session"):  # what `spark stop` says holds the server
+            local = start(backend, work_dir=work_dir, reuse=medallion_project)
     except BackendUnavailable as error:
         if backend in ("container", "cluster"):
             pytest.skip(f"{backend} backend unavailable: {error}")

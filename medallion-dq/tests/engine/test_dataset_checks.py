@@ -157,6 +157,34 @@ def test_the_bad_day_fails_each_check_with_its_value_and_bound(days):
     )
 
 
+def test_checks_of_action_warn_warn_on_the_bad_day_and_the_others_still_fail(days, tmp_path):
+    """`action: warn` beside a check's name (CONVENTIONS.md): the bad day's freshness and
+    references checks are WARN, the gate's failure is the volume's and the schema's alone."""
+    update, _, lake = days["2026-11-07"]
+    warned = RULES.replace("QUANTITY_TYPE", "bigint")
+    for name in ("fresh_orders", "known_customer"):
+        warned = warned.replace(f"  - name: {name}\n", f"  - name: {name}\n    action: warn\n")
+    (tmp_path / "orders.yml").write_text(warned)
+    verdict = gate.run_gate(
+        lake.project.runner.event_log.read(),
+        update_id=update.update_id,
+        rule_files=[tmp_path],
+        table_prefix=f"{lake.schema}.",
+        as_of="2026-11-10 00:00:00",
+        default_threshold=0.05,
+        allow_empty=True,
+    )
+    status = {n: c.status for n, c in checks_of(verdict).items()}
+    assert status == {
+        "daily_volume": "FAIL",
+        "fresh_orders": "WARN",
+        "known_customer": "WARN",
+        "schema": "FAIL",
+    }
+    assert not verdict.passed and "2 dataset check(s) failed" in verdict.summary()
+    assert "warning: silver_orders.known_customer (references): 3 of" in str(verdict)
+
+
 def test_a_full_refresh_is_no_delivery_to_compare_or_count(days):
     """A full refresh reads every delivery again: once, after a few days its rows were several
     times the median of one and the volume check failed the gate it had been run to pass."""

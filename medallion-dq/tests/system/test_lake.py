@@ -174,12 +174,13 @@ def test_publish_on_an_empty_lake_names_the_missing_table_and_what_to_run(empty_
 
 
 def test_one_run_at_a_time_per_lake(tmp_path):
-    from medallion_dq.local import lake
+    from medallion_dq.local import lake, machine
 
-    with lake.locked(tmp_path), pytest.raises(lake.LakeBusy) as caught:  # noqa: SIM117
-        with lake.locked(tmp_path):
+    with machine.named("`medallion-dq run`"), lake.locked(tmp_path):  # noqa: SIM117
+        with pytest.raises(lake.LakeBusy) as caught, lake.locked(tmp_path):
             pass
-    assert f"another run (process {os.getpid()}) is using the lake {tmp_path}" in str(caught.value)
+    said = f"`medallion-dq run` (process {os.getpid()}) is using the lake {tmp_path}"
+    assert said in str(caught.value)
     assert "--fresh" in str(caught.value)
 
 

@@ -30,8 +30,9 @@ import json, sys
 import logging
 logging.basicConfig(level=logging.INFO)  # medallion-dq's progress lines on stderr
 from pathlib import Path
-from medallion_dq.local import spark
-local = spark.start("embedded", reuse=Path(sys.argv[1]))
+from medallion_dq.local import machine, spark
+with machine.named("a pytest session"):  # as the pytest plugin's session names itself
+    local = spark.start("embedded", reuse=Path(sys.argv[1]))
 rows = local.spark.range(4).count()
 info = json.loads((local.server_dir / "server.json").read_text())
 print(json.dumps({"rows": rows, "pid": info["pid"], "port": info["port"]}))
@@ -155,8 +156,9 @@ def test_a_cold_start_maps_the_class_archive_the_last_server_recorded(tmp_path):
 WRITER = """
 import sys
 from pathlib import Path
-from medallion_dq.local import spark
-local = spark.start("embedded", reuse=Path(sys.argv[1]))
+from medallion_dq.local import machine, spark
+with machine.named("a pytest session"):  # as the pytest plugin's session names itself
+    local = spark.start("embedded", reuse=Path(sys.argv[1]))
 local.spark.sql("CREATE SCHEMA forks")
 local.spark.range(3).write.saveAsTable("forks.numbers")
 local.spark.range(2).write.mode("append").saveAsTable("forks.numbers")
@@ -237,8 +239,9 @@ def test_reuse_can_be_turned_off(monkeypatch):
 HOLDER = """
 import json, sys
 from pathlib import Path
-from medallion_dq.local import spark
-local = spark.start("embedded", reuse=Path(sys.argv[1]))
+from medallion_dq.local import machine, spark
+with machine.named("a pytest session"):  # as the pytest plugin's session names itself
+    local = spark.start("embedded", reuse=Path(sys.argv[1]))
 info = json.loads((local.server_dir / "server.json").read_text())
 print(json.dumps({"rows": local.spark.range(4).count(), "pid": info["pid"]}), flush=True)
 sys.stdin.readline()  # holds the server (its lease) until told
@@ -268,7 +271,7 @@ def test_spark_stop_refuses_while_a_run_holds_the_server_and_waits_with_wait(tmp
         refused = medallion_dq(root, "spark", "stop")
         assert refused.returncode == 1
         assert refused.stderr.startswith(
-            f"spark: the server is in use by a test run, diff or report (pid {using.pid}); stop"
+            f"spark: the server is in use by a pytest session (pid {using.pid}); stop"
             " it after, or `medallion-dq spark stop --wait`"
         ), refused.stderr
         assert len(refused.stderr.splitlines()) == 1
@@ -285,7 +288,7 @@ def test_spark_stop_refuses_while_a_run_holds_the_server_and_waits_with_wait(tmp
         using.stdin.close()  # the run ends: the server is stopped after it
         out, err = waiting.communicate(timeout=120)
         assert waiting.returncode == 0, err
-        assert f"waiting for a test run, diff or report (pid {using.pid})" in err
+        assert f"waiting for a pytest session (pid {using.pid}) to finish" in err
         assert "stopped the server" in out
         assert processes_in_group(info["pid"]) == []
         assert using.wait(timeout=60) == 0
@@ -523,9 +526,14 @@ def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_on
         assert start.returncode == 0, "".join(done[name])[-3000:]
     assert done["start"][0].split() == ["3"]
     fetched = [name for name, (_, err) in done.items() if "fetching the Delta jars (" in err]
-    waited = "waiting for another process fetching the Delta jars into"
+    assert len(fetched) == 1, done
+    holders = {  # the waiting one names the fetching one: what it is, its process
+        "job": f"`medallion-dq run` (process {starts['job'].pid})",
+        "start": f"a Python process (process {starts['start'].pid})",
+    }
+    waited = f"waiting for {holders[fetched[0]]} fetching the Delta jars into"
     waiting = [name for name, (_, err) in done.items() if waited in err]
-    assert len(fetched) == len(waiting) == 1 and fetched != waiting, done
+    assert len(waiting) == 1 and fetched != waiting, done
     assert sorted(p.name for p in (java_runtime_only / "jars").glob("*.jar")) == [
         f"{coordinate.split(':')[1]}-{coordinate.split(':')[2]}.jar"
         for coordinate in sorted(jars.delta_artifacts())

@@ -430,10 +430,12 @@ def test_import_never_replaces_another_contracts_items(project, capsys):
     assert run(project, "import", str(changed)) == 2
     said = capsys.readouterr().err.splitlines()
     assert said == [
-        f"error: rules/{path} was made from contract acme-orders-orders, not another-feed: give "
-        f"the schema object {stem} a physicalName (another dataset), or delete the file's "
-        "contract: mapping to let this one take over"
-        for path, stem in (("silver/orders.yml", "orders"), ("gold/order_keys.yml", "order_keys"))
+        "error: rules/silver/orders.yml was made from contract acme-orders-orders, not "
+        "another-feed: give the schema object orders a physicalName (another dataset), or delete "
+        "the file's contract: mapping to let this one take over",
+        "error: rules/gold/order_keys.yml was made from contract acme-orders-orders, not "
+        "another-feed: it judges the uniqueness of silver_orders: delete its contract: mapping "
+        "to let this one take over",
     ]
     assert snapshot(project) == before
 

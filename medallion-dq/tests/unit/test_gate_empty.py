@@ -178,3 +178,23 @@ def test_empty_updates_stay_out_of_the_volume_history() -> None:
     assert not checks.volume(check, "silver_orders", written, "u2").passed
     allowed = checks.volume(check, "silver_orders", written, "u2", allow_empty=True)
     assert allowed.passed and allowed.note == "an empty delivery, allowed (--allow-empty)"
+
+
+def test_without_a_delivery_before_the_volume_note_says_why_not_first_update() -> None:
+    """Earlier updates that were empty or full refreshes are no history; the note says so
+    rather than calling the update the first."""
+    from medallion_dq import checks
+    from medallion_dq.rules import Check
+
+    check = Check("daily_volume", "volume", (("min_ratio", 0.5),))
+    written = _written(("mon", 0), ("tue", 400), ("wed", 0), ("thu", 110))
+    written[1]["full_refresh"] = True
+    result = checks.volume(check, "silver_orders", written, "u4")
+    assert result.passed and result.note == (
+        "no history to compare with yet: the 3 earlier update(s) were 2 empty and 1 full"
+        " refresh(es), no delivery"
+    )
+    first = checks.volume(check, "silver_orders", written[:1], "u1", allow_empty=True)
+    assert first.note == "an empty delivery, allowed (--allow-empty)"
+    alone = checks.volume(check, "silver_orders", written[3:], "u4")
+    assert alone.note == "first update: no history to compare with yet"

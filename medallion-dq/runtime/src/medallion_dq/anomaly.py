@@ -45,6 +45,7 @@ class Band:
     high: float
     points: int  # the deliveries the baseline was learned from
     weekday: int | None  # the weekday it is of (date.weekday()), None: all days
+    days: int = 0  # the days those deliveries are of (weeks, of a weekday's)
 
     def holds(self, value: float) -> bool:
         return self.low <= value <= self.high
@@ -64,22 +65,53 @@ def band(
     (None: fewer than MIN_POINTS of them, no baseline yet)."""
     earlier = sorted((p for p in history if p.day < day), key=lambda p: p.day)[-size:]
     weekday = day.weekday() if by_weekday else None
-    same = [p.value for p in earlier if p.day.weekday() == weekday]
-    if weekday is None or len(same) < WEEKS:
-        weekday, same = None, [p.value for p in earlier]
-    if len(same) < (WEEKS if weekday is not None else MIN_POINTS):
+    chosen = [p for p in earlier if p.day.weekday() == weekday]
+    if weekday is None or len({p.day for p in chosen}) < WEEKS:  # two updates of a day: 1 week
+        weekday, chosen = None, earlier
+    if len(chosen) < (WEEKS if weekday is not None else MIN_POINTS):
         return None
+    same = [p.value for p in chosen]
     median = statistics.median(same)
     mad = statistics.median(abs(v - median) for v in same)
     half = max(sensitivity * MAD_SCALE * mad, min_width * abs(median), FLOOR[metric])
-    return Band(median, max(0.0, median - half), median + half, len(same), weekday)
+    days = len({p.day for p in chosen})
+    return Band(median, max(0.0, median - half), median + half, len(same), weekday, days)
+
+
+def missing(history: Sequence[Point], day: date, unit: str, hint: str = "") -> str:
+    """Why there is no baseline for the delivery of `day` (band gave None), true to what band
+    counts: the deliveries of the days before it. The others (several updates a day, a replay
+    landed at once) are said apart, with `hint`, e.g. how to date rows by their data."""
+    usable = sum(p.day < day for p in history)
+    if usable == len(history):
+        return f"no baseline yet: {usable} earlier {_plural(unit, usable)}, {MIN_POINTS} needed"
+    shown = f"{DAYS[day.weekday()][:3]} {day:%Y-%m-%d}"
+    said = f"no baseline yet: {usable} {_plural(unit, usable)} of the days before {shown}"
+    said += f", {MIN_POINTS} needed"
+    same = sum(p.day == day for p in history)
+    later = len(history) - usable - same
+    if same:
+        counts = "it counts" if same == 1 else "they count"
+        said += (
+            f"; {same} more {'is' if same == 1 else 'are'} of {shown}: {counts} from the next day"
+        )
+    if later:
+        said += f"; {later} {'is' if later == 1 else 'are'} of a later day"
+    return said + (f" ({hint})" if hint else "")
+
+
+def _plural(unit: str, n: int) -> str:
+    """`updates`, `days` or `deliveries` as many as `n`."""
+    if n == 1:
+        return unit[:-3] + "y" if unit.endswith("ies") else unit.removesuffix("s")
+    return unit
 
 
 def describe(found: Band, metric: str, unit: str) -> str:
     """`expected 68–92 (Wednesday median 80 over 2 weeks)`; `unit`: days or updates."""
     low, high, median = (show(v, metric) for v in (found.low, found.high, found.median))
     if found.weekday is not None:
-        basis = f"{DAYS[found.weekday]} median {median} over {found.points} weeks"
+        basis = f"{DAYS[found.weekday]} median {median} over {found.days} weeks"
     else:
         basis = f"median {median} over the last {found.points} {unit}"
     return f"expected {low}–{high} ({basis})"

@@ -16,6 +16,7 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   of the data (a replayed or backfilled history keeps its days); failure rates from the event
   log's expectation metrics; the lag of each delivery (read_landing's `_ingested_at` minus its
   newest `date_column`) from the table. A full refresh and an empty delivery are allowed for.
+  The baseline is of the days before the one judged: a note says which deliveries count.
 - freshness: the newest value of a timestamp column, at most `max_age` before the update (the
   time of its last event), or before `as_of` when given: data standing for a fixed day (test
   fixtures) is judged as of that day.
@@ -28,6 +29,9 @@ locally alike, from what both have: the pipeline's event log and the tables it w
   into, without a declaration: fields the schema does not name (kept in `_rescued_data`) and
   schema fields records lack (sources.landing_drift). A warning, never a failure: the source
   changed its records, and nothing was lost.
+
+A check whose `action:` (beside its name) is `warn` passes the gate with a warning (WARN) where
+it would fail (`acted`): any kind.
 
 Each check gives a `CheckResult` (value, bound, pass/fail): the gate prints and judges them with
 the expectation metrics, and the local runner records them in the event log for the report.
@@ -200,7 +204,7 @@ def volume(
     history = _number(check, "history")
     earlier = earlier[-int(DEFAULT_HISTORY if history is None else history) :]
     if ratios and not earlier:
-        note = "first update: no history to compare with yet"
+        note = _no_history(written, dataset, update_id)
     elif ratios:
         median = statistics.median(int(w["rows"]) for w in earlier)
         ratio = rows / median if median else (float("inf") if rows else 1.0)
@@ -212,6 +216,24 @@ def volume(
         value = f"{rows:,} rows ({ratio:.2f}x the median)"
     return CheckResult(
         dataset, check.name, "volume", value, "; ".join(bounds) or "-", not failed, note
+    )
+
+
+def _no_history(written: list[dict[str, Any]], dataset: str, update_id: str | Sequence[str]) -> str:
+    """The volume check's note without history: the first update, or why the earlier ones are
+    none (an empty update and a full refresh are no delivery to compare with)."""
+    updates = update_ids(update_id)
+    ours = [w for w in written if w["dataset"] == dataset and w["rows"] is not None]
+    start = min(w["time"] for w in ours if w["update_id"] in updates)
+    before = [w for w in ours if w["time"] < start and w["update_id"] not in updates]
+    if not before:
+        return "first update: no history to compare with yet"
+    empty = sum(not int(w["rows"]) for w in before)
+    shown = [f"{empty} empty"] * bool(empty)
+    shown += [f"{len(before) - empty} full refresh(es)"] * (len(before) > empty)
+    return (
+        f"no history to compare with yet: the {len(before)} earlier update(s) were"
+        f" {' and '.join(shown)}, no delivery"
     )
 
 
@@ -269,19 +291,27 @@ def judge_anomaly(
         min_width=float(cast(float, check.get("min_width", anomaly.DEFAULT_MIN_WIDTH))),
     )
     if found is None:
-        note = f"no baseline yet: {len(history)} earlier {unit}, {anomaly.MIN_POINTS} needed"
+        dated = metric == "rows" and unit == "updates"  # by the update: date_column would help
+        hint = "date_column counts rows by the day of their data" if dated else ""
+        note = anomaly.missing(history, day, unit, hint)
         return CheckResult(dataset, check.name, "anomaly", shown, "-", True, note)
-    odd, warn = not found.holds(value), check.get("action") == "warn"
     return CheckResult(
         dataset,
         check.name,
         "anomaly",
         shown,
         anomaly.describe(found, metric, unit),
-        passed=not odd or warn,
-        warning=odd and warn,
+        passed=found.holds(value),
         band=(day.isoformat(), value, found.low, found.high),
     )
+
+
+def acted(check: Check, result: CheckResult) -> CheckResult:
+    """The result as the check's action says: a check of `action: warn` that does not hold
+    passes the gate with a warning (WARN), of any kind."""
+    if check.action == "warn" and not result.passed:
+        return replace(result, passed=True, warning=True)
+    return result
 
 
 def anomaly_check(
@@ -498,9 +528,9 @@ def judge(
         moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
     results = []
 
-    def timed(judge: Callable[..., CheckResult], *args: Any) -> None:
+    def timed(check: Check | None, judge: Callable[..., CheckResult], *args: Any) -> None:
         started = time.perf_counter()
-        result = judge(*args)
+        result = judge(*args) if check is None else acted(check, judge(*args))
         results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
 
     for ruleset in chosen:
@@ -508,16 +538,17 @@ def judge(
         for check in ruleset.checks:
             updates = (*earlier.get(name, ()), update_id)
             if check.kind == "volume":
-                timed(volume, check, name, written, updates, allow_empty)
+                timed(check, volume, check, name, written, updates, allow_empty)
             elif check.kind == "anomaly":
                 series = {"written": written, "rates": rates}
-                timed(anomaly_check, spark, check, name, table(name), series, updates, allow_empty)
+                args = (spark, check, name, table(name), series, updates, allow_empty)
+                timed(check, anomaly_check, *args)
             elif check.kind == "freshness":
-                timed(freshness, spark, check, name, table(name), moment)
+                timed(check, freshness, spark, check, name, table(name), moment)
             else:
-                timed(references, spark, check, name, table)
+                timed(check, references, spark, check, name, table)
         if ruleset.schema:
-            timed(schema, spark, ruleset, table(name))
+            timed(None, schema, spark, ruleset, table(name))
     return results
 
 

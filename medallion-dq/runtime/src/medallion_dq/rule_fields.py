@@ -299,13 +299,14 @@ class Contract:
 @dataclass(frozen=True)
 class Check:
     """A dataset-level check: volume, anomaly, freshness or references, with its options as
-    written."""
+    written, and its action when it does not hold: fail the gate (the default) or warn."""
 
     name: str
     kind: str
     options: tuple[tuple[str, object], ...]
     description: str = ""
     contract: str = ""  # the contract clause it was made from
+    action: str = "fail"
 
     def get(self, option: str, default: object = None) -> object:
         return dict(self.options).get(option, default)
@@ -399,7 +400,6 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
         "by_weekday": (False, _boolean),
         "date_column": (False, _column),
         "min_width": (False, _number(whole=False, low=0)),
-        "action": (False, _one_of("warn", "fail")),
     },
     "freshness": {"column": (True, _column), "max_age": (True, _duration)},
     "references": {
@@ -410,7 +410,8 @@ CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
         "max_fraction": (False, _number(whole=False, low=0, high=1)),
     },
 }
-CHECK_FIELDS = {"name", "description", "contract", *CHECK_KINDS}
+CHECK_FIELDS = {"name", "description", "contract", "action", *CHECK_KINDS}
+CHECK_ACTIONS = ("fail", "warn")  # a dataset is not dropped row by row: no drop
 _CHECK_EXAMPLE = {
     "volume": "{min_ratio: 0.5, max_ratio: 2.0}",
     "anomaly": "{metric: rows, sensitivity: 3.5, history: 28, by_weekday: true}",
@@ -447,7 +448,7 @@ def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
         check.unknown(
             CHECK_FIELDS,
             "DQ022",
-            f"a check has a name, a description and one of {', '.join(CHECK_KINDS)}",
+            f"a check has a name, a description, an action and one of {', '.join(CHECK_KINDS)}",
         )
         if not (isinstance(name, str) and IDENTIFIER.match(name)):
             check.add(
@@ -470,9 +471,23 @@ def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
         options = _check_options(check, kinds[0], data[kinds[0]])
         description = data.get("description") or ""
         clause = read_text(Entry(entry.reader, data, {"rule": label}), "contract")
-        if options is not None and name:
-            found.append(Check(name, kinds[0], tuple(options.items()), description, clause))
+        action = _check_action(check, data.get("action", "fail"))
+        if options is not None and name and action:
+            found.append(Check(name, kinds[0], tuple(options.items()), description, clause, action))
     return tuple(found)
+
+
+def _check_action(check: Entry, action: object) -> str | None:
+    """The check's `action:` (fail or warn), None when it is another."""
+    if action in CHECK_ACTIONS:
+        return str(action)
+    check.add(
+        "DQ022",
+        f"a check's action must be fail or warn, got {show(action)}",
+        "write 'action: warn' to be warned and not stop the job, or leave it out to fail"
+        + (" (a dataset check drops no rows)" if action == "drop" else ""),
+    )
+    return None
 
 
 def _check_options(check: Entry, kind: str, value: object) -> dict[str, Any] | None:
@@ -484,6 +499,14 @@ def _check_options(check: Entry, kind: str, value: object) -> dict[str, Any] | N
         return None
     problems = len(check.reader.problems)
     for key in sorted(set(value) - set(spec), key=str):
+        if key == "action":  # the check's own field, as a rule's is the rule's
+            check.add(
+                "DQ023",
+                f"action is the check's own field, not an option of {kind}",
+                f"write 'action: {value[key] if value[key] in CHECK_ACTIONS else 'warn'}' on a"
+                f" line of its own beside 'name:', out of the {kind} mapping",
+            )
+            continue
         check.add("DQ023", f"{kind} has no option {key!r}", f"use {', '.join(spec)}")
     if not any(required for required, _ in spec.values()) and not set(value) & set(spec):
         check.add("DQ023", f"{kind} needs a bound", write)

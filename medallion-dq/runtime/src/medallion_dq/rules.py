@@ -25,6 +25,7 @@ the dataset's schema contract sit beside the rules::
         volume: {min_ratio: 0.5, max_ratio: 2.0, history: 7}
       - name: daily_anomaly      # the rows of the day vs its weekday's median and MAD (anomaly.py)
         anomaly: {metric: rows, date_column: order_ts, sensitivity: 3.5, history: 28}
+        action: warn             # any check: warn (WARN, the job goes on) | fail (the default)
       - name: fresh_orders       # the newest order_ts at most 2 days before the update
         freshness: {column: order_ts, max_age: 2d}
       - name: known_customer     # every customer_id is a key of silver_customers

@@ -6,6 +6,7 @@
 # Start a Spark backend, and what can go wrong.
 from medallion_dq.local.container import ClusterServer as ClusterServer
 from medallion_dq.local.machine import BackendUnavailable as BackendUnavailable
+from medallion_dq.local.machine import named as process_named
 from medallion_dq.local.spark import LocalSpark as LocalSpark
 from medallion_dq.local.spark import ServerLost as ServerLost
 from medallion_dq.local.spark import start as start
@@ -97,6 +98,7 @@ __all__ = [
     "landings",
     "parse_sql_statement",
     "passing_through",
+    "process_named",
     "prune_runs",
     "remove_table",
     "servers",

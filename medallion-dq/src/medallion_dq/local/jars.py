@@ -95,10 +95,11 @@ def _cache_locked(name: str, doing: str):
     """The cache's `name` lock held while this process is ``doing`` something into it; another
     process waits for it, and says so."""
 
-    def busy(_) -> None:
-        logger.info(f"waiting for another process {doing} into {machine.cache_dir()}")
+    def busy(handle) -> None:
+        logger.info(f"waiting for {machine.holder(handle)} {doing} into {machine.cache_dir()}")
 
-    with machine.exclusive(machine.cache_dir() / f"{name}.lock", busy):
+    with machine.exclusive(machine.cache_dir() / f"{name}.lock", busy) as handle:
+        machine.sign(handle)
         yield
 
 

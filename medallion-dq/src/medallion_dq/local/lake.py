@@ -52,21 +52,18 @@ class LakeBusy(MedallionDQError, RuntimeError):
 
 @contextlib.contextmanager
 def locked(work_dir: Path) -> Iterator[None]:
-    """Hold the lake for this process: two runs on one lake would mix their updates."""
+    """Hold the lake for this process: two runs on one lake would mix their updates. The lock
+    file says who holds it (machine.sign), for the one it turns away; a process that died
+    holding it left no lock, whatever the file still says."""
 
     def busy(handle) -> None:
-        handle.seek(0)
-        holder = handle.read().strip() or "?"
         raise LakeBusy(
-            f"another run (process {holder}) is using the lake {work_dir}: wait for it to "
-            "end, or use --fresh for a throwaway lake"
+            f"{machine.holder(handle, 'another run')} is using the lake {work_dir}: wait for it"
+            " to end, or use --fresh for a throwaway lake"
         )
 
     with machine.exclusive(work_dir / ".lock", busy) as handle:
-        handle.seek(0)
-        handle.truncate()
-        handle.write(str(os.getpid()))
-        handle.flush()
+        machine.sign(handle)
         yield
 
 

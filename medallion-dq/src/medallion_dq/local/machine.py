@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
@@ -20,6 +21,48 @@ from medallion_dq.project import settings
 # A Java stack frame ("\tat org.apache...", "\t... 12 more"): it would push a log's own words
 # (the error, its "Caused by:") out of the few lines an error message shows.
 _FRAME = re.compile(r"^\s+(at |\.\.\.)")
+
+
+_activity: list[str] = []  # what this process is, innermost last (`named`)
+
+
+@contextlib.contextmanager
+def named(what: str) -> Iterator[None]:
+    """While inside, this process is `what` (`medallion-dq run`, a pytest session): a lock it
+    holds names it to the process it keeps waiting (the lake's, a server's lease)."""
+    _activity.append(what)
+    try:
+        yield
+    finally:
+        _activity.pop()
+
+
+def activity() -> str:
+    """What this process is, as a lock it holds says it: what it was `named`, else its program
+    (never its arguments: they may hold a secret)."""
+    if _activity:
+        return _activity[-1]
+    path = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    program = path.parent.name if path.name == "__main__.py" else path.name  # python -m pytest
+    if program in ("", "-c", "-m"):
+        return "a Python process"
+    return f"`{program}`"
+
+
+def sign(handle: IO[str]) -> None:
+    """Write who holds the lock of `handle` into its file (`<pid> <activity>`), for `holder`."""
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()} {activity()}")
+    handle.flush()
+
+
+def holder(handle: IO[str], unknown: str = "another process") -> str:
+    """Who holds the lock of `handle`, as its file says (`sign`): "`medallion-dq run` (process
+    4242)"; `unknown` where it says nothing (a lock of an older version)."""
+    handle.seek(0)
+    pid, _, what = handle.read().strip().partition(" ")
+    return f"{what or unknown} (process {pid or '?'})"
 
 
 class BackendUnavailable(MedallionDQError, RuntimeError):

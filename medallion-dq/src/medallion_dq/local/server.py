@@ -52,6 +52,7 @@ logger = logging.getLogger(__name__)
 STATE = Path(".local") / "spark"
 LAKE_SERVER = "server"  # a lake's own warm server: .local/lake/<target>/server/<fingerprint>/
 STATE_FILE = "server.json"
+LEASES = "leases"  # what each client holding a lease is (Lease, lease_users)
 # A server folder's files: its console output, the metrics listener's file, its warehouse.
 LOG_FILE = "spark-server.log"
 METRICS_FILE = "dq-metrics.jsonl"
@@ -167,15 +168,24 @@ def _answers(port: int, timeout: float = 1.0) -> bool:
 
 
 class Lease:
-    """A client's use of a server: a shared lock on its `lease` file, held until `release`."""
+    """A client's use of a server: a shared lock on its `lease` file, held until `release`, and
+    a record of what the client is (`leases/<pid>-<n>`: machine.activity) for `spark stop`."""
 
     def __init__(self, folder: Path):
         folder.mkdir(parents=True, exist_ok=True)
         self._handle = (folder / "lease").open("a+")
         fcntl.flock(self._handle, fcntl.LOCK_SH)
+        self._record: Path | None = folder / LEASES / f"{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            self._record.parent.mkdir(exist_ok=True)
+            write_private(self._record, machine.activity())
+        except OSError:  # said as "a process" then; the lease holds all the same
+            self._record = None
 
     def release(self) -> None:
         if not self._handle.closed:
+            if self._record is not None:
+                self._record.unlink(missing_ok=True)
             os.utime(self._handle.name)  # the idle time counts from the last release
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
@@ -199,14 +209,32 @@ def lease_holders(folder: Path) -> list[int]:
     )
 
 
+def lease_users(folder: Path) -> str:
+    """Who holds a lease on the server of ``folder``, as their records say: "`medallion-dq
+    run` (pid 4242)". The record of a process that died holding a lease (its lock went with
+    it) is removed, never named."""
+    holders = lease_holders(folder)
+    said: dict[int, str] = {}
+    for record in sorted((folder / LEASES).glob("*-*")):
+        head = record.name.split("-")[0]
+        pid = int(head) if head.isdigit() else 0
+        if pid in holders:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                said.setdefault(pid, " ".join(record.read_text(encoding="utf-8").split()))
+        elif pid and not _alive(pid):
+            record.unlink(missing_ok=True)
+    if not holders:
+        return "another process"
+    return ", ".join(f"{said.get(pid) or 'a process'} (pid {pid})" for pid in holders)
+
+
 @contextlib.contextmanager
 def unused(folder: Path, wait: bool = False):
     """Keep every client off the server of ``folder`` while inside (an exclusive lock on its
     lease): at once, or once the clients holding it are done (``wait``); else ServerInUse."""
 
     def busy(_) -> None:
-        pids = ", ".join(map(str, lease_holders(folder)))
-        held = f"a test run, diff or report{f' (pid {pids})' if pids else ''}"
+        held = lease_users(folder)
         if not wait:
             raise ServerInUse(
                 f"the server is in use by {held}; stop it after, or `medallion-dq spark stop"

@@ -521,7 +521,13 @@ def main(argv: list[str] | None = None) -> int:
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     # Everything the command says goes through one place (medallion_dq.tools.console).
-    with console.opened(quiet=args.quiet, verbose=args.verbose):
+    from medallion_dq.local import process_named
+
+    # What a lock this command holds says it is (`spark stop`, a second run on the lake); the
+    # command and its action (`conventions diff`), never an option's value.
+    action = getattr(args, "action", None)
+    named = f"`{PROG} {args.command}{f' {action}' if isinstance(action, str) else ''}`"
+    with console.opened(quiet=args.quiet, verbose=args.verbose), process_named(named):
         return _run(commands[args.command], args)
 
 

@@ -17,7 +17,8 @@ What a contract's clauses become (CONVENTIONS.md, "Data contracts", says the sam
   the property's `description` its description and its `examples` its passing rows;
 - library metrics nullValues, missingValues, invalidValues (validValues, pattern) -> a rule each;
   `unit: percent` bounds -> the rule's gate threshold; `duplicateValues` and `unique` -> the
-  uniqueness pattern (a gold `<name>_keys` rule file: `duplicate_<column>s = 0`, fail);
+  uniqueness pattern (a gold `<name>_keys` rule file: `duplicate_<column>s = 0`, fail; the one
+  beside the dataset's rule file that export reads, when the project has it);
   `rowCount` -> a volume check; `sql` counting rows of the object -> a row rule (with WHERE) or a
   volume check (without); property relationships (foreignKey) -> a references check; SLA
   `latency` / `freshness` on an element -> a freshness check;
@@ -30,7 +31,8 @@ is refused when `check` would then fail elsewhere (a decorator left with no rule
 
 Every item made from a clause carries it (`contract: <clause>`, the file `contract: {id, version}`)
 so the gate names the clause a failure breaks. Rules and checks without `contract:` are the team's
-own: `import` keeps them, and the file's owner, threshold and quarantine, when it updates a file.
+own: `import` keeps them, and the file's owner, threshold and quarantine, when it updates a file;
+one that checks what a clause says, by another name, the clause's item takes over (a note).
 
 The package: odcs.py reads and validates a contract; translate.py and checks.py make the rule
 files (values.py and patterns.py the types, literals and examples); files.py writes them;

@@ -8,6 +8,7 @@ from medallion_dq import rule_fields
 from medallion_dq.tools.contract.model import Context, RuleFile, custom, singular, snake
 
 FRESHNESS = ("latency", "ly", "freshness")
+WARN_SEVERITIES = ("warning", "warn", "info", "low", "minor")  # a rule's warn, a check's too
 _UNITS = {"s": "s", "sec": "s", "second": "s", "seconds": "s", "m": "m", "min": "m"}
 _UNITS |= {"minute": "m", "minutes": "m", "h": "h", "hr": "h", "hour": "h", "hours": "h"}
 _UNITS |= {"d": "d", "day": "d", "days": "d"}
@@ -46,10 +47,12 @@ class DatasetChecks(Context):
         if target.layer != "silver":
             self.out.skipped.append(f"{clause}: rowCount: volume checks are silver's (DQC011)")
             return
+        warn = str(rule.get("severity", "")).lower() in WARN_SEVERITIES
         target.checks.append(
             {
                 "name": self.name(target, rule.get("name") or rule.get("id"), "row_count"),
                 "volume": bounds,
+                "action": "warn" if warn else None,
                 "description": rule.get("description"),
                 "contract": clause,
             }
@@ -122,16 +125,8 @@ class DatasetChecks(Context):
             },
             where,
         )
-        distinct = ", ".join(f'"{c}"' for c in columns)
-        self.out.notes.append(
-            f"{clause}: uniqueness is judged by the gold dataset gold_{stem} "
-            f"(rules/gold/{stem}.yml); a publish pipeline file defines it:\n"
-            f'    @dp.materialized_view(name="gold_{stem}")\n'
-            f"    @dp.expect_all_or_fail(RULES.fail)\n"
-            f"    def gold_{stem}():\n"
-            f'        return spark.read.table("{self.dataset_of(obj)}").select(\n'
-            f'            (F.count("*") - F.countDistinct({distinct})).alias("{metric}"))'
-        )
+        keys.keys_of = self.dataset_of(obj)
+        keys.uniqueness.append((clause, ", ".join(f'"{c}"' for c in columns), metric))
 
     def sla(self, datasets: list[str]) -> None:
         for sla in self.doc.get("slaProperties") or []:

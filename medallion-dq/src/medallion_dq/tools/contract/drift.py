@@ -13,7 +13,7 @@ from sqlglot.errors import ParseError, TokenError
 from medallion_dq import rules
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project, config
-from medallion_dq.tools.contract.files import existing_files, merge, raw, render
+from medallion_dq.tools.contract.files import existing_files, merge, place, raw, render
 from medallion_dq.tools.contract.model import Translation
 from medallion_dq.tools.contract.values import quote_field
 
@@ -64,7 +64,8 @@ def drift(project: Project | Path, translation: Translation) -> list[str]:
     root = project.root
     existing = existing_files(project)
     lines = []
-    made_for = {made.dataset for made in translation.files.values()}
+    placed = place(project, translation)
+    made_for = {made.dataset for _, made in placed}
     for dataset, path in existing.items():  # a file of the contract it no longer describes
         written = raw(project, path)
         ours = (written.get("contract") or {}) if isinstance(written.get("contract"), dict) else {}
@@ -81,10 +82,11 @@ def drift(project: Project | Path, translation: Translation) -> list[str]:
                 for item in written.get(section) or []
                 if isinstance(item, dict) and item.get("contract")
             ]
-    for key, made in translation.files.items():
+    for path, made in placed:
         found_file = existing.get(made.dataset)
         if found_file is None:
-            lines.append(f"rules/{key}: missing: the contract describes dataset {made.dataset}")
+            where = rules.display_path(path)
+            lines.append(f"{where}: missing: the contract describes dataset {made.dataset}")
             continue
         where = rules.display_path(found_file)
         try:

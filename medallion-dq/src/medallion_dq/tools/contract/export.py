@@ -340,6 +340,9 @@ def _export_check(
 ) -> dict | None:
     """A dataset check back to its clause: a rowCount rule (added to `quality`), a property's
     relationship, or the SLA property returned."""
+    if check.action == "warn" and check.kind in ("freshness", "references"):
+        said = "a relationship" if check.kind == "references" else "an SLA property"
+        left.append(f"{check.name}: action warn: {said} of ODCS has no severity")
     if check.kind == "volume":
         low, high = check.get("min_rows"), check.get("max_rows")
         bound = (
@@ -364,6 +367,7 @@ def _export_check(
                         "type": "library",
                         "metric": "rowCount",
                         **bound,
+                        "severity": "warning" if check.action == "warn" else None,
                         "description": check.description,
                     }
                 )

@@ -3,16 +3,18 @@ items and settings kept), each checked by the rule loader before anything is wri
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+from sqlglot import parse_one
+from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields, rules, user_yaml
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project
-from medallion_dq.tools.contract.model import RuleFile, Translation
+from medallion_dq.tools.contract.model import RuleFile, Translation, singular
 from medallion_dq.tools.contract.odcs import ContractError
 
 HEADER = (
@@ -22,7 +24,7 @@ HEADER = (
 )
 
 _RULE_KEYS = ("name", "constraint", "action", "description", "owner", "threshold", "contract")
-_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "description", "contract")
+_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "action", "description", "contract")
 _FILE_KEYS = ("dataset", "layer", "owner", "description", "threshold", "quarantine", "contract")
 
 
@@ -82,20 +84,100 @@ def merge(made: RuleFile, old: dict) -> tuple[dict, list[str]]:
     data["contract"] = dict(made.contract)
     for section in ("rules", "checks"):
         fresh = {item["name"]: item for item in getattr(made, section)}
+        twins = {_identity(item): name for name, item in fresh.items()}
+        names = {item.get("name") for item in old.get(section) or [] if isinstance(item, dict)}
         merged = []
         for item in old.get(section) or []:
             if not isinstance(item, dict):
                 continue
             name = item.get("name")
+            twin = twins.get(_identity(item))
             if name in fresh:
                 if not item.get("contract"):
                     notes.append(f"{made.layer}/{made.stem}.yml: the team's {name} replaced")
                 merged.append(fresh.pop(name))
+            elif twin in fresh and twin not in names:  # the same check by another name
+                if not item.get("contract"):
+                    notes.append(
+                        f"{made.layer}/{made.stem}.yml: the team's {name} checks what clause "
+                        f"{fresh[twin]['contract']!r} does: it is the contract's {twin} now, "
+                        "not a second one"
+                    )
+                merged.append(fresh.pop(twin))
             elif not item.get("contract"):
                 merged.append(item)
         data[section] = merged + list(fresh.values())
     data["schema"] = made.schema or old.get("schema") or {}
     return data, notes
+
+
+def _identity(item: dict) -> tuple:
+    """What an item checks, whatever its name: a rule its constraint (as Spark reads it), a
+    check its kind and what it judges (freshness a column's age, references a column against
+    a key, volume the bounds it sets, anomaly all its options)."""
+    if "constraint" in item:
+        text = str(item.get("constraint") or "")
+        try:
+            return ("rule", parse_one(text, dialect="spark").sql(dialect="spark"))
+        except (ParseError, TokenError):
+            return ("rule", " ".join(text.split()))
+    kind = next((k for k in rule_fields.CHECK_KINDS if k in item), None)
+    options = item.get(kind) if kind else None
+    if not isinstance(options, dict):
+        return ("check", kind, id(item))  # unreadable: the same as nothing
+    if kind == "freshness":
+        return (kind, options.get("column"))
+    if kind == "references":
+        column = options.get("column")
+        return (kind, column, options.get("dataset"), options.get("key") or column)
+    if kind == "volume":
+        return (kind, tuple(sorted(options)))
+    return (kind, tuple(sorted((k, str(v)) for k, v in options.items())))
+
+
+def place(project: Project, translation: Translation) -> list[tuple[Path, RuleFile]]:
+    """Where each rule file of the translation goes: a dataset's file where the project has
+    it, else rules/<layer>/<stem>.yml; a gold keys file is the one `export` reads beside its
+    dataset's file (`gold/<singular stem of that file>_keys.yml`), whatever the contract's
+    object is called: the uniqueness the project already judges is not judged twice."""
+    existing = existing_files(project)
+    folders = project.rules_dirs()
+    base = folders[0] if folders else project.root / "rules"
+    paths = {m.dataset: existing.get(m.dataset) or base / k for k, m in translation.files.items()}
+    out = []
+    for made in translation.files.values():
+        if made.keys_of:
+            of = paths.get(made.keys_of) or existing.get(made.keys_of)
+            stem = f"{singular(of.stem)}_keys" if of is not None else made.stem
+            path = next(
+                (p for p in existing.values() if p.parent.name == "gold" and p.stem == stem),
+                base / "gold" / f"{stem}.yml",
+            )
+            held = raw(project, path).get("dataset") if path.is_file() else None
+            dataset = held if isinstance(held, str) else f"gold_{stem}"
+            made = replace(made, stem=stem, dataset=dataset)
+            out.append((path, made))
+        else:
+            out.append((paths[made.dataset], made))
+    return out
+
+
+def _uniqueness_notes(made: RuleFile, display: str, new: bool) -> list[str]:
+    """Where uniqueness is judged; for a new keys file, the gold dataset's code to write."""
+    notes = []
+    for clause, distinct, metric in made.uniqueness:
+        said = f"{clause}: uniqueness is judged by the gold dataset {made.dataset} ({display})"
+        if new:
+            said += (
+                "; a publish pipeline file defines it:\n"
+                f'    @dp.materialized_view(name="{made.dataset}")\n'
+                f"    @dp.expect_all_or_fail(RULES.fail)\n"
+                f"    def {made.dataset}():\n"
+                f'        return spark.read.table("{made.keys_of}").select(\n'
+                f'            (F.count("*") - F.countDistinct({distinct})).alias("{metric}"))'
+            )
+        notes.append(said)
+    return notes
 
 
 @dataclass
@@ -112,12 +194,8 @@ def plan(project: Project | Path, translation: Translation) -> tuple[list[Planne
     """The rule files to write, each checked by the rule loader; ContractError when one would
     not load (nothing is written then)."""
     project = Project.of(project)
-    existing = existing_files(project)
-    folders = project.rules_dirs()
-    base = folders[0] if folders else project.root / "rules"
     out, notes, problems = [], [], []
-    for key, made in translation.files.items():
-        path = existing.get(made.dataset) or base / key
+    for path, made in place(project, translation):
         before = project.text(path) if path.is_file() else None
         other = raw(project, path).get("dataset") if before is not None else made.dataset
         if other != made.dataset:  # another dataset's file by that name: never overwritten
@@ -128,17 +206,22 @@ def plan(project: Project | Path, translation: Translation) -> tuple[list[Planne
             continue
         held = (raw(project, path).get("contract") or {}) if before is not None else {}
         if isinstance(held, dict) and held.get("id") not in (None, made.contract.get("id")):
+            fix = (
+                f"it judges the uniqueness of {made.keys_of}: delete its contract: mapping"
+                if made.keys_of
+                else f"give the schema object {made.stem} a physicalName (another dataset), or "
+                "delete the file's contract: mapping"
+            )
             problems.append(  # another contract's items would be replaced without a word
                 f"{rules.display_path(path)} was made from contract {held['id']}, not "
-                f"{made.contract.get('id')}: give the schema object {made.stem} a physicalName "
-                "(another dataset), or delete the file's contract: mapping to let this one take "
-                "over"
+                f"{made.contract.get('id')}: {fix} to let this one take over"
             )
             continue
         data, merged_notes = merge(made, raw(project, path) if before is not None else {})
         notes += merged_notes
         text = render(data)
         display = rules.display_path(path)
+        notes += _uniqueness_notes(made, display, before is None)
         try:
             rules.parse(text, display)
         except DataQualityError as error:

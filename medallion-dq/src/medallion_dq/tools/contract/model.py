@@ -24,6 +24,10 @@ class RuleFile:
     rules: list = field(default_factory=list)
     checks: list = field(default_factory=list)
     schema: dict = field(default_factory=dict)
+    # A gold keys file: the dataset whose uniqueness it judges, and each clause's (clause, the
+    # key columns as countDistinct's arguments, the count's column): files.place finds its file
+    keys_of: str = ""
+    uniqueness: list = field(default_factory=list)
 
 
 @dataclass

@@ -10,7 +10,7 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields
-from medallion_dq.tools.contract.checks import DatasetChecks
+from medallion_dq.tools.contract.checks import WARN_SEVERITIES, DatasetChecks
 from medallion_dq.tools.contract.model import RuleFile, Translation, custom
 from medallion_dq.tools.contract.odcs import ContractError
 from medallion_dq.tools.contract.patterns import FORMATS, matching, searches
@@ -29,8 +29,6 @@ from medallion_dq.tools.contract.values import (
     string_literal,
     value_of,
 )
-
-WARN_SEVERITIES = ("warning", "warn", "info", "low", "minor")
 
 
 def _clause(rule: dict, owner: str) -> str:
