@@ -725,6 +725,18 @@ class _Collector:
                 f"{dataset!r} drops",
                 "medallion-dq quarantine write writes it again from the rule file",
             )
+            return
+        from medallion_dq.tools.quarantine_views import unselected
+
+        if missing := unselected(statement, ruleset.drop):
+            self.add(
+                "DQC008",
+                where,
+                f"quarantine view {name!r} applies the drop rules of {rule_file}, but its "
+                f"source selects no {', '.join(missing)}, which they read: the view does not "
+                "resolve, and the update fails",
+                "medallion-dq quarantine write adds it to the view's SELECT",
+            )
 
     def finish(self) -> list[Problem]:
         out = []

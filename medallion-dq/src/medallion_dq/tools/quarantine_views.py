@@ -6,15 +6,21 @@ that would appear).
 A view file is as `quarantine.view_sql` writes it (the template's, `add source`'s): comments,
 then ``CREATE VIEW <name> [COMMENT '...'] AS SELECT *, <failed rules> AS _dq_failed_rules FROM
 <source> AS quarantine_source WHERE <fails any>``. Its comments, name, comment and source (the
-SELECT that types the rows as silver does) are kept; the two rule expressions are written anew.
-A stale file of another shape is named, not touched.
+SELECT that types the rows as silver does) are kept; the two rule expressions are written anew,
+and a column a rule reads that the source's SELECT does not give (`_corrupt_record` after the
+rule `whole_record` came) is added to that SELECT: the view would not resolve without it. A
+stale file of another shape is named, not touched.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import sqlglot
+from sqlglot import exp
 
 from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
@@ -41,11 +47,64 @@ class View:
     text: str
 
 
+def _read_columns(rules: Mapping[str, str]) -> list[str]:
+    """The row's columns the rules read, in rule order, as written (a lambda's parameter and a
+    struct's field are not columns of the row)."""
+    found: dict[str, str] = {}
+    for constraint in rules.values():
+        try:
+            tree = sqlglot.parse_one(constraint, read="spark")
+        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+            continue  # `check` says it (DQ0xx)
+        bound = {
+            p.name.lower() for node in tree.find_all(exp.Lambda) for p in node.expressions
+        }  # fmt: skip
+        for column in tree.find_all(exp.Column):
+            name = column.parts[0].name
+            if name.lower() not in bound:
+                found.setdefault(name.lower(), name)
+    return list(found.values())
+
+
+def _source_select(source: str) -> exp.Select | None:
+    """The SELECT of a view's source `(SELECT ...)`; None: a table name, or not read."""
+    try:
+        tree = sqlglot.parse_one(source.strip(), read="spark")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    while isinstance(tree, (exp.Subquery, exp.Paren)):
+        tree = tree.this
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def unselected(statement: str, rules: Mapping[str, str]) -> list[str]:
+    """The columns `rules` read that the quarantine view's source SELECT does not give (none
+    where the SELECT has a `*`, or the source is not a SELECT this can read)."""
+    match = _VIEW.search(statement)
+    select = _source_select(match["source"]) if match else None
+    if select is None or any(isinstance(e, exp.Star) for e in select.expressions):
+        return []
+    given = {name.lower() for name in select.named_selects}
+    return [name for name in _read_columns(rules) if name.lower() not in given]
+
+
+def _with_columns(source: str, columns: list[str]) -> str:
+    """`source` with `columns` first in its SELECT, laid out as its first column is."""
+    head = re.match(r"\s*\(\s*SELECT(?:\s+DISTINCT)?(\s+)", source, re.IGNORECASE)
+    if head is None or not columns:
+        return source
+    gap = head[1]
+    added = "".join(f"{exp.to_identifier(name).sql('spark')},{gap}" for name in columns)
+    return source[: head.end()] + added + source[head.end() :]
+
+
 def _applies(text: str, ruleset: RuleSet) -> bool:
-    """As DQC008 judges it: the view applies the rule file's drop rules as they are now."""
+    """As DQC008 judges it: the view applies the rule file's drop rules as they are now, and its
+    source gives every column they read."""
     flat = " ".join(text.split())
     wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
-    return all(" ".join(part.split()) in flat for part in wanted)
+    applied = all(" ".join(part.split()) in flat for part in wanted)
+    return applied and not unselected(text, ruleset.drop)
 
 
 def stale(project: Project) -> list[View]:
@@ -71,7 +130,9 @@ def rewritten(view: View) -> str | None:
     if match is None or len(_CREATE.findall(view.text)) != 1:
         return None
     comment = re.sub(r"\\(.)", r"\1", match["comment"] or "")
-    statement = quarantine.view_sql(match["name"], match["source"], view.ruleset.drop, comment)
+    rules = view.ruleset.drop
+    source = _with_columns(match["source"], unselected(view.text, rules))
+    statement = quarantine.view_sql(match["name"], source, rules, comment)
     return view.text[: match.start()] + statement
 
 
