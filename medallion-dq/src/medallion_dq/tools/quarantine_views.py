@@ -98,39 +98,45 @@ def _with_columns(source: str, columns: list[str]) -> str:
     return source[: head.end()] + added + source[head.end() :]
 
 
-def _applies(text: str, ruleset: RuleSet) -> bool:
+def _applies(text: str, rules: Mapping[str, str]) -> bool:
     """As DQC008 judges it: the view applies the rule file's drop rules as they are now, and its
     source gives every column they read."""
     flat = " ".join(text.split())
-    wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
+    wanted = [quarantine.fails_any_sql(rules), quarantine.failed_rules_sql(rules)]
     applied = all(" ".join(part.split()) in flat for part in wanted)
-    return applied and not unselected(text, ruleset.drop)
+    return applied and not unselected(text, rules)
 
 
 def stale(project: Project) -> list[View]:
     """The project's SQL quarantine views that do not apply their rule file's drop rules."""
+    return [view for view in views(project) if not _applies(view.text, view.ruleset.drop)]
+
+
+def views(project: Project) -> list[View]:
+    """The project's SQL quarantine views of rule files that say `quarantine: view`."""
     chosen = policy.load(project, conventions.defaults())
     suffix = str(chosen.config.get("quarantine_suffix", "_quarantine"))
-    views = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
+    by_name = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
     base = project.root / conventions.PIPELINES_DIR
     found = []
     for path in sorted(base.rglob("*.sql")) if base.is_dir() else []:
         text = project.text(path)
         for match in _CREATE.finditer(text):
             name = match[1].strip("`")
-            ruleset = views.get(name.split(".")[-1])
-            if ruleset is not None and not _applies(text, ruleset):
+            ruleset = by_name.get(name.split(".")[-1])
+            if ruleset is not None:
                 found.append(View(path, name, ruleset, text))
     return found
 
 
-def rewritten(view: View) -> str | None:
-    """The file with its view's rule expressions written anew (None: not view_sql's shape)."""
+def rewritten(view: View, rules: Mapping[str, str] | None = None) -> str | None:
+    """The file with its view's rule expressions written anew, from `rules` (default: its rule
+    file's drop rules); None: not view_sql's shape."""
     match = _VIEW.search(view.text)
     if match is None or len(_CREATE.findall(view.text)) != 1:
         return None
     comment = re.sub(r"\\(.)", r"\1", match["comment"] or "")
-    rules = view.ruleset.drop
+    rules = view.ruleset.drop if rules is None else rules
     source = _with_columns(match["source"], unselected(view.text, rules))
     statement = quarantine.view_sql(match["name"], source, rules, comment)
     return view.text[: match.start()] + statement
