@@ -193,6 +193,35 @@ def _sources(
     return line.sub(lambda _: lines, text, count=1)
 
 
+_NOX_RULES = 'session.install("-e", ".")\n    session.run("medallion-dq"'
+_CHECK_GROUP = '# `medallion-dq check` (the offline bundle checks): no Spark.\ncheck = ["medallion-dq-dev[tools]"]\n'
+
+
+def _check_group(project: Project, data: dict[str, Any], text: str, said: list[str]) -> str:
+    """The group `check` (the tools, no Spark) where noxfile.py's `rules` session installs the
+    project alone to run `medallion-dq`: the runtime has no such command any more."""
+    noxfile = project.root / "noxfile.py"
+    if not noxfile.is_file() or _NOX_RULES not in project.text(noxfile):
+        return text
+    if "check" not in data.get("dependency-groups", {}):
+        header = re.search(r"^\[dependency-groups\][ \t]*\n", text, re.M)
+        if header is None:
+            raise Refused("pyproject.toml: no [dependency-groups] table; fix: add one first")
+        text = text[: header.end()] + _CHECK_GROUP + text[header.end() :]
+        said.append(f'pyproject.toml: [dependency-groups] check = ["{DEV}[tools]"] added')
+    return text
+
+
+def noxfile_edit(project: Project) -> Edit | None:
+    """noxfile.py's `rules` session installs the group `check`, which has the command."""
+    noxfile = project.root / "noxfile.py"
+    if not noxfile.is_file() or _NOX_RULES not in project.text(noxfile):
+        return None
+    wanted = _NOX_RULES.replace('"."', '".", "--group", "check"')
+    text = project.text(noxfile).replace(_NOX_RULES, wanted)
+    return Edit(noxfile, text, ["noxfile.py: the rules session installs the group check"])
+
+
 def pyproject_edit(project: Project, rev: str | None, path: str | None) -> Edit | None:
     """pyproject.toml at this release; None: it is already."""
     file = project.root / "pyproject.toml"
@@ -203,6 +232,7 @@ def pyproject_edit(project: Project, rev: str | None, path: str | None) -> Edit 
         raise Refused(f"pyproject.toml: {error}; fix: make it parse first") from None
     said: list[str] = []
     new = _sources(data, _groups(data, _pins(data, text, said), said), said, rev, path)
+    new = _check_group(project, data, new, said)
     if not said:
         return None
     try:
@@ -343,8 +373,8 @@ def command(
 ) -> tuple[int, list[str]]:
     """The exit code and the lines to say: 0 upgraded (or nothing to do), 2 refused."""
     try:
-        planned = [e for e in [pyproject_edit(project, rev, path)] if e is not None]
-        planned += dqc016_edits(project)
+        files = [pyproject_edit(project, rev, path), noxfile_edit(project)]
+        planned = [e for e in files if e is not None] + dqc016_edits(project)
     except Refused as error:
         return 2, [f"error: {error}"]
     except DataQualityError as error:
