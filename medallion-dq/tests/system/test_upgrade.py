@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sample import TEMPLATE
 
 RELEASE = "5915495"  # "medallion-dq 0.5.0: the template pins ~=0.5.0"

@@ -71,8 +71,11 @@ def test_a_column_the_rules_read_is_added_to_the_views_select(project, capsys):
     assert "    _corrupt_record,\n" in text
     view.write_text(text.replace("    _corrupt_record,\n", ""), encoding="utf-8")
     (said,) = dqc008(project)
-    assert "its source selects no _corrupt_record, which they read" in said
-    assert "quarantine write adds it" in said
+    assert (
+        "(whole_record, valid_customer_id, valid_email, known_country): selects no _corrupt_record, which they read"
+        in said
+    )
+    assert "medallion-dq quarantine write writes it again" in said
     assert cli.main(["quarantine", "write"]) == 0
     assert "silver_customers_quarantine applies whole_record" in capsys.readouterr().out
     after = view.read_text(encoding="utf-8")

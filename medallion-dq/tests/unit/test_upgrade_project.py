@@ -51,7 +51,9 @@ def bake(release: Path, out: Path, **answers: str) -> Path:
     ],
     ids=["csv-index", "json-gitlab-no-container"],
 )
-def test_a_05_project_passes_check_after_the_upgrade(release, tmp_path, monkeypatch, capsys, answers):
+def test_a_05_project_passes_check_after_the_upgrade(
+    release, tmp_path, monkeypatch, capsys, answers
+):
     project = bake(release, tmp_path / "out", **answers)
     monkeypatch.chdir(project)
     assert [p.code for p in conventions.check(project) if p.severity == "error"] == [

@@ -75,7 +75,9 @@ def explain(
                 if name in referenced_columns(e.constraint):
                     at_fault = flow or dataset
                     defining = [
-                        f for f in files if at_fault in pipeline_files.datasets_defined([f], views=True)
+                        f
+                        for f in files
+                        if at_fault in pipeline_files.datasets_defined([f], views=True)
                     ]
                     where = (
                         f" ({pipeline_files.relative(defining[0], root)})"

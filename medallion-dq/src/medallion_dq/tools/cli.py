@@ -507,7 +507,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     upgrade.add_argument("--dry-run", action="store_true", help="say the changes, write nothing")
     upgrade.add_argument("--rev", help="[tool.uv.sources] git: the commit of this release")
-    upgrade.add_argument("--path", help="[tool.uv.sources] path: this release's medallion-dq folder")
+    upgrade.add_argument(
+        "--path", help="[tool.uv.sources] path: this release's medallion-dq folder"
+    )
     scaffold.add_parsers(sub)  # add source / remove source
     for command_parser in sub.choices.values():  # `-q` before or after the command
         _add_output_options(command_parser, default=argparse.SUPPRESS)

@@ -62,6 +62,7 @@ from medallion_dq.tools.pipeline_ast import (
     EXPECT_DECORATORS,
     PipelineModule,
     kwarg_str,
+    unselected,
 )
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
@@ -716,26 +717,19 @@ class _Collector:
             return
         text = " ".join(statement.split())
         wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
-        if not all(" ".join(part.split()) in text for part in wanted):
+        missing = unselected(statement, ruleset.drop)
+        if missing or not all(" ".join(part.split()) in text for part in wanted):
             self.add(
                 "DQC008",
                 where,
                 f"quarantine view {name!r} does not apply the drop rules of {rule_file} as they "
-                f"are now ({', '.join(ruleset.drop)}): its rows would differ from what "
-                f"{dataset!r} drops",
+                f"are now ({', '.join(ruleset.drop)}): "
+                + (
+                    f"selects no {', '.join(missing)}, which they read"
+                    if missing
+                    else f"its rows would differ from what {dataset!r} drops"
+                ),
                 "medallion-dq quarantine write writes it again from the rule file",
-            )
-            return
-        from medallion_dq.tools.quarantine_views import unselected
-
-        if missing := unselected(statement, ruleset.drop):
-            self.add(
-                "DQC008",
-                where,
-                f"quarantine view {name!r} applies the drop rules of {rule_file}, but its "
-                f"source selects no {', '.join(missing)}, which they read: the view does not "
-                "resolve, and the update fails",
-                "medallion-dq quarantine write adds it to the view's SELECT",
             )
 
     def finish(self) -> list[Problem]:

@@ -235,11 +235,7 @@ def pyproject_edit(project: Project, rev: str | None, path: str | None) -> Edit 
     new = _check_group(project, data, new, said)
     if not said:
         return None
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    read = tomllib.loads(new)
+    read = config.parse_toml(new, "pyproject.toml")
     groups = read.get("dependency-groups", {}).values()
     names = [_name(s)[0] for g in groups for s in g if isinstance(s, str)]
     pinned = [d for d in read["project"]["dependencies"] if _name(d)[0] == RUNTIME]
@@ -255,9 +251,7 @@ def _with_rule(text: str, where: str) -> str:
     """A rule file's text with `whole_record` first under `rules:`."""
     lines = text.splitlines(keepends=True)
     at = next((i for i, line in enumerate(lines) if re.match(r"rules:\s*(#.*)?$", line)), None)
-    item = next(
-        (m for line in lines[(at or 0) + 1 :] if (m := re.match(r"(\s*)- ", line))), None
-    )
+    item = next((m for line in lines[(at or 0) + 1 :] if (m := re.match(r"(\s*)- ", line))), None)
     if at is None or item is None:
         raise Refused(
             f"{where}: no block list under 'rules:' to add whole_record to; fix: add"
@@ -321,7 +315,9 @@ def dqc016_edits(project: Project) -> list[Edit]:
     for problem in found:
         ruleset = by_file.get(problem.file)
         if ruleset is None:
-            raise Refused(f"{problem.file}: its silver dataset has no rule file; fix: {problem.fix}")
+            raise Refused(
+                f"{problem.file}: its silver dataset has no rule file; fix: {problem.fix}"
+            )
         path = project.root / problem.file
         text = _with_rule(project.text(path), problem.file)
         rules.parse(text, problem.file)  # reads back (DataQualityError: said by the caller)
