@@ -103,6 +103,16 @@ class PipelineModule:
             ):
                 yield node
 
+    def dataset_of(self, func: ast.FunctionDef) -> str:
+        """The dataset a query function defines: its first dataset decorator's name, or its own."""
+        for deco in func.decorator_list:
+            kind, call = self.decorator(deco)
+            if kind in DATASET_DECORATORS:
+                return short_name(
+                    kwarg_str(call, "target" if kind == "append_flow" else "name") or func.name
+                )
+        return func.name
+
     def defined_names(self) -> set[str]:
         """Dataset names: `name=` of dataset decorators and calls, and query function names."""
         names = {f.name for f in self.query_functions()}

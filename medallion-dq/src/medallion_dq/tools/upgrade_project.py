@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from medallion_dq import __version__, rules
-from medallion_dq.problems import DataQualityError
+from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, write_file
-from medallion_dq.text import relative_path, short_name
+from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, quarantine_views
-from medallion_dq.tools.pipeline_ast import DATASET_DECORATORS, PipelineModule, kwarg_str
+from medallion_dq.tools.pipeline_ast import PipelineModule
 
 RUNTIME, DEV = "medallion-dq", "medallion-dq-dev"
 WHOLE_RECORD = {"whole_record": "_corrupt_record IS NULL"}
@@ -51,7 +51,7 @@ _RULE = """\
 """
 
 
-class Refused(Exception):
+class Refused(MedallionDQError, ValueError):
     """What the upgrade cannot do, in one line (the file, what, and the fix)."""
 
 
@@ -278,12 +278,7 @@ def _is_select_of_table(node: ast.AST) -> bool:
 def _selects(module: PipelineModule, dataset: str) -> list[ast.Call]:
     """The table reads' `.select(...)` calls of `dataset`'s query function and its helpers."""
     for func in module.query_functions():
-        names = [
-            kwarg_str(call, "target" if kind == "append_flow" else "name") or func.name
-            for kind, call in map(module.decorator, func.decorator_list)
-            if kind in DATASET_DECORATORS
-        ]
-        if names and short_name(names[0]) == dataset:
+        if module.dataset_of(func) == dataset:
             return [c for c in module.calls(func) if _is_select_of_table(c)]
     return []
 
