@@ -129,7 +129,9 @@ def lake(tmp_path_factory):
 
 def test_a_05_project_runs_after_the_upgrade_and_keeps_every_row(lake):
     project, rows = lake
-    refused = cli(Path(sys.executable), project, "run", "--job", "medallion")
+    refused = cli(
+        Path(sys.executable), project, "run", "--job", "medallion", "--landing", "deliveries"
+    )
     assert refused.returncode == 2 and "DQC016" in refused.stderr  # why the upgrade is needed
     here = str(TEMPLATE / "medallion-dq")
     dry = cli(Path(sys.executable), project, "upgrade", "--dry-run", "--path", here)

@@ -75,6 +75,8 @@ def test_a_05_project_passes_check_after_the_upgrade(
     else:
         assert f'medallion-dq = {{ path = "{HERE}/runtime" }}' in pyproject
     assert '"--group", "check"' in (project / "noxfile.py").read_text(encoding="utf-8")
+    job = (project / "tests" / "test_job.py").read_text(encoding="utf-8")
+    assert '"FAIL (e.g. C-9001, C-9002, C-9003, from "' in job  # the gate's words now
     assert cli.main(["upgrade"]) == 0
     assert capsys.readouterr().out.endswith("nothing to change\n")
 

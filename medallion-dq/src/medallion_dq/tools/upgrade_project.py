@@ -222,6 +222,29 @@ def noxfile_edit(project: Project) -> Edit | None:
     return Edit(noxfile, text, ["noxfile.py: the rules session installs the group check"])
 
 
+# The 0.5 template's test lines that assert what this release says otherwise, as its template
+# now writes them: (file, the line's 0.5 text, its text now).
+TEST_LINES = (
+    (
+        "tests/test_job.py",
+        '"FAIL (e.g. C-9001, C-9002, C-9003)"\n',
+        '"FAIL (e.g. C-9001, C-9002, C-9003, from "  # the file they came from, and the way out\n',
+    ),
+)
+
+
+def test_edits(project: Project) -> list[Edit]:
+    """The template's own tests, where they assert a message this release words otherwise."""
+    edits = []
+    for name, old, new in TEST_LINES:
+        path = project.root / name
+        text = project.text(path) if path.is_file() else ""
+        if old in text:
+            said = f"{name}: asserts the gate's message as this release words it"
+            edits.append(Edit(path, text.replace(old, new), [said]))
+    return edits
+
+
 def pyproject_edit(project: Project, rev: str | None, path: str | None) -> Edit | None:
     """pyproject.toml at this release; None: it is already."""
     file = project.root / "pyproject.toml"
@@ -366,6 +389,7 @@ def command(
     try:
         files = [pyproject_edit(project, rev, path), noxfile_edit(project)]
         planned = [e for e in files if e is not None] + dqc016_edits(project)
+        planned += test_edits(project)
     except Refused as error:
         return 2, [f"error: {error}"]
     except DataQualityError as error:
