@@ -72,7 +72,7 @@ def test_a_column_the_rules_read_is_added_to_the_views_select(project, capsys):
     view.write_text(text.replace("    _corrupt_record,\n", ""), encoding="utf-8")
     (said,) = dqc008(project)
     assert (
-        "(whole_record, valid_customer_id, valid_email, known_country): selects no _corrupt_record, which they read"
+        "(whole_record, valid_customer_id, valid_email, known_country): it selects no _corrupt_record, which they read"
         in said
     )
     assert "medallion-dq quarantine write writes it again" in said

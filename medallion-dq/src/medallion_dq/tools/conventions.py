@@ -715,20 +715,17 @@ class _Collector:
             return
         if form != "view":
             return
-        text = " ".join(statement.split())
-        wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
-        missing = unselected(statement, ruleset.drop)
+        text, drop = " ".join(statement.split()), ruleset.drop
+        wanted = [quarantine.fails_any_sql(drop), quarantine.failed_rules_sql(drop)]
+        why = f"its rows would differ from what {dataset!r} drops"
+        if missing := unselected(statement, drop):  # the view does not even resolve
+            why = f"it selects no {', '.join(missing)}, which they read"
         if missing or not all(" ".join(part.split()) in text for part in wanted):
             self.add(
                 "DQC008",
                 where,
                 f"quarantine view {name!r} does not apply the drop rules of {rule_file} as they "
-                f"are now ({', '.join(ruleset.drop)}): "
-                + (
-                    f"selects no {', '.join(missing)}, which they read"
-                    if missing
-                    else f"its rows would differ from what {dataset!r} drops"
-                ),
+                f"are now ({', '.join(drop)}): {why}",
                 "medallion-dq quarantine write writes it again from the rule file",
             )
 
