@@ -41,14 +41,20 @@ def previous_release(folder: Path) -> Path:
     return folder
 
 
-def bake(template: Path, out: Path) -> Path:
+def bake(template: Path, out: Path, **answers: str) -> Path:
     from cookiecutter.main import cookiecutter
 
     config = out / "cookiecutter.yaml"
     out.mkdir()
     config.write_text(f"cookiecutters_dir: {json.dumps(str(out / 'cc'))}\n", encoding="utf-8")
     return Path(
-        cookiecutter(str(template), no_input=True, output_dir=str(out), config_file=str(config))
+        cookiecutter(
+            str(template),
+            no_input=True,
+            extra_context=answers,
+            output_dir=str(out),
+            config_file=str(config),
+        )
     )
 
 
@@ -91,20 +97,24 @@ def delivered(python: Path, project: Path, name: str) -> dict:
     for task in ("validate", "publish"):
         for dataset, said in tasks[task]["update"]["datasets"].items():
             rows[dataset] = said["output_rows"]
+            for rule in said.get("expectations") or []:  # "silver_orders.whole_record": 1
+                rows[f"{dataset}.{rule['name']}"] = rule["failed_records"]
     return rows
 
 
-CUT_SHORT = '{"order_id": "O-999998", "amount": \n'  # a record bronze cannot parse
+# A record bronze cannot parse, by format: a JSON line cut short, a CSV line with fields missing.
+CUT_SHORT = {".json": '{"order_id": "O-999998", "amount": \n', ".csv": "O-999998,C-0001\n"}
 
 
-def delivery(project: Path, days: int, *, cut_short: str = "") -> None:
+def delivery(project: Path, days: int, *, cut_short: bool = False) -> None:
     """orders-2026-11-01's records as new orders `days` later: other ids, other days (its
     volume passes the gate; the sample's 11-04 alone does not)."""
-    source = project / "fixtures" / "landing" / "orders" / "orders-2026-11-01.json"
-    text = source.read_text(encoding="utf-8").replace('"O-000', f'"O-{days}00')
+    (source,) = (project / "fixtures" / "landing" / "orders").glob("orders-2026-11-01.*")
+    text = re.sub(r"\bO-000", f"O-{days}00", source.read_text(encoding="utf-8"))
     text = re.sub(r"2026-11-0(\d)", lambda m: f"2026-11-0{int(m[1]) + days}", text)
-    name = f"orders-2026-11-0{1 + days}.json"
-    (project / "deliveries" / "orders" / name).write_text(text + cut_short, encoding="utf-8")
+    text += CUT_SHORT[source.suffix] if cut_short else ""
+    name = f"orders-2026-11-0{1 + days}{source.suffix}"
+    (project / "deliveries" / "orders" / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +128,8 @@ def lake(tmp_path_factory):
     deliveries = project / "deliveries"
     (deliveries / "orders").mkdir(parents=True)
     shutil.copytree(landing / "customers", deliveries / "customers")
-    shutil.copy(landing / "orders" / "orders-2026-11-01.json", deliveries / "orders")
+    (first,) = (landing / "orders").glob("orders-2026-11-01.*")
+    shutil.copy(first, deliveries / "orders")
     rows = [delivered(python, project, "first")]
     delivery(project, 2)
     rows.append(delivered(python, project, "second"))
@@ -145,12 +156,16 @@ def test_a_05_project_runs_after_the_upgrade_and_keeps_every_row(lake):
     checked = cli(Path(sys.executable), project, "check")
     assert checked.returncode == 0, checked.stdout
     assert checked.stdout.splitlines()[-1] == "check: 0 error(s), 0 warning(s)"
-    delivery(project, 4, cut_short=CUT_SHORT)
+    delivery(project, 4, cut_short=True)
     rows.append(delivered(Path(sys.executable), project, "third"))
     for one in rows:  # every order bronze read is in silver or in its quarantine
         assert one["silver_orders"] + one["silver_orders_quarantine"] == one["bronze_orders"] > 0
     assert rows[2]["bronze_orders"] == rows[1]["bronze_orders"] + 1  # and the one cut short
-    gold = [sum(n for name, n in one.items() if name.startswith("gold_")) for one in rows]
+    assert rows[2]["silver_orders.whole_record"] == 1  # the record cut short, quarantined
+    gold = [
+        sum(n for name, n in one.items() if name.startswith("gold_") and "." not in name)
+        for one in rows
+    ]
     assert gold[0] < gold[1] < gold[2], gold
     again = cli(Path(sys.executable), project, "upgrade")
     assert again.stdout.endswith("nothing to change\n"), again.stdout + again.stderr

@@ -311,9 +311,9 @@ def _with_column(text: str, calls: list[ast.Call]) -> str:
     template writes it, else first; laid out as the column it goes before."""
     lines = text.splitlines(keepends=True)
     for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset), reverse=True):
-        if any(isinstance(a, ast.Constant) and a.value in ("*", CORRUPT) for a in call.args):
-            continue
         given = [a for a in call.args if isinstance(a, ast.Constant)]
+        if not call.args or any(a.value in ("*", CORRUPT) for a in given):
+            continue  # it selects all, the mark already, or nothing (the engine says so)
         before = next((a for a in given if a.value == "_source_file"), None) or call.args[0]
         row = lines[before.lineno - 1]
         start = len(row.encode()[: before.col_offset].decode())  # ast's offsets are bytes
