@@ -101,6 +101,9 @@ class Lake:
         df = (
             self.spark.createDataFrame(rows, schema) if schema else self.spark.createDataFrame(rows)
         )
+        if "_corrupt_record" not in df.columns and self._marked(table):
+            # Bronze as read_landing writes it (a seed written before silver read the mark).
+            df = df.selectExpr("*", "CAST(NULL AS STRING) AS _corrupt_record")
         name = f"{self.schema}.{table}"
         if any(set(" ,;{}()\n\t=") & set(f.name) for f in df.schema.fields):
             # Delta keeps such a name only in a table that maps its columns by name.
@@ -108,6 +111,23 @@ class Lake:
             writer.tableProperty("delta.columnMapping.mode", "name").createOrReplace()
         else:
             df.write.format("delta").mode("overwrite").saveAsTable(name)
+
+    def _marked(self, table: str) -> bool:
+        """Whether the project's bronze defines `table` with read_landing over JSON or CSV, which
+        marks a record it could not parse in `_corrupt_record`."""
+        import ast
+
+        from medallion_dq.tools.pipeline_ast import PipelineModule
+
+        for path in sorted((self.root / "src" / "pipelines").rglob("*.py")):
+            try:
+                module = PipelineModule(ast.parse(path.read_text(encoding="utf-8")))
+            except (OSError, UnicodeDecodeError, SyntaxError):
+                continue
+            for func in module.query_functions():
+                if module.dataset_of(func) == table and module.reads_text_landing(func):
+                    return True
+        return False
 
     # -- runs -----------------------------------------------------------------------------------
     def run(

@@ -66,3 +66,51 @@ def test_a_violation_that_outruns_its_flow_event_is_still_named(tmp_path):
     )
     assert said.record == {"order_id": "o1", "orders": 2}
     assert engine_error_text(ValueError("plain")) == "plain"
+
+
+# The engine's text when a 0.5 quarantine view applied the rule whole_record without selecting
+# its column (its plan cut to the nodes read; the suggestions stop at five columns).
+UNSELECTED = """\
+Failed to resolve flow: 'spark_catalog.acme_orders.silver_customers_quarantine'.
+Error: [UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name \
+`_corrupt_record` cannot be resolved. Did you mean one of the following? [`country`, \
+`customer_id`, `_source_file`, `signup_date`, `_raw`]. SQLSTATE: 42703; line 25 pos 20;
+'Project [*, 'array_except('array(CASE WHEN NOT 'coalesce(isnull('_corrupt_record), false) \
+THEN whole_record END), array(cast(null as string))) AS _dq_failed_rules#80]
++- 'Filter NOT 'coalesce((isnull('_corrupt_record) AND isnotnull(customer_id#159)), false)
+   +- SubqueryAlias quarantine_source
+      +- Project [customer_id#159, trim(name#160, None) AS name#75, lower(trim(email#161, \
+None)) AS email#76, upper(trim(country#162, None)) AS country#77, try_cast(signup_date#163 as \
+date) AS signup_date#78, _source_file#166, _ingested_at#167, named_struct(signup_date, \
+signup_date#163) AS _raw#79]
+         +- SubqueryAlias spark_catalog.acme_orders.bronze_customers
+            +- LocalRelation <empty>, [customer_id#159, name#160, email#161, _corrupt_record#164]
+"""
+
+
+def test_an_unknown_column_names_the_dataset_whose_file_reads_it_and_all_its_columns(tmp_path):
+    """DQ011 names the quarantine view and its file, not the silver dataset whose rule file has
+    the rule, and lists every column the view's query gives (the engine lists five)."""
+    from medallion_dq.local.expectations import Expectation
+    from medallion_dq.local.failures import explain
+
+    view = tmp_path / "customers_quarantine.sql"
+    view.write_text("CREATE VIEW silver_customers_quarantine AS SELECT 1\n", encoding="utf-8")
+    declared = {
+        "silver_customers": [
+            Expectation("valid_email", "email IS NOT NULL", "drop"),
+            Expectation("whole_record", "_corrupt_record IS NULL", "drop"),
+        ]
+    }
+    said = explain(UNSELECTED, declared, {}, [view], tmp_path, {}, tmp_path)
+    assert (said.kind, said.dataset, said.expectation) == (
+        "UNKNOWN_COLUMN",
+        "silver_customers_quarantine",
+        "whole_record",
+    )
+    assert said.message == (
+        "DQ011 silver_customers_quarantine (customers_quarantine.sql): rule 'whole_record':"
+        " unknown column `_corrupt_record` in constraint '_corrupt_record IS NULL'; fix: the"
+        " dataset has customer_id, name, email, country, signup_date, _source_file,"
+        " _ingested_at, _raw"
+    )

@@ -61,3 +61,37 @@ def test_a_view_of_another_shape_is_named_and_left_as_it_is(project, capsys):
         " it; fix: write it again by hand (DQC008's fix)\n"
     )
     assert view.read_text(encoding="utf-8") == text
+
+
+def test_a_column_the_rules_read_is_added_to_the_views_select(project, capsys):
+    """A view that applies its rules but whose SELECT lacks a column one reads (a 0.5 view after
+    the rule whole_record came) does not resolve: `check` says so, `quarantine write` adds it."""
+    view = project / VIEW
+    text = view.read_text(encoding="utf-8")
+    assert "    _corrupt_record,\n" in text
+    view.write_text(text.replace("    _corrupt_record,\n", ""), encoding="utf-8")
+    (said,) = dqc008(project)
+    assert (
+        "(whole_record, valid_customer_id, valid_email, known_country): it selects no _corrupt_record, which they read"
+        in said
+    )
+    assert "medallion-dq quarantine write writes it again" in said
+    assert cli.main(["quarantine", "write"]) == 0
+    assert "silver_customers_quarantine applies whole_record" in capsys.readouterr().out
+    after = view.read_text(encoding="utf-8")
+    assert dqc008(project) == []
+    assert "  SELECT\n    _corrupt_record,\n    customer_id,\n" in after
+    assert after.count("_corrupt_record") == text.count("_corrupt_record")
+
+
+def test_a_rules_lambda_parameter_is_no_column_to_select(project):
+    rules = project / RULES
+    rules.write_text(
+        rules.read_text().replace(
+            "customer_id IS NOT NULL", "exists(array(customer_id), x -> x IS NOT NULL)"
+        ),
+        "utf-8",
+    )
+    assert cli.main(["quarantine", "write"]) == 0
+    source = (project / VIEW).read_text(encoding="utf-8").split("FROM (")[1]
+    assert " x," not in source and "\n    x" not in source

@@ -62,12 +62,30 @@ def explain(
     if column:
         name = column[1].split(".")[-1].strip("`").lower()
         known = re.search(r"Did you mean one of the following\? \[([^\]]*)\]", text)
-        hint = f"the dataset has {_bare(known[1])}" if known else "use a column of the dataset"
-        for dataset, items in declared.items():
+        columns = _input_columns(text) or (_bare(known[1]) if known else "")
+        hint = f"the dataset has {columns}" if columns else "use a column of the dataset"
+        # The dataset at fault is the flow that did not resolve (a quarantine view applying a
+        # rule of its silver dataset's file, say); its own rules first.
+        unresolved = _UNRESOLVED.search(text)
+        flow = short_name(unresolved["flow"]) if unresolved else None
+        by_name = {short_name(d): items for d, items in declared.items()}
+        ordered = sorted(by_name.items(), key=lambda item: item[0] != flow)
+        for dataset, items in ordered:
             for e in items:
                 if name in referenced_columns(e.constraint):
-                    message = f"DQ011 {short_name(dataset)}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
-                    return RunError("UNKNOWN_COLUMN", message, short_name(dataset), e.name)
+                    at_fault = flow or dataset
+                    defining = [
+                        f
+                        for f in files
+                        if at_fault in pipeline_files.datasets_defined([f], views=True)
+                    ]
+                    where = (
+                        f" ({pipeline_files.relative(defining[0], root)})"
+                        if defining and at_fault not in by_name
+                        else ""
+                    )
+                    message = f"DQ011 {at_fault}{where}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
+                    return RunError("UNKNOWN_COLUMN", message, at_fault, e.name)
     if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
         where = f" (flow {failed_flow})" if failed_flow else ""
         fault += lake.disk_note(work_dir)
@@ -83,6 +101,48 @@ def explain(
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
 _UNRESOLVED = re.compile(r"Failed to resolve flow: '(?P<flow>[^']+)'\.\s*\nError: (?P<cause>.+)")
+
+
+# A plan node that outputs its child's columns as they are.
+_PASSING = ("SubqueryAlias", "Filter", "Sort", "GlobalLimit", "LocalLimit", "Distinct", "Window")
+
+
+def _input_columns(text: str) -> str:
+    """Every column the unresolved query reads from, from the engine's plan of it: the output
+    of its first resolved node (the engine's own suggestions stop at five). Empty: not read."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if "UNRESOLVED_COLUMN" in line), len(lines))
+    for line in lines[start + 1 :]:
+        node = line.lstrip(" :+-|")
+        if not node or node.startswith("'") or node.startswith(_PASSING):
+            continue
+        listed = re.match(r"(?:Project |LocalRelation (?:<empty>, )?|Relation [^\[]+)\[", node)
+        if listed is None:
+            return ""
+        names = []
+        for item in _top_level(node[listed.end() :]):
+            bare = re.sub(r"#\d+L?$", "", item.rsplit(" AS ", 1)[-1].strip())
+            if not re.fullmatch(r"\w+", bare):
+                return ""
+            names.append(bare)
+        return ", ".join(names)
+    return ""
+
+
+def _top_level(listed: str) -> list[str]:
+    """The comma-separated items of a plan's `[...]` (its opening bracket already read)."""
+    items, depth, start = [], 0, 0
+    for i, char in enumerate(listed):
+        if char in "([":
+            depth += 1
+        elif char in ")]" and depth:
+            depth -= 1
+        elif char == "]" or (char == "," and not depth):
+            items.append(listed[start:i])
+            start = i + 1
+            if char == "]":
+                break
+    return items
 
 
 def _bare(names: str) -> str:

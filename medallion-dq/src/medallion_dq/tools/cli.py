@@ -1,5 +1,5 @@
 """Command line: `medallion-dq check | run | report | diff | profile | contract | conventions |
-add | remove | spark | lake`.
+quarantine | upgrade | add | remove | spark | lake`.
 
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
@@ -171,6 +171,18 @@ def cmd_quarantine(args) -> int:
     from medallion_dq.tools import quarantine_views
 
     code, lines = quarantine_views.command(_project(args.root))
+    for line in lines:
+        (console.error if line.startswith("error:") else console.result)(line)
+    return code
+
+
+def cmd_upgrade(args) -> int:
+    """`upgrade`: a project of the previous minor release brought to this one (upgrade_project)."""
+    from medallion_dq.tools import upgrade_project
+
+    code, lines = upgrade_project.command(
+        _project(args.root), dry_run=args.dry_run, rev=args.rev, path=args.path
+    )
     for line in lines:
         (console.error if line.startswith("error:") else console.result)(line)
     return code
@@ -490,6 +502,14 @@ def main(argv: list[str] | None = None) -> int:
         "quarantine", help="write stale SQL quarantine views again from their rule files"
     )
     quarantine.add_argument("action", choices=["write"])
+    upgrade = sub.add_parser(
+        "upgrade", help="a project of the previous minor release to this one (CHANGELOG's steps)"
+    )
+    upgrade.add_argument("--dry-run", action="store_true", help="say the changes, write nothing")
+    upgrade.add_argument("--rev", help="[tool.uv.sources] git: the commit of this release")
+    upgrade.add_argument(
+        "--path", help="[tool.uv.sources] path: this release's medallion-dq folder"
+    )
     scaffold.add_parsers(sub)  # add source / remove source
     for command_parser in sub.choices.values():  # `-q` before or after the command
         _add_output_options(command_parser, default=argparse.SUPPRESS)
@@ -515,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         "lake": cmd_lake,
         "conventions": cmd_conventions,
         "quarantine": cmd_quarantine,
+        "upgrade": cmd_upgrade,
         "add": lambda args: scaffold.cmd_add(args, _project(args.root)),
         "remove": lambda args: scaffold.cmd_remove(args, _project(args.root)),
     }

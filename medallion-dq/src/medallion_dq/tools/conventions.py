@@ -62,6 +62,7 @@ from medallion_dq.tools.pipeline_ast import (
     EXPECT_DECORATORS,
     PipelineModule,
     kwarg_str,
+    unselected,
 )
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
@@ -714,15 +715,16 @@ class _Collector:
             return
         if form != "view":
             return
-        text = " ".join(statement.split())
         wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
-        if not all(" ".join(part.split()) in text for part in wanted):
+        why = f"its rows would differ from what {dataset!r} drops"
+        if missing := unselected(statement, ruleset.drop):  # the view does not even resolve
+            why = f"it selects no {', '.join(missing)}, which they read"
+        if missing or not all(" ".join(p.split()) in " ".join(statement.split()) for p in wanted):
             self.add(
                 "DQC008",
                 where,
                 f"quarantine view {name!r} does not apply the drop rules of {rule_file} as they "
-                f"are now ({', '.join(ruleset.drop)}): its rows would differ from what "
-                f"{dataset!r} drops",
+                f"are now ({', '.join(ruleset.drop)}): {why}",
                 "medallion-dq quarantine write writes it again from the rule file",
             )
 

@@ -5,7 +5,11 @@ functions that the open-source engine runs eagerly or refuses."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
+
+import sqlglot
+from sqlglot import exp
 
 from medallion_dq.text import short_name
 
@@ -98,6 +102,16 @@ class PipelineModule:
                 for d in node.decorator_list
             ):
                 yield node
+
+    def dataset_of(self, func: ast.FunctionDef) -> str:
+        """The dataset a query function defines: its first dataset decorator's name, or its own."""
+        for deco in func.decorator_list:
+            kind, call = self.decorator(deco)
+            if kind in DATASET_DECORATORS:
+                return short_name(
+                    kwarg_str(call, "target" if kind == "append_flow" else "name") or func.name
+                )
+        return func.name
 
     def defined_names(self) -> set[str]:
         """Dataset names: `name=` of dataset decorators and calls, and query function names."""
@@ -235,3 +249,54 @@ def _call_name(node: ast.Call) -> str | None:
     if isinstance(node.func, ast.Name):
         return node.func.id
     return None
+
+
+# A quarantine view as `quarantine.view_sql` writes it (tools/quarantine_views.py).
+VIEW = re.compile(
+    r"CREATE\s+VIEW\s+(?P<name>`[^`]+`|[\w.]+)\s+"
+    r"(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'\s+)?"
+    r"AS\s+SELECT\s+\*\s*,.*?\s+AS\s+_dq_failed_rules\s+"
+    r"FROM\s+(?P<source>.*)\s+AS\s+quarantine_source\s+WHERE\s.*\Z",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _read_columns(rules: Mapping[str, str]) -> list[str]:
+    """The row's columns the rules read, in rule order, as written (a lambda's parameter and a
+    struct's field are not columns of the row)."""
+    found: dict[str, str] = {}
+    for constraint in rules.values():
+        try:
+            tree = sqlglot.parse_one(constraint, read="spark")
+        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+            continue  # `check` says it (DQ0xx)
+        bound = {
+            p.name.lower() for node in tree.find_all(exp.Lambda) for p in node.expressions
+        }  # fmt: skip
+        for column in tree.find_all(exp.Column):
+            name = column.parts[0].name
+            if name.lower() not in bound:
+                found.setdefault(name.lower(), name)
+    return list(found.values())
+
+
+def _source_select(source: str) -> exp.Select | None:
+    """The SELECT of a view's source `(SELECT ...)`; None: a table name, or not read."""
+    try:
+        tree = sqlglot.parse_one(source.strip(), read="spark")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    while isinstance(tree, (exp.Subquery, exp.Paren)):
+        tree = tree.this
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def unselected(statement: str, rules: Mapping[str, str]) -> list[str]:
+    """The columns `rules` read that the quarantine view's source SELECT does not give (none
+    where the SELECT has a `*`, or the source is not a SELECT this can read)."""
+    match = VIEW.search(statement)
+    select = _source_select(match["source"]) if match else None
+    if select is None or any(isinstance(e, exp.Star) for e in select.expressions):
+        return []
+    given = {name.lower() for name in select.named_selects}
+    return [name for name in _read_columns(rules) if name.lower() not in given]

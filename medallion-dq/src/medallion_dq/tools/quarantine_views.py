@@ -6,15 +6,20 @@ that would appear).
 A view file is as `quarantine.view_sql` writes it (the template's, `add source`'s): comments,
 then ``CREATE VIEW <name> [COMMENT '...'] AS SELECT *, <failed rules> AS _dq_failed_rules FROM
 <source> AS quarantine_source WHERE <fails any>``. Its comments, name, comment and source (the
-SELECT that types the rows as silver does) are kept; the two rule expressions are written anew.
-A stale file of another shape is named, not touched.
+SELECT that types the rows as silver does) are kept; the two rule expressions are written anew,
+and a column a rule reads that the source's SELECT does not give (`_corrupt_record` after the
+rule `whole_record` came) is added to that SELECT: the view would not resolve without it. A
+stale file of another shape is named, not touched.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from sqlglot import exp
 
 from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
@@ -22,14 +27,9 @@ from medallion_dq.project import Project, write_file
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, policy
+from medallion_dq.tools.pipeline_ast import VIEW as _VIEW
+from medallion_dq.tools.pipeline_ast import unselected
 
-_VIEW = re.compile(
-    r"CREATE\s+VIEW\s+(?P<name>`[^`]+`|[\w.]+)\s+"
-    r"(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'\s+)?"
-    r"AS\s+SELECT\s+\*\s*,.*?\s+AS\s+_dq_failed_rules\s+"
-    r"FROM\s+(?P<source>.*)\s+AS\s+quarantine_source\s+WHERE\s.*\Z",
-    re.IGNORECASE | re.DOTALL,
-)
 _CREATE = re.compile(r"CREATE\s+VIEW\s+(`[^`]+`|[\w.]+)", re.IGNORECASE)
 
 
@@ -41,37 +41,57 @@ class View:
     text: str
 
 
-def _applies(text: str, ruleset: RuleSet) -> bool:
-    """As DQC008 judges it: the view applies the rule file's drop rules as they are now."""
+def _with_columns(source: str, columns: list[str]) -> str:
+    """`source` with `columns` first in its SELECT, laid out as its first column is."""
+    head = re.match(r"\s*\(\s*SELECT(?:\s+DISTINCT)?(\s+)", source, re.IGNORECASE)
+    if head is None or not columns:
+        return source
+    gap = head[1]
+    added = "".join(f"{exp.to_identifier(name).sql('spark')},{gap}" for name in columns)
+    return source[: head.end()] + added + source[head.end() :]
+
+
+def _applies(text: str, rules: Mapping[str, str]) -> bool:
+    """As DQC008 judges it: the view applies the rule file's drop rules as they are now, and its
+    source gives every column they read."""
     flat = " ".join(text.split())
-    wanted = [quarantine.fails_any_sql(ruleset.drop), quarantine.failed_rules_sql(ruleset.drop)]
-    return all(" ".join(part.split()) in flat for part in wanted)
+    wanted = [quarantine.fails_any_sql(rules), quarantine.failed_rules_sql(rules)]
+    applied = all(" ".join(part.split()) in flat for part in wanted)
+    return applied and not unselected(text, rules)
 
 
 def stale(project: Project) -> list[View]:
     """The project's SQL quarantine views that do not apply their rule file's drop rules."""
+    return [view for view in views(project) if not _applies(view.text, view.ruleset.drop)]
+
+
+def views(project: Project) -> list[View]:
+    """The project's SQL quarantine views of rule files that say `quarantine: view`."""
     chosen = policy.load(project, conventions.defaults())
     suffix = str(chosen.config.get("quarantine_suffix", "_quarantine"))
-    views = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
+    by_name = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
     base = project.root / conventions.PIPELINES_DIR
     found = []
     for path in sorted(base.rglob("*.sql")) if base.is_dir() else []:
         text = project.text(path)
         for match in _CREATE.finditer(text):
             name = match[1].strip("`")
-            ruleset = views.get(name.split(".")[-1])
-            if ruleset is not None and not _applies(text, ruleset):
+            ruleset = by_name.get(name.split(".")[-1])
+            if ruleset is not None:
                 found.append(View(path, name, ruleset, text))
     return found
 
 
-def rewritten(view: View) -> str | None:
-    """The file with its view's rule expressions written anew (None: not view_sql's shape)."""
+def rewritten(view: View, rules: Mapping[str, str] | None = None) -> str | None:
+    """The file with its view's rule expressions written anew, from `rules` (default: its rule
+    file's drop rules); None: not view_sql's shape."""
     match = _VIEW.search(view.text)
     if match is None or len(_CREATE.findall(view.text)) != 1:
         return None
     comment = re.sub(r"\\(.)", r"\1", match["comment"] or "")
-    statement = quarantine.view_sql(match["name"], match["source"], view.ruleset.drop, comment)
+    rules = view.ruleset.drop if rules is None else rules
+    source = _with_columns(match["source"], unselected(view.text, rules))
+    statement = quarantine.view_sql(match["name"], source, rules, comment)
     return view.text[: match.start()] + statement
 
 
