@@ -13,10 +13,12 @@ Each size is the most a call can build, read from the tree; no data is needed.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date, datetime
 
+import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ErrorLevel
+from sqlglot.errors import ErrorLevel, ParseError, TokenError
 
 from medallion_dq import patterns
 
@@ -43,7 +45,13 @@ _SCALAR = frozenset(
     forall levenshtein""".split()
 )
 # Calls sqlglot writes in Spark under another name (space(n) as repeat(' ', n)).
-_NAMES = {exp.RegexpLike: "rlike", exp.Like: "like", exp.ILike: "ilike", exp.Space: "space"}
+_NAMES = {
+    exp.RegexpLike: "rlike",
+    exp.Like: "like",
+    exp.ILike: "ilike",
+    exp.Space: "space",
+    exp.Exists: "exists",
+}
 _MICROS_PER_DAY = 86_400_000_000
 _UNIT_MICROS = {
     "MICROSECOND": 1, "MILLISECOND": 1000, "SECOND": 1_000_000, "MINUTE": 60_000_000,
@@ -56,8 +64,10 @@ def _name(node: exp.Expr) -> str:
         return node.name.lower()
     if type(node) in _NAMES:
         return _NAMES[type(node)]
-    if not isinstance(node, exp.Func):
-        return ""
+    if not isinstance(node, exp.Func) or isinstance(
+        node, (exp.Binary, exp.Connector, exp.Predicate, exp.Unary)
+    ):
+        return ""  # an operator (sqlglot makes some functions): `a AND b` is not a's call
     try:
         called = re.match(r"(\w+)\(", _sql(node))
     except Exception:  # noqa: BLE001 - a node sqlglot cannot write: no name, no bound
@@ -209,6 +219,7 @@ class _Sizer:
 
     def __init__(self) -> None:
         self.errors: list[tuple[str, str, str]] = []
+        self.largest = 0  # the most any call builds
 
     def refuse(self, message: str, fix: str) -> None:
         if (_CODE, message, fix) not in self.errors:
@@ -298,6 +309,7 @@ class _Sizer:
             size = (1 + sizes[0]) * max(1, sum(sizes[1:]))
         elif name == "array_join" and args:
             size = sizes[0] * (1 + sum(sizes[1:]))
+        self.largest = max(self.largest, size or 0)
         if size is not None and size > MAX_SIZE:
             self.refuse(
                 f"function {name}() builds up to {size:,} characters or elements per row "
@@ -316,10 +328,12 @@ class _Sizer:
         body_size = max(1, sum(sizes[i] for i in lambdas))
         body_work = max(1, sum(works[i] for i in lambdas))
         work = data * body_work + sum(w for i, w in enumerate(works) if i not in lambdas)
-        self.check_work(name, work, "runs its lambda once per element")
+        if not self.check_work(name, work, "runs its lambda once per element"):
+            return 1, work  # one line for the call
         if name in ("exists", "forall"):
             return 1, work
         size = data if name in ("filter", "map_filter", "array_sort") else data * body_size
+        self.largest = max(self.largest, size)
         if size > MAX_SIZE:
             self.refuse(
                 f"function {name}() builds up to {size:,} characters or elements per row "
@@ -329,7 +343,8 @@ class _Sizer:
             )
         return size, work
 
-    def check_work(self, name: str, work: int, how: str) -> None:
+    def check_work(self, name: str, work: int, how: str) -> bool:
+        """Whether `work` is within the bound; refused when not."""
         if work > MAX_WORK:
             self.refuse(
                 f"function {name}() {how}: up to {work:,} steps per row (the bound is "
@@ -337,6 +352,7 @@ class _Sizer:
                 "give it a smaller array or lambda (sequence(), array_repeat() and repeat() "
                 "sizes multiply)",
             )
+        return work <= MAX_WORK
 
     def regex(self, name: str, args: list[exp.Expr], positions: tuple[int, ...]) -> None:
         for at in positions:
@@ -365,3 +381,22 @@ def bound_errors(tree: exp.Expr) -> list[tuple[str, str, str]]:
     except RecursionError:
         pass  # too deep to read: DQ007 says so when it is
     return sizer.errors
+
+
+def largest_build(constraint: str) -> int:
+    """The most characters or elements one call of `constraint` can build per row (0: none of
+    its calls builds; a column's value counts as one). What names a suspect when a server dies."""
+    try:
+        tree = sqlglot.parse_one(constraint, read="spark")
+        sizer = _Sizer()
+        sizer.measure(tree)
+    except (ParseError, TokenError, RecursionError):
+        return 0
+    return sizer.largest
+
+
+def heaviest(constraints: Mapping[str, str]) -> tuple[str, int] | None:
+    """(name, size) of the constraint whose call builds the most, or None when none builds."""
+    sizes = {name: largest_build(text) for name, text in constraints.items()}
+    name = max(sizes, key=lambda n: sizes[n], default=None)
+    return (name, sizes[name]) if name is not None and sizes[name] > 0 else None

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from medallion_dq.bounds import heaviest
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import expectations, lake, pipeline_files, sql_files
 from medallion_dq.local.loading import first_line
@@ -35,12 +36,14 @@ def explain(
     root: Path,
     clauses: Mapping[str, str],
     work_dir: Path,
+    server_log: str = "",
 ) -> RunError:
     """The failed update's error, from the engine's text: a rule's violation with its record, a
     rule's unknown column, a full disk, code the engine could not resolve (with its file, one
     of `files`, said relative to `root`), or the text's first line. `declared`: the update's
     expectations by dataset; `clauses`: `dataset.rule` -> its contract clause; `work_dir`: the
-    lake, whose free space a full disk's line says."""
+    lake, whose free space a full disk's line says; `server_log`: what the server logged during
+    the update, where a failed flow's cause is when the engine's text is only its wrapper."""
     failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
     text = text or f"flow {failed_flow} failed"
     violation = expectations.parse_violation(text)
@@ -68,17 +71,73 @@ def explain(
                 if name in referenced_columns(e.constraint):
                     message = f"DQ011 {short_name(dataset)}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
                     return RunError("UNKNOWN_COLUMN", message, short_name(dataset), e.name)
-    if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
-        where = f" (flow {failed_flow})" if failed_flow else ""
-        fault += lake.disk_note(work_dir)
-        return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
     if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
         flow = short_name(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
         cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
         defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
         where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
         return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
+    logged = log_cause(server_log)
+    disk = lake.io_fault(text.replace("SQLSTATE: 58030", "")) or lake.io_fault(logged)
+    if logged and not disk:
+        # The engine's own error (an overflow, a bad cast): not the lake's fault, whatever the
+        # write's wrapper says (TASK_WRITE_FAILED has the I/O error state).
+        flow = failed_flow or "a flow"
+        return RunError("ENGINE", f"flow {flow} failed: {logged}", failed_flow)
+    if fault := disk or lake.io_fault(text):  # the disk's words, not the engine's wrapper
+        where = f" (flow {failed_flow})" if failed_flow else ""
+        fault += lake.disk_note(work_dir)
+        return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
     return RunError("ENGINE", first_line(text)[:500] or text[:500], failed_flow)
+
+
+def judging(pipeline: str, flows: dict[str, str], declared: dict, active: Sequence[str]) -> tuple[str, bool]:
+    """What a dying server was doing in an update, for its one line: the flows still running
+    (in `active` states) and, of their rules, the one whose call builds the most (the likely
+    cause); and whether more memory is the fix (no such rule builds anything)."""
+    running = [flow for flow, state in flows.items() if state in active]
+    rules = {
+        (short_name(dataset), e.name): e.constraint
+        for dataset, items in declared.items()
+        if not running or short_name(dataset) in running
+        for e in items
+    }
+    during = f" while updating {', '.join(running) or 'its flows'} (pipeline {pipeline})"
+    if found := heaviest(rules):
+        (dataset, rule), size = found
+        during += (
+            f"; of the rules it judged, rule {rule!r} of {dataset} builds the most: up to "
+            f"{size:,} characters or elements per row"
+        )
+    return during, found is None
+
+
+# Lines of a server's log that only wrap the cause: a write, a streaming query, the engine's
+# flow failure.
+_WRAPPERS = re.compile(
+    r"TASK_WRITE_FAILED|StreamingQueryException|has FAILED more than|Job aborted|"
+    r"Task failed while writing"
+)
+_EXCEPTION = re.compile(
+    r"^(?P<caused>Caused by: )?(?:[a-z_$][\w$]*\.)+(?P<kind>[A-Z][\w$]*(?:Exception|Error)): "
+    r"(?P<message>.+)$"
+)
+
+
+def log_cause(text: str) -> str:
+    """A failed flow's cause from what the server logged: the first error that wraps nothing,
+    as the engine says it (`[ARITHMETIC_OVERFLOW] integer overflow...`: its class and message),
+    or the Java exception's message and kind (`integer overflow (ArithmeticException)`); ''
+    when none is logged."""
+    for line in text.splitlines():
+        found = _EXCEPTION.match(line.strip())
+        if not found or _WRAPPERS.search(line):
+            continue
+        message = re.sub(r"\s*SQLSTATE: \w+\.?$", "", found["message"].strip())
+        if not message.startswith("["):
+            message = f"{message} ({found['kind']})"
+        return message[:500]
+    return ""
 
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.

@@ -41,7 +41,7 @@ from medallion_dq.local import (
     machine,
     sql_files,
 )
-from medallion_dq.local.failures import RunError, explain
+from medallion_dq.local.failures import RunError, explain, judging
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
@@ -209,6 +209,7 @@ class _Update:
     tables: dict[str, str] = field(default_factory=dict)  # dataset: qualified table
     before: dict = field(default_factory=dict)  # their Delta versions before it
     metrics_offset: int = 0  # where its metrics start in the listener's file
+    log_offset: int = 0  # where its part of the server's log starts
     journal: Journal | None = None
     flows: dict[str, str] = field(default_factory=dict)  # flow: its last state
     failures: list[str] = field(default_factory=list)  # the engine's messages about failures
@@ -225,6 +226,24 @@ def engine_error_text(error: BaseException) -> str:
     record are in a cause, which Spark Connect gives as the server's stack trace."""
     causes = getattr(error, "getStackTrace", lambda: None)()
     return f"{error}\n{causes}" if isinstance(causes, str) and causes else str(error)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_since(log: Path, offset: int, most: int = 4 * 2**20) -> str:
+    """What the server logged from `offset` on (at most `most` bytes): a failed flow's cause.
+    Empty where the log is elsewhere (a container's is Docker's)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read(most).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _event_time(event) -> float | None:
@@ -451,6 +470,7 @@ class Runner:
             if kind != "TemporaryView"
         }
         update.before = lake.versions(self.spark, update.tables, self._warehouse())
+        update.log_offset = _size(self.local.log)
         update.metrics_offset = (
             self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
         )
@@ -510,7 +530,8 @@ class Runner:
             with contextlib.suppress(Exception):  # its session's end then stops the engine
                 update.session.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
-            if lost := self.local.lost(error):  # nothing to restore or record through it
+            during = judging(spec.name, flows, update.declared, ACTIVE_FLOW_STATES)
+            if lost := self.local.lost(error, *during):  # nothing to restore or record through it
                 raise lost from None  # the journal stays: the next run puts the update back
             update.error_text = "\n".join([*failures, engine_error_text(error)])
             if update.timed_out.is_set():
@@ -580,6 +601,7 @@ class Runner:
                         spec.root,
                         self.clauses(),
                         self.local.work_dir,
+                        _log_since(self.local.log, update.log_offset),
                     )
                     if failed
                     else None
