@@ -43,8 +43,7 @@ def test_a_violation_that_outruns_its_flow_event_is_still_named(tmp_path):
     The run names the rule, not a failed write."""
     from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 
-    from medallion_dq.local.failures import explain
-    from medallion_dq.local.runner import engine_error_text
+    from medallion_dq.local.failures import engine_error_text, explain
 
     payload = (
         '{"dataset": "gold_order_keys", "expectation": "unique_order_id", "constraint":'
@@ -100,7 +99,10 @@ def test_a_server_that_died_judging_examples_names_the_rule_and_why(tmp_path, mo
     )
     monkeypatch.setenv("DQ_DRIVER_MEMORY", "2g")
     cases = examples.cases([rules.parse(text, "rules/silver/orders.yml")])
-    local, gone = _dead_server(tmp_path, OOM_LOG), Py4JNetworkError("Answer from Java side is empty")
+    local, gone = (
+        _dead_server(tmp_path, OOM_LOG),
+        Py4JNetworkError("Answer from Java side is empty"),
+    )
     line = str(local.lost(gone, *examples.judging(cases)))
     assert line.startswith(
         "the Spark server died of out of memory (Java heap space) while judging the examples "
@@ -122,7 +124,9 @@ def test_a_server_that_died_in_an_update_names_the_flow_its_rule_and_why(tmp_pat
     from medallion_dq.local.failures import judging
     from medallion_dq.local.runner import ACTIVE_FLOW_STATES
 
-    log = OOM_LOG.replace("OutOfMemoryError: Java heap space", "ArithmeticException: integer overflow")
+    log = OOM_LOG.replace(
+        "OutOfMemoryError: Java heap space", "ArithmeticException: integer overflow"
+    )
     declared = {
         "spark_catalog.dev.silver_orders": [
             Expectation("huge", "length(repeat(order_id, 1000)) > 0", "warn"),
@@ -174,18 +178,25 @@ def test_a_failed_flow_says_the_engines_error_from_the_server_log(tmp_path):
     said = explain(text, {}, flows, [], tmp_path, {}, tmp_path, OVERFLOW_LOG)
     assert (said.kind, said.dataset) == ("ENGINE", "silver_orders")
     assert said.message == "flow silver_orders failed: integer overflow (ArithmeticException)"
-    # the engine's error class and message, as Spark logs them
+    # the engine's error class and message, as the server logged them for the rule
+    # `quantity * 2147483647 * 4 <> 0` (ANSI mode), its first lines
     logged = (
-        "ERROR Executor: Exception in task 0.0\norg.apache.spark.SparkArithmeticException: "
-        "[ARITHMETIC_OVERFLOW] integer overflow. Use 'try_multiply' to tolerate overflow and "
-        "return NULL instead. SQLSTATE: 22003\n\tat org.apache.spark.sql.errors.X(X.scala:1)\n"
+        "01:15:14 ERROR Utils: Aborting task\n"
+        "org.apache.spark.SparkArithmeticException: [ARITHMETIC_OVERFLOW] overflow. Use "
+        "'try_multiply' to tolerate overflow and return NULL instead. If necessary set "
+        '"spark.sql.ansi.enabled" to "false" to bypass this error. SQLSTATE: 22003\n'
+        "\tat org.apache.spark.sql.errors.ExecutionErrors.arithmeticOverflowError(Execution"
+        "Errors.scala:140)\n"
     )
     said = explain(text, {}, flows, [], tmp_path, {}, tmp_path, logged)
-    assert said.message.startswith("flow silver_orders failed: [ARITHMETIC_OVERFLOW] integer overflow.")
+    assert said.message.startswith(
+        "flow silver_orders failed: [ARITHMETIC_OVERFLOW] overflow. Use 'try_multiply'"
+    ), said.message
     assert "SQLSTATE" not in said.message
     # a disk's words still make it the lake's fault; no log: the text's first line, as before
     full = OVERFLOW_LOG.replace(
-        "java.lang.ArithmeticException: integer overflow", "java.io.IOException: No space left on device"
+        "java.lang.ArithmeticException: integer overflow",
+        "java.io.IOException: No space left on device",
     )
     assert explain(text, {}, flows, [], tmp_path, {}, tmp_path, full).kind == "IO"
     assert explain(text, {}, flows, [], tmp_path, {}, tmp_path).kind == "IO"

@@ -20,7 +20,12 @@ from sample import sample_project
 # (id, constraint, function named, what the line says: the bound, or why)
 REFUSED = [
     ("issue_repeat", "length(repeat(order_id, 200000000)) > 0", "repeat", "200,000,000"),
-    ("issue_array_repeat", "size(array_repeat(order_id, 1000000000)) > 0", "array_repeat", "10,000"),
+    (
+        "issue_array_repeat",
+        "size(array_repeat(order_id, 1000000000)) > 0",
+        "array_repeat",
+        "10,000",
+    ),
     ("issue_overflow", "length(repeat(order_id, 1000000000)) > 0", "repeat", "1,000,000,000"),
     ("issue_sequence", "size(sequence(1, 200000000)) > 0", "sequence", "200,000,000"),
     ("nested_multiply", "length(repeat(repeat(order_id, 1000), 1000)) > 0", "repeat", "1,000,000"),
@@ -46,36 +51,60 @@ REFUSED = [
         "sequence",
         "86,401",
     ),
-    ("dt_interval", "size(sequence(DATE'2000-01-01', DATE'2030-01-01', make_dt_interval(0, 1))) > 0",
-     "sequence", "262,993"),
+    (
+        "dt_interval",
+        "size(sequence(DATE'2000-01-01', DATE'2030-01-01', make_dt_interval(0, 1))) > 0",
+        "sequence",
+        "262,993",
+    ),
     ("bounds_from_data", "size(sequence(start_date, end_date)) <= 31", "sequence", "datediff"),
     ("format_width", "length(format_string('%1000000000d', qty)) > 0", "format_string", "10,000"),
     ("printf_from_data", "printf(fmt, qty) <> ''", "printf", "from the row's data (fmt)"),
     ("format_number", "format_number(amount, 100000000) <> ''", "format_number", "10,000"),
     ("array_insert_pads", "size(array_insert(tags, 100000000, 'x')) > 0", "array_insert", ""),
-    ("replace_multiplies", "replace(repeat('a', 10000), 'a', repeat('b', 10000)) <> ''", "replace",
-     "100,000,001"),
+    (
+        "replace_multiplies",
+        "replace(repeat('a', 10000), 'a', repeat('b', 10000)) <> ''",
+        "replace",
+        "100,000,001",
+    ),
     ("separator", "concat_ws(repeat('-', 10000), array_repeat(x, 10000)) <> ''", "concat_ws", ""),
-    ("lambda_runs", "exists(sequence(1, 10000), i -> length(repeat(x, 10000)) > i)", "exists",
-     "1,000,000"),
-    ("lambda_builds", "size(transform(sequence(1, 10000), i -> repeat(x, 100))) > 0", "transform",
-     "1,000,000"),
-    ("levenshtein", "levenshtein(repeat(a, 10000), repeat(b, 10000)) < 3", "levenshtein",
-     "100,000,000"),
+    (
+        "lambda_runs",
+        "exists(sequence(1, 10000), i -> length(repeat(x, 10000)) > i)",
+        "exists",
+        "1,000,000",
+    ),
+    (
+        "lambda_builds",
+        "size(transform(sequence(1, 10000), i -> repeat(x, 100))) > 0",
+        "transform",
+        "1,000,000",
+    ),
+    (
+        "levenshtein",
+        "levenshtein(repeat(a, 10000), repeat(b, 10000)) < 3",
+        "levenshtein",
+        "100,000,000",
+    ),
     ("issue_nested_quantifier", "order_id RLIKE '(a+)+$'", "rlike", "itself repeats"),
     ("issue_same_alternatives", "order_id RLIKE '(a|a)*$'", "rlike", "same text"),
     ("word_space", "regexp_like(name, '^(\\\\w+\\\\s?)*$')", "rlike", "itself repeats"),
     ("classic_email", "email RLIKE '^\\\\w+([.-]?\\\\w+)*@\\\\w+([.-]?\\\\w+)*$'", "rlike", ""),
     ("any_then_letter", "code RLIKE '(.*a){12}'", "rlike", ""),
-    ("escaped_or_any", "note RLIKE '\"(\\\\\\\\.|[^\"])*\"'", "rlike", "same text"),
+    ("escaped_or_any", 'note RLIKE \'"(\\\\\\\\.|[^"])*"\'', "rlike", "same text"),
     ("regexp", "regexp(code, '(x+x+)+y')", "regexp", ""),
     ("regexp_extract", "regexp_extract(code, '((a|aa)+)b', 1) <> ''", "regexp_extract", ""),
     ("regexp_replace", "regexp_replace(code, '(a*)*', '') <> ''", "regexp_replace", ""),
     ("regexp_count", "regexp_count(code, '(a+)+b') = 0", "regexp_count", ""),
     ("regexp_instr", "regexp_instr(code, '(a+)+b') = 0", "regexp_instr", ""),
     ("regexp_substr", "regexp_substr(code, '(a+)+b') IS NULL", "regexp_substr", ""),
-    ("regexp_extract_all", "size(regexp_extract_all(code, '(a+)+b', 1)) = 0",
-     "regexp_extract_all", ""),
+    (
+        "regexp_extract_all",
+        "size(regexp_extract_all(code, '(a+)+b', 1)) = 0",
+        "regexp_extract_all",
+        "",
+    ),
     ("split", "size(split(tags_text, '(,+)+;')) < 9", "split", ""),
     ("str_to_map", "str_to_map(kv, ',', '(=|=)+') IS NOT NULL", "str_to_map", ""),
     ("pattern_from_data", "code RLIKE pattern", "rlike", "from the row's data (pattern)"),
@@ -157,3 +186,26 @@ def test_the_bounds_are_documented():
     numbers = [f"{n:,}" for n in (bounds.MAX_SIZE, bounds.MAX_WORK, patterns.MAX_PATTERN)]
     assert "DQ032" in text and all(n in text for n in numbers), numbers
     assert re.search(r"`DQ001`[–-]`DQ025`,\s+`DQ031` and `DQ032`", text)
+
+
+def test_an_example_a_constraint_overflows_on_says_so_not_its_type():
+    """An example Spark cannot judge because the constraint's arithmetic overflows (ANSI mode)
+    is DQ020 with the fix for that, not "give the column a value of the type"."""
+    from medallion_dq.tools import examples
+
+    text = (
+        "dataset: silver_orders\nrules:\n  - name: scaled\n"
+        "    constraint: quantity * 2147483647 * 4 <> 0\n    examples: {pass: [{quantity: 3}]}\n"
+    )
+    (case,) = examples.cases([rules.parse(text, FILE)])
+    spark_error = Exception(  # Spark's words (SparkArithmeticException), as the client gets them
+        "[ARITHMETIC_OVERFLOW] integer overflow. Use 'try_multiply' to tolerate overflow and "
+        'return NULL instead. If necessary set "spark.sql.ansi.enabled" to "false" to bypass '
+        "this error. SQLSTATE: 22003"
+    )
+    line = str(examples._misfit(case, spark_error))
+    assert line.startswith(
+        f"DQ020 {FILE}: rule 'scaled': example {{quantity: 3}} does not fit the constraint: "
+        "[ARITHMETIC_OVERFLOW] integer overflow; fix: the constraint overflows"
+    ), line
+    assert "type the dataset has" not in line

@@ -12,9 +12,11 @@ Each size is the most a call can build, read from the tree; no data is needed.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -28,24 +30,35 @@ MAX_SIZE = 10_000
 MAX_WORK = 1_000_000
 
 _CODE = "DQ032"
+Key = TypeVar("Key")
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
 # name: the argument that gives the size (its index).
 _SIZED = {"repeat": 1, "array_repeat": 1, "space": 0, "lpad": 1, "rpad": 1, "array_insert": 1}
 # name: the arguments that are regular expressions.
 _REGEX = {
     name: (1,)
-    for name in "rlike regexp regexp_like regexp_count regexp_extract regexp_extract_all "
-    "regexp_instr regexp_replace regexp_substr split".split()
+    for name in _words(
+        "rlike regexp regexp_like regexp_count regexp_extract regexp_extract_all "
+        "regexp_instr regexp_replace regexp_substr split"
+    )
 } | {"str_to_map": (1, 2)}
 # What answers one number or boolean, whatever its arguments' sizes.
 _SCALAR = frozenset(
-    """length len char_length character_length octet_length bit_length size cardinality
+    _words(
+        """length len char_length character_length octet_length bit_length size cardinality
     array_size json_array_length instr locate position ascii contains startswith endswith
     array_contains arrays_overlap array_position isnull isnotnull isnan crc32 hash xxhash64
     luhn_check map_contains_key is_valid_utf8 regexp_count regexp_instr find_in_set exists
-    forall levenshtein""".split()
+    forall levenshtein"""
+    )
 )
 # Calls sqlglot writes in Spark under another name (space(n) as repeat(' ', n)).
-_NAMES = {
+_NAMES: dict[type[exp.Expr], str] = {
     exp.RegexpLike: "rlike",
     exp.Like: "like",
     exp.ILike: "ilike",
@@ -54,8 +67,13 @@ _NAMES = {
 }
 _MICROS_PER_DAY = 86_400_000_000
 _UNIT_MICROS = {
-    "MICROSECOND": 1, "MILLISECOND": 1000, "SECOND": 1_000_000, "MINUTE": 60_000_000,
-    "HOUR": 3_600_000_000, "DAY": _MICROS_PER_DAY, "WEEK": 7 * _MICROS_PER_DAY,
+    "MICROSECOND": 1,
+    "MILLISECOND": 1000,
+    "SECOND": 1_000_000,
+    "MINUTE": 60_000_000,
+    "HOUR": 3_600_000_000,
+    "DAY": _MICROS_PER_DAY,
+    "WEEK": 7 * _MICROS_PER_DAY,
 }
 
 
@@ -97,6 +115,8 @@ class _Interval(tuple):
 def _constant(node: exp.Expr | None) -> object:
     """The value of a constant argument: a number, text, a date or timestamp, an interval;
     None when it depends on the row (or is not read here)."""
+    if node is None:
+        return None
     if isinstance(node, exp.Paren):
         return _constant(node.this)
     if isinstance(node, exp.Literal):
@@ -116,7 +136,10 @@ def _constant(node: exp.Expr | None) -> object:
         return _interval(node)
     if isinstance(node, (exp.Cast, exp.TsOrDsToDate)) or _name(node) in _MOMENTS:
         return _moment(node)
-    if isinstance(node, exp.MakeInterval) or _name(node) in ("make_dt_interval", "make_ym_interval"):
+    if isinstance(node, exp.MakeInterval) or _name(node) in (
+        "make_dt_interval",
+        "make_ym_interval",
+    ):
         return _made_interval(_name(node), [_constant(a) for a in _args(node)])
     return None
 
@@ -169,12 +192,16 @@ def _made_interval(name: str, values: list) -> _Interval | None:
         return _Interval((int(years * 12 + months), 0))
     if name == "make_dt_interval":
         units = ["DAY", "HOUR", "MINUTE", "SECOND"]
-        return _Interval((0, int(sum(v * _UNIT_MICROS[u] for v, u in zip(values, units)))))
+        return _Interval(
+            (0, int(sum(v * _UNIT_MICROS[u] for v, u in zip(values, units, strict=False))))
+        )
     years, months, weeks, days, hours, minutes, seconds = ([*values] + [0] * 7)[:7]
     micros = sum(
         v * _UNIT_MICROS[u]
         for v, u in zip(
-            (weeks, days, hours, minutes, seconds), ("WEEK", "DAY", "HOUR", "MINUTE", "SECOND")
+            (weeks, days, hours, minutes, seconds),
+            ("WEEK", "DAY", "HOUR", "MINUTE", "SECOND"),
+            strict=True,
         )
     )
     return _Interval((int(years * 12 + months), int(micros)))
@@ -183,9 +210,11 @@ def _made_interval(name: str, values: list) -> _Interval | None:
 def _micros(moment: date) -> int:
     if not isinstance(moment, datetime):
         moment = datetime(moment.year, moment.month, moment.day)
-    return (moment - datetime(1970, 1, 1)).days * _MICROS_PER_DAY + (
-        moment.hour * 3600 + moment.minute * 60 + moment.second
-    ) * 1_000_000 + moment.microsecond
+    return (
+        (moment - datetime(1970, 1, 1)).days * _MICROS_PER_DAY
+        + (moment.hour * 3600 + moment.minute * 60 + moment.second) * 1_000_000
+        + moment.microsecond
+    )
 
 
 def _sequence_length(args: list[exp.Expr]) -> int | None:
@@ -242,7 +271,9 @@ class _Sizer:
         if size is not None:
             return size, sum(works) + size
         if name == "levenshtein" and len(sizes) > 1:
-            self.check_work(name, sizes[0] * sizes[1], "compares its arguments character by character")
+            self.check_work(
+                name, sizes[0] * sizes[1], "compares its arguments character by character"
+            )
             return 1, sum(works) + sizes[0] * sizes[1]
         scalar = name in _SCALAR or (
             isinstance(node, (exp.Predicate, exp.Connector, exp.Binary, exp.Unary))
@@ -262,8 +293,7 @@ class _Sizer:
                     f"function {name}() is given a size from the row's data "
                     f"({_sql(args[at])}): the size must be a constant number, at most "
                     f"{MAX_SIZE:,}",
-                    "write the size as a number; to judge a length, compare it: "
-                    "length(code) <= 12",
+                    "write the size as a number; to judge a length, compare it: length(code) <= 12",
                 )
                 return 1
             others = sum(s for i, s in enumerate(sizes) if i != at)
@@ -376,10 +406,8 @@ def bound_errors(tree: exp.Expr) -> list[tuple[str, str, str]]:
     engine: too much built, too many steps, a size or a pattern from the data, a pattern that
     backtracks without end."""
     sizer = _Sizer()
-    try:
+    with contextlib.suppress(RecursionError):  # too deep to read: DQ007 says so when it is
         sizer.measure(tree)
-    except RecursionError:
-        pass  # too deep to read: DQ007 says so when it is
     return sizer.errors
 
 
@@ -395,7 +423,7 @@ def largest_build(constraint: str) -> int:
     return sizer.largest
 
 
-def heaviest(constraints: Mapping[str, str]) -> tuple[str, int] | None:
+def heaviest(constraints: Mapping[Key, str]) -> tuple[Key, int] | None:
     """(name, size) of the constraint whose call builds the most, or None when none builds."""
     sizes = {name: largest_build(text) for name, text in constraints.items()}
     name = max(sizes, key=lambda n: sizes[n], default=None)

@@ -25,11 +25,27 @@ _SAMPLES = "".join(map(chr, range(256))) + "\u0100\u0394\u0416\u4e2d\u2028\u3000
 _ANY = frozenset(_SAMPLES)
 # Java's \p{...} classes a rule uses, as Python classes; any other is taken as any character.
 _PROPERTIES = {
-    "l": r"[^\W\d_]", "isalphabetic": r"[^\W\d_]", "alpha": "[A-Za-z]", "isletter": r"[^\W\d_]",
-    "lu": "[A-Z]", "upper": "[A-Z]", "isuppercase": "[A-Z]", "ll": "[a-z]", "lower": "[a-z]",
-    "islowercase": "[a-z]", "n": r"\d", "nd": r"\d", "digit": r"\d", "isdigit": r"\d",
-    "alnum": "[A-Za-z0-9]", "space": r"\s", "iswhite_space": r"\s", "punct": r"[!-/:-@\[-`{-~]",
-    "p": r"[!-/:-@\[-`{-~]", "xdigit": "[0-9A-Fa-f]", "ascii": r"[\x00-\x7f]",
+    "l": r"[^\W\d_]",
+    "isalphabetic": r"[^\W\d_]",
+    "alpha": "[A-Za-z]",
+    "isletter": r"[^\W\d_]",
+    "lu": "[A-Z]",
+    "upper": "[A-Z]",
+    "isuppercase": "[A-Z]",
+    "ll": "[a-z]",
+    "lower": "[a-z]",
+    "islowercase": "[a-z]",
+    "n": r"\d",
+    "nd": r"\d",
+    "digit": r"\d",
+    "isdigit": r"\d",
+    "alnum": "[A-Za-z0-9]",
+    "space": r"\s",
+    "iswhite_space": r"\s",
+    "punct": r"[!-/:-@\[-`{-~]",
+    "p": r"[!-/:-@\[-`{-~]",
+    "xdigit": "[0-9A-Fa-f]",
+    "ascii": r"[\x00-\x7f]",
 }
 _ESCAPES = {"d": r"\d", "D": r"\D", "w": r"\w", "W": r"\W", "s": r"\s", "S": r"\S"}
 _ESCAPES |= {"h": r"[ \t\xa0\u3000]", "H": r"[^ \t\xa0\u3000]", "v": r"[\n\x0b\f\r\u2028]"}
@@ -227,9 +243,12 @@ def _chars(node: object) -> frozenset[str]:
     if isinstance(node, Chars):
         return node.chars
     parts = (
-        node.items if isinstance(node, Seq)
-        else node.branches if isinstance(node, Alt)
-        else (node.item,) if isinstance(node, Rep)
+        node.items
+        if isinstance(node, Seq)
+        else node.branches
+        if isinstance(node, Alt)
+        else (node.item,)
+        if isinstance(node, Rep)
         else ()
     )
     return frozenset().union(*map(_chars, parts))
@@ -331,10 +350,14 @@ def _ambiguous(loop: Rep) -> str | None:
 def _walk(node: object):
     yield node
     parts = (
-        node.items if isinstance(node, Seq)
-        else node.branches if isinstance(node, Alt)
-        else (node.item,) if isinstance(node, Rep)
-        else (node.inside,) if isinstance(node, Empty) and node.inside is not None
+        node.items
+        if isinstance(node, Seq)
+        else node.branches
+        if isinstance(node, Alt)
+        else (node.item,)
+        if isinstance(node, Rep)
+        else (node.inside,)
+        if isinstance(node, Empty) and node.inside is not None
         else ()
     )
     for part in parts:

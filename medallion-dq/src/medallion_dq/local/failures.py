@@ -91,7 +91,9 @@ def explain(
     return RunError("ENGINE", first_line(text)[:500] or text[:500], failed_flow)
 
 
-def judging(pipeline: str, flows: dict[str, str], declared: dict, active: Sequence[str]) -> tuple[str, bool]:
+def judging(
+    pipeline: str, flows: dict[str, str], declared: dict, active: Sequence[str]
+) -> tuple[str, bool]:
     """What a dying server was doing in an update, for its one line: the flows still running
     (in `active` states) and, of their rules, the one whose call builds the most (the likely
     cause); and whether more memory is the fix (no such rule builds anything)."""
@@ -110,6 +112,34 @@ def judging(pipeline: str, flows: dict[str, str], declared: dict, active: Sequen
             f"{size:,} characters or elements per row"
         )
     return during, found is None
+
+
+def engine_error_text(error: BaseException) -> str:
+    """The engine's error with the server's causes. A flow's failure usually arrives first as
+    its FAILED event, which names the violated rule; when the update's error outruns that event
+    (a busy machine), its own message is only the wrapper (TASK_WRITE_FAILED) and the rule and
+    record are in a cause, which Spark Connect gives as the server's stack trace."""
+    causes = getattr(error, "getStackTrace", lambda: None)()
+    return f"{error}\n{causes}" if isinstance(causes, str) and causes else str(error)
+
+
+def log_size(path: Path) -> int:
+    """Where what a server logs next will start."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_since(log: Path, offset: int, most: int = 4 * 2**20) -> str:
+    """What the server logged from `offset` on (at most `most` bytes): a failed flow's cause.
+    Empty where the log is elsewhere (a container's is Docker's)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read(most).decode(errors="replace")
+    except OSError:
+        return ""
 
 
 # Lines of a server's log that only wrap the cause: a write, a streaming query, the engine's

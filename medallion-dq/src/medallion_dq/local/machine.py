@@ -75,7 +75,10 @@ _DEATHS = (
         "a value larger than Java can hold (Requested array size exceeds VM limit)",
     ),
     (r"OutOfMemoryError: ([^\n]+)", "out of memory ({0})"),
-    (r"(?:ARITHMETIC_OVERFLOW|integer overflow|NegativeArraySizeException)[^\n]*", "an overflow ({0})"),
+    (
+        r"(?:ARITHMETIC_OVERFLOW|integer overflow|NegativeArraySizeException)[^\n]*",
+        "an overflow ({0})",
+    ),
     (r"StackOverflowError", "a stack overflow (an expression nested too deeply)"),
 )
 

@@ -247,7 +247,9 @@ class LocalSpark:
         """The server's console output (an embedded server's: a container's is Docker's)."""
         return self.server_log or (self.server_dir or self.work_dir) / shared_server.LOG_FILE
 
-    def lost(self, error: BaseException, during: str = "", memory_fix: bool = True) -> ServerLost | None:
+    def lost(
+        self, error: BaseException, during: str = "", memory_fix: bool = True
+    ) -> ServerLost | None:
         """A ServerLost saying what happened when `error` means the server is unreachable:
         `during`, what it was judging (" while judging rule 'x' of ..."), and why it died when
         its log says. `memory_fix`: whether more memory is the fix (not when a rule builds)."""

@@ -165,11 +165,17 @@ def _failure(case: Case, passes: bool) -> Problem:
 def _misfit(case: Case, error: Exception) -> Problem:
     text = str(error).strip() or type(error).__name__
     first = text.splitlines()[0].split(". ")[0].rstrip(".")  # Spark's first sentence
+    fix = "give the column a value of the type the dataset has (e.g. a number, not text)"
+    if "overflow" in first.lower():  # the constraint's arithmetic, not the example's type
+        fix = (
+            "the constraint overflows on this value: use try_add / try_multiply (NULL instead "
+            "of an error) or a wider type (BIGINT, DECIMAL)"
+        )
     return Problem(
         "DQ020",
         case.file,
         f"example {case.example} does not fit the constraint: {first}",
-        "give the column a value of the type the dataset has (e.g. a number, not text)",
+        fix,
         rule=case.rule.name,
     )
 
