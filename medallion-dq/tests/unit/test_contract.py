@@ -722,7 +722,7 @@ def test_a_sql_clause_calling_what_a_rule_may_not_is_refused_and_nothing_written
         assert len(err) == 1, err
         assert err[0].startswith(
             f"error: {code} changed.odcs.yaml: schema[0].properties[6].quality[0].query: sql rule "
-            f"'positive_quantity': function {function}() "
+            f"'positive_quantity': function {function}()"
         ), err
         assert "; fix: " in err[0]
     assert snapshot(project) == before

@@ -92,6 +92,8 @@ REFUSED = [
     ("word_space", "regexp_like(name, '^(\\\\w+\\\\s?)*$')", "rlike", "itself repeats"),
     ("classic_email", "email RLIKE '^\\\\w+([.-]?\\\\w+)*@\\\\w+([.-]?\\\\w+)*$'", "rlike", ""),
     ("any_then_letter", "code RLIKE '(.*a){12}'", "rlike", ""),
+    ("few_passes_too_many_ways", "code RLIKE '^(a?){25}a{25}$'", "rlike", "itself repeats"),
+    ("few_alternatives_too_often", "code RLIKE '^(a|ab|b){20}$'", "rlike", "same text"),
     ("escaped_or_any", 'note RLIKE \'"(\\\\\\\\.|[^"])*"\'', "rlike", "same text"),
     ("regexp", "regexp(code, '(x+x+)+y')", "regexp", ""),
     ("regexp_extract", "regexp_extract(code, '((a|aa)+)b', 1) <> ''", "regexp_extract", ""),
@@ -150,6 +152,7 @@ def test_what_could_exhaust_the_engine_is_refused_with_its_function_and_bound(
         "code RLIKE '^(\\\\d{3}-?)+$' AND tags_text RLIKE '^(\\\\s*,\\\\s*\\\\w+)*$'",
         "name RLIKE '^(\\\\p{L}+ )+$' AND code RLIKE '(ab|ac)*' AND y RLIKE '^(19|20)\\\\d{2}$'",
         "code RLIKE '(a++)+' AND code RLIKE '(?>a+)+b'",  # possessive, atomic: no backtracking
+        "iban RLIKE '^[A-Z]{2}[0-9]{2}[A-Z0-9]{4}[0-9]{7}([A-Z0-9]?){0,16}$'",  # 2**16 ways
         "size(split(tags_text, ',')) < 9 AND str_to_map(kv) IS NOT NULL",
         "transform(sequence(1, 10000), i -> i * 2) IS NOT NULL AND exists(tags, t -> t <> '')",
         "replace(code, '-', '') <> '' AND regexp_replace(code, '[^0-9]', '') <> ''",

@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -108,7 +108,7 @@ def _args(node: exp.Expr) -> list[exp.Expr]:
     return found
 
 
-class _Interval(tuple):
+class _Interval(tuple[int, int]):
     """(months, microseconds) of a constant interval."""
 
 
@@ -184,7 +184,7 @@ def _interval(node: exp.Interval) -> _Interval | None:
     return _Interval((0, int(amount * _UNIT_MICROS[unit_name])))
 
 
-def _made_interval(name: str, values: list) -> _Interval | None:
+def _made_interval(name: str, values: list[Any]) -> _Interval | None:
     if not all(isinstance(v, (int, float)) for v in values):
         return None
     if name == "make_ym_interval":

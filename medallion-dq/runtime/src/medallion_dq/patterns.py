@@ -11,13 +11,18 @@ read, which Spark then reports itself.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+
+from medallion_dq.problems import MedallionDQError
 
 #: The longest pattern a rule may give (characters).
 MAX_PATTERN = 1000
 #: The largest count a pattern's `{n,m}` may give.
 MAX_COUNT = 10_000
+#: The most ways a bounded loop may try: `(x?){0,16}` tries 2**16.
+MAX_WAYS = 2**16
 
 # Characters a class is tried against: Latin-1 and a few beyond. Two parts overlap when one of
 # these matches both; a class read wrong is taken as any character, which refuses more, not less.
@@ -77,12 +82,12 @@ class Chars:
 
 @dataclass(frozen=True)
 class Seq:
-    items: tuple
+    items: tuple[object, ...]
 
 
 @dataclass(frozen=True)
 class Alt:
-    branches: tuple
+    branches: tuple[object, ...]
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,7 @@ class Empty:
     inside: object = None  # a lookaround's pattern, checked too
 
 
-class _Unread(Exception):
+class _Unread(MedallionDQError):
     """A pattern this reader does not follow: left to Spark."""
 
 
@@ -122,7 +127,7 @@ class _Reader:
         return branches[0] if len(branches) == 1 else Alt(tuple(branches))
 
     def sequence(self) -> Seq:
-        items: list = []
+        items: list[object] = []
         while self.at < len(self.text) and self.peek() not in "|)":
             items.append(self.quantified(self.atom()))
         return Seq(tuple(items))
@@ -295,7 +300,9 @@ def _fixed(node: object) -> list[frozenset[str]] | None:
     return None
 
 
-def _variable(node: object, before: tuple, after: tuple):
+def _variable(
+    node: object, before: tuple[object, ...], after: tuple[object, ...]
+) -> Iterator[tuple[Rep, tuple[object, ...], tuple[object, ...]]]:
     """(repeat, what precedes it, what follows it) for each repeat of varying count that a
     match of `node` can backtrack into, inside one pass of an enclosing loop."""
     if isinstance(node, Seq):
@@ -311,7 +318,7 @@ def _variable(node: object, before: tuple, after: tuple):
             yield from _variable(node.item, before, after)
 
 
-def _alternations(node: object):
+def _alternations(node: object) -> Iterator[Alt]:
     if isinstance(node, Seq):
         for item in node.items:
             yield from _alternations(item)
@@ -335,19 +342,31 @@ def _overlap(one: object, other: object) -> bool:
 
 
 def _ambiguous(loop: Rep) -> str | None:
-    """Why a loop's pass can match the same text in more than one way, if it can."""
+    """Why a loop's pass can match the same text in more than one way, if it can, and that
+    many times: a loop of a few passes, each of a few ways (`([A-Z0-9]?){0,16}`, an IBAN's
+    tail), tries at most MAX_WAYS ways, which is no hang."""
     for inner, before, after in _variable(loop.item, (), ()):
         between = Seq(after + before)  # what separates two of `inner`'s runs across passes
-        if _within(between, _chars(inner)):  # `inner` could match it too: two ways
+        if _within(between, _chars(inner)) and not _few(loop, inner.high, inner.low):
             return "repeats a part that itself repeats, with nothing to tell their matches apart"
     for alt in _alternations(loop.item):
         branches = alt.branches
-        if any(_overlap(a, b) for i, a in enumerate(branches) for b in branches[i + 1 :]):
+        overlapping = [
+            (a, b) for i, a in enumerate(branches) for b in branches[i + 1 :] if _overlap(a, b)
+        ]
+        if overlapping and not _few(loop, len(branches) - 1, 0):
             return "repeats alternatives that can match the same text"
     return None
 
 
-def _walk(node: object):
+def _few(loop: Rep, high: int | None, low: int) -> bool:
+    """Whether a bounded loop of parts matching `high - low + 1` ways each tries few ways."""
+    if loop.high is None or high is None:
+        return False
+    return bool((high - low + 1) ** loop.high <= MAX_WAYS)
+
+
+def _walk(node: object) -> Iterator[object]:
     yield node
     parts = (
         node.items
