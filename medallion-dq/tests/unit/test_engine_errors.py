@@ -193,6 +193,11 @@ def test_a_failed_flow_says_the_engines_error_from_the_server_log(tmp_path):
         "flow silver_orders failed: [ARITHMETIC_OVERFLOW] overflow. Use 'try_multiply'"
     ), said.message
     assert "SQLSTATE" not in said.message
+    # a server shared with another update logs its error too: the one after a line naming
+    # the failed flow is this flow's
+    other = "ERROR Utils: Aborting task\njava.lang.IllegalStateException: another update's\n"
+    said = explain(text, {}, flows, [], tmp_path, {}, tmp_path, other + OVERFLOW_LOG)
+    assert said.message == "flow silver_orders failed: integer overflow (ArithmeticException)"
     # a disk's words still make it the lake's fault; no log: the text's first line, as before
     full = OVERFLOW_LOG.replace(
         "java.lang.ArithmeticException: integer overflow",

@@ -231,6 +231,7 @@ class _Reader:
         return Chars(frozenset(char))
 
 
+@cache
 def _nullable(node: object) -> bool:
     if isinstance(node, Chars):
         return False
@@ -243,6 +244,7 @@ def _nullable(node: object) -> bool:
     return True
 
 
+@cache
 def _chars(node: object) -> frozenset[str]:
     """Every character `node` can match."""
     if isinstance(node, Chars):
@@ -272,6 +274,7 @@ def _within(node: object, alphabet: frozenset[str]) -> bool:
     return True
 
 
+@cache
 def _first(node: object) -> frozenset[str]:
     """The characters a match of `node` can start with."""
     if isinstance(node, Chars):
@@ -351,10 +354,8 @@ def _ambiguous(loop: Rep) -> str | None:
             return "repeats a part that itself repeats, with nothing to tell their matches apart"
     for alt in _alternations(loop.item):
         branches = alt.branches
-        overlapping = [
-            (a, b) for i, a in enumerate(branches) for b in branches[i + 1 :] if _overlap(a, b)
-        ]
-        if overlapping and not _few(loop, len(branches) - 1, 0):
+        pairs = ((a, b) for i, a in enumerate(branches) for b in branches[i + 1 :])
+        if any(_overlap(a, b) for a, b in pairs) and not _few(loop, len(branches) - 1, 0):
             return "repeats alternatives that can match the same text"
     return None
 

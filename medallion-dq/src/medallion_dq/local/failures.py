@@ -77,7 +77,7 @@ def explain(
         defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
         where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
         return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
-    logged = log_cause(server_log)
+    logged = log_cause(server_log, failed_flow)
     disk = lake.io_fault(text.replace("SQLSTATE: 58030", "")) or lake.io_fault(logged)
     if logged and not disk:
         # The engine's own error (an overflow, a bad cast): not the lake's fault, whatever the
@@ -154,20 +154,27 @@ _EXCEPTION = re.compile(
 )
 
 
-def log_cause(text: str) -> str:
+def log_cause(text: str, flow: str | None = None) -> str:
     """A failed flow's cause from what the server logged: the first error that wraps nothing,
-    as the engine says it (`[ARITHMETIC_OVERFLOW] integer overflow...`: its class and message),
-    or the Java exception's message and kind (`integer overflow (ArithmeticException)`); ''
-    when none is logged."""
-    for line in text.splitlines():
-        found = _EXCEPTION.match(line.strip())
-        if not found or _WRAPPERS.search(line):
+    as the engine says it (`[ARITHMETIC_OVERFLOW] overflow...`: its class and message), or the
+    Java exception's message and kind (`integer overflow (ArithmeticException)`); '' when none
+    is logged. One that follows a line naming `flow` (its table's path, its query) comes first:
+    a server shared with other updates logs theirs too."""
+    lines = text.splitlines()
+    found: list[tuple[bool, str]] = []
+    for at, line in enumerate(lines):
+        matched = _EXCEPTION.match(line.strip())
+        if not matched or _WRAPPERS.search(line):
             continue
-        message = re.sub(r"\s*SQLSTATE: \w+\.?$", "", found["message"].strip())
+        message = re.sub(r"\s*SQLSTATE: \w+\.?$", "", matched["message"].strip())
         if not message.startswith("["):
-            message = f"{message} ({found['kind']})"
-        return message[:500]
-    return ""
+            message = f"{message} ({matched['kind']})"
+        named = bool(flow) and any(
+            re.search(rf"[/.`']{re.escape(flow or '')}\b", before)
+            for before in lines[max(0, at - 3) : at]
+        )
+        found.append((named, message[:500]))
+    return next((m for named, m in found if named), found[0][1] if found else "")
 
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.
