@@ -143,6 +143,10 @@ def test_a_server_that_died_in_an_update_names_the_flow_its_rule_and_why(tmp_pat
         "most: up to 1,000 characters or elements per row"
     ), line
     assert "raise DQ_DRIVER_MEMORY" not in line
+    # an overflow the server logged and lived on after (a failed flow) is not why it died
+    lived_on = log + "01:09:00 INFO later: the next update\n"
+    line = str(_dead_server(tmp_path, lived_on).lost(Py4JNetworkError("gone"), *during))
+    assert "stopped answering mid-run while updating silver_orders (pipeline validation)" in line
 
 
 # What the embedded server logged (its stack frames left out) when the validation update's

@@ -69,6 +69,8 @@ def last_words(text: str, lines: int = 12) -> str:
 
 
 # Why a JVM ended, in its own words: (pattern, what it means). The first found is the cause.
+# Out of memory is said anywhere in the log's tail (the JVM exits on it at once); the others
+# only as its last line: a flow that overflowed is logged too, and the server lives on.
 _DEATHS = (
     (
         r"OutOfMemoryError: Requested array size exceeds VM limit",
@@ -76,15 +78,17 @@ _DEATHS = (
     ),
     (r"OutOfMemoryError: ([^\n]+)", "out of memory ({0})"),
     (
-        r"(?:ARITHMETIC_OVERFLOW|integer overflow|NegativeArraySizeException)[^\n]*",
+        r"(?:ARITHMETIC_OVERFLOW|integer overflow|NegativeArraySizeException)[^\n]*\Z",
         "an overflow ({0})",
     ),
-    (r"StackOverflowError", "a stack overflow (an expression nested too deeply)"),
+    (r"StackOverflowError[^\n]*\Z", "a stack overflow (an expression nested too deeply)"),
 )
 
 
 def death_cause(text: str) -> str | None:
-    """What ended a JVM, from its log's text (out of memory, an overflow...); None: unsaid."""
+    """What ended a JVM, from its log's last words (out of memory, an overflow...); None:
+    unsaid."""
+    text = text.rstrip()
     for pattern, meaning in _DEATHS:
         if found := re.search(pattern, text):
             return meaning.format(found[found.lastindex or 0].strip()[:200])
