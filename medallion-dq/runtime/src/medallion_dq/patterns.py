@@ -293,13 +293,14 @@ def _first(node: object) -> frozenset[str]:
     return frozenset()
 
 
-def _fixed(node: object) -> list[frozenset[str]] | None:
+@cache
+def _fixed(node: object) -> tuple[frozenset[str], ...] | None:
     """The sets of a part that matches one character per set, in order; None otherwise."""
     if isinstance(node, Chars):
-        return [node.chars]
+        return (node.chars,)
     if isinstance(node, Seq):
         parts = [_fixed(item) for item in node.items if not isinstance(item, Empty)]
-        return None if None in parts else [s for part in parts for s in part or []]
+        return None if None in parts else tuple(s for part in parts for s in part or ())
     return None
 
 
@@ -354,10 +355,23 @@ def _ambiguous(loop: Rep) -> str | None:
             return "repeats a part that itself repeats, with nothing to tell their matches apart"
     for alt in _alternations(loop.item):
         branches = alt.branches
-        pairs = ((a, b) for i, a in enumerate(branches) for b in branches[i + 1 :])
-        if any(_overlap(a, b) for a, b in pairs) and not _few(loop, len(branches) - 1, 0):
+        if _any_overlap(branches) and not _few(loop, len(branches) - 1, 0):
             return "repeats alternatives that can match the same text"
     return None
+
+
+def _any_overlap(branches: tuple[object, ...]) -> bool:
+    """Whether two of the alternatives overlap (`_overlap`); words of plain characters (a list
+    of codes, `(EUR|USD|GBP)`) are compared at once, not pair by pair."""
+    fixed = [_fixed(branch) for branch in branches]
+    if all(f is not None and f and all(len(c) == 1 for c in f) for f in fixed):
+        words = ["".join(next(iter(c)) for c in f or ()) for f in fixed]
+        lengths: dict[str, set[int]] = {}
+        for word in words:
+            lengths.setdefault(word[0], set()).add(len(word))
+        return len(set(words)) < len(words) or any(len(n) > 1 for n in lengths.values())
+    pairs = ((a, b) for i, a in enumerate(branches) for b in branches[i + 1 :])
+    return any(_overlap(a, b) for a, b in pairs)
 
 
 def _few(loop: Rep, high: int | None, low: int) -> bool:
