@@ -209,6 +209,24 @@ def test_code_the_engine_cannot_resolve_is_named_with_its_cause(lake, tmp_path, 
     assert result.error.message.startswith(said.replace("<schema>", lake.schema))
 
 
+def test_a_flow_the_engine_fails_as_it_runs_gives_the_engines_error(lake, tmp_path):
+    """A flow whose query fails as it runs (an ANSI overflow; Databricks' error class
+    ARITHMETIC_OVERFLOW, "Error classes in Databricks"): the line gives the error the server
+    logged, with its class. Before: "the lake could not be written (flow overflow): Flow '…'
+    has FAILED more than 0 times" (the write's wrapper has the I/O error state)."""
+    code = (
+        "from pyspark import pipelines as dp\n\n\n"
+        '@dp.materialized_view(name="overflow")\ndef overflow():\n'
+        f'    return spark.sql("{ROWS}").selectExpr("amount * 2147483647 * 4 AS x")\n'
+    )
+    result = run(lake, tmp_path, {"p.py": code})
+    assert result.status == "FAILED" and result.error.kind == "ENGINE", result.error
+    assert result.error.message.startswith("flow overflow failed: [ARITHMETIC_OVERFLOW] "), (
+        result.error.message
+    )
+    assert "has FAILED more than" not in result.error.message
+
+
 @pytest.mark.parametrize(
     ("decorator", "code"),
     [

@@ -3,6 +3,7 @@ line."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def test_check_examples_that_loses_its_server_says_so_once(tmp_path):
     """`check --examples` whose server dies as the examples are judged ends with exit 3 and one
     line saying what happened. Before: each of the sample's examples was reported as an example
     Spark cannot judge (87 DQ020 "type" errors, after a rule's java_method stopped the JVM) and
-    the check exited 1. It needs a Spark server of its own (DQ_REUSE=0, a JVM of its own
+    the check exited 1. The line says what the server was judging. It needs a Spark server of its own (DQ_REUSE=0, a JVM of its own
     process): killing the warm server the test processes share would break every test using it,
     and a server started inside the test process leaves pyspark's process-wide state (the
     Connect mode, the JVM gateway) pointing at a dead JVM for the tests after it."""
@@ -98,5 +99,7 @@ def test_check_examples_that_loses_its_server_says_so_once(tmp_path):
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, done.stderr
     assert errors[0].startswith("error: the embedded Spark Connect server stopped answering")
+    # what it was judging: the sample's rules build nothing, so no rule is named as the cause
+    assert re.search(r"mid-run while judging the examples of \d+ rules in one query\.", errors[0])
     assert "DQ020" not in done.stdout + done.stderr and "Traceback" not in done.stderr
     assert "check: " not in done.stdout  # no count of examples it could not judge

@@ -674,24 +674,44 @@ def test_export_says_what_a_contract_cannot_hold(project, capsys):
 
 
 @pytest.mark.parametrize(
-    ("query", "function"),
+    ("query", "function", "code"),
     [
         (
             "SELECT COUNT(*) FROM {object} WHERE java_method('java.lang.System', 'exit', 0) = 0",
             "java_method",
+            "DQ010",
         ),
-        ("SELECT COUNT(*) FROM ${object} WHERE NOT JAVA_METHOD('a', 'b') = ''", "java_method"),
-        ("SELECT count(*) FROM {object} WHERE `reflect`('a', 'b') IS NULL", "reflect"),
-        ("SELECT COUNT(*) FROM orders WHERE try_reflect('a', 'b') IS NULL", "try_reflect"),
-        ("SELECT COUNT(*) FROM read_files('/etc/passwd')", "read_files"),
+        (
+            "SELECT COUNT(*) FROM ${object} WHERE NOT JAVA_METHOD('a', 'b') = ''",
+            "java_method",
+            "DQ010",
+        ),
+        ("SELECT count(*) FROM {object} WHERE `reflect`('a', 'b') IS NULL", "reflect", "DQ010"),
+        ("SELECT COUNT(*) FROM orders WHERE try_reflect('a', 'b') IS NULL", "try_reflect", "DQ010"),
+        ("SELECT COUNT(*) FROM read_files('/etc/passwd')", "read_files", "DQ010"),
+        (
+            "SELECT COUNT(*) FROM {object} WHERE length(repeat(order_id, 200000000)) > 0",
+            "repeat",
+            "DQ032",
+        ),
+        ("SELECT COUNT(*) FROM {object} WHERE order_id RLIKE '(a+)+b'", "rlike", "DQ032"),
     ],
-    ids=["where", "upper-case", "backticked", "try-reflect", "table-function"],
+    ids=[
+        "where",
+        "upper-case",
+        "backticked",
+        "try-reflect",
+        "table-function",
+        "too-large",
+        "backtracking",
+    ],
 )
 def test_a_sql_clause_calling_what_a_rule_may_not_is_refused_and_nothing_written(
-    project, capsys, query, function
+    project, capsys, query, function, code
 ):
     """Before: `import` wrote the clause's java_method into the rule file, where `check` passed
-    it and `check --examples` ran it on the Spark server."""
+    it and `check --examples` ran it on the Spark server; a clause that could exhaust the
+    engine (DQ032) likewise."""
 
     def change(doc):
         props(doc)[6]["quality"][0]["query"] = query
@@ -703,8 +723,8 @@ def test_a_sql_clause_calling_what_a_rule_may_not_is_refused_and_nothing_written
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1, err
         assert err[0].startswith(
-            "error: DQ010 changed.odcs.yaml: schema[0].properties[6].quality[0].query: sql rule "
-            f"'positive_quantity': function {function}() "
+            f"error: {code} changed.odcs.yaml: schema[0].properties[6].quality[0].query: sql rule "
+            f"'positive_quantity': function {function}()"
         ), err
         assert "; fix: " in err[0]
     assert snapshot(project) == before

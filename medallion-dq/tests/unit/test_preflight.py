@@ -617,3 +617,19 @@ def test_cli_a_rule_calling_the_jvm_is_exit_2_before_spark(project):
         "the row's columns with built-in SQL functions\n"
     ) in output
     assert "Traceback" not in output and "Spark (" not in output
+
+
+def test_cli_a_rule_that_could_exhaust_the_engine_is_exit_2_before_spark(project):
+    """Before: `run` started Spark, the rule's repeat() asked for 200,000,000 copies of each
+    order id and the shared server died (exit 3 after 78 s, advice to raise DQ_DRIVER_MEMORY)."""
+    rules = project / "src/acme_orders/rules/silver/orders.yml"
+    edit(rules, "constraint: amount >= 0", "constraint: length(repeat(order_id, 200000000)) > 0")
+    done = cli(project, "run", "--pipeline", "validation")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert (
+        "error: DQ032 src/acme_orders/rules/silver/orders.yml: rule 'valid_amount': function "
+        "repeat() builds up to 200,000,000 characters or elements per row (the bound is 10,000;"
+    ) in output
+    assert "Traceback" not in output and "Spark (" not in output
+    assert "DQ_DRIVER_MEMORY" not in output

@@ -17,6 +17,8 @@ import sqlglot
 from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
+from medallion_dq.bounds import bound_errors
+
 
 # The functions a rule may call: Spark's built-ins whose answer depends on the row alone,
 # reviewed one by one against pyspark 4.2.0's `SHOW FUNCTIONS` (spark_functions.txt). It is an
@@ -209,7 +211,7 @@ def constraint_errors(constraint: object) -> list[tuple[str, str, str]]:
                 "check across rows in a separate aggregate view with expect_or_fail",
             )
         )
-    return errors + function_errors(constraint, tree)
+    return errors + function_errors(constraint, tree) + bound_errors(tree)
 
 
 def calls(text: str, tree: exp.Expr) -> dict[str, bool]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from medallion_dq.bounds import heaviest
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import expectations, lake, pipeline_files, sql_files
 from medallion_dq.local.loading import first_line
@@ -35,12 +36,14 @@ def explain(
     root: Path,
     clauses: Mapping[str, str],
     work_dir: Path,
+    server_log: str = "",
 ) -> RunError:
     """The failed update's error, from the engine's text: a rule's violation with its record, a
     rule's unknown column, a full disk, code the engine could not resolve (with its file, one
     of `files`, said relative to `root`), or the text's first line. `declared`: the update's
     expectations by dataset; `clauses`: `dataset.rule` -> its contract clause; `work_dir`: the
-    lake, whose free space a full disk's line says."""
+    lake, whose free space a full disk's line says; `server_log`: what the server logged during
+    the update, where a failed flow's cause is when the engine's text is only its wrapper."""
     failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
     text = text or f"flow {failed_flow} failed"
     violation = expectations.parse_violation(text)
@@ -86,17 +89,110 @@ def explain(
                     )
                     message = f"DQ011 {at_fault}{where}: rule {e.name!r}: unknown column `{name}` in constraint {e.constraint!r}; fix: {hint}"
                     return RunError("UNKNOWN_COLUMN", message, at_fault, e.name)
-    if fault := lake.io_fault(text):  # the disk's words, not the engine's wrapper
-        where = f" (flow {failed_flow})" if failed_flow else ""
-        fault += lake.disk_note(work_dir)
-        return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
     if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
         flow = short_name(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
         cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
         defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
         where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
         return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
+    logged = log_cause(server_log, failed_flow)
+    disk = lake.io_fault(text.replace("SQLSTATE: 58030", "")) or lake.io_fault(logged)
+    if logged and not disk:
+        # The engine's own error (an overflow, a bad cast): not the lake's fault, whatever the
+        # write's wrapper says (TASK_WRITE_FAILED has the I/O error state).
+        flow = failed_flow or "a flow"
+        return RunError("ENGINE", f"flow {flow} failed: {logged}", failed_flow)
+    if fault := disk or lake.io_fault(text):  # the disk's words, not the engine's wrapper
+        where = f" (flow {failed_flow})" if failed_flow else ""
+        fault += lake.disk_note(work_dir)
+        return RunError("IO", f"the lake could not be written{where}: {fault}", failed_flow)
     return RunError("ENGINE", first_line(text)[:500] or text[:500], failed_flow)
+
+
+def judging(
+    pipeline: str, flows: dict[str, str], declared: dict, active: Sequence[str]
+) -> tuple[str, bool]:
+    """What a dying server was doing in an update, for its one line: the flows still running
+    (in `active` states) and, of their rules, the one whose call builds the most (the likely
+    cause); and whether more memory is the fix (no such rule builds anything)."""
+    running = [flow for flow, state in flows.items() if state in active]
+    rules = {
+        (short_name(dataset), e.name): e.constraint
+        for dataset, items in declared.items()
+        if not running or short_name(dataset) in running
+        for e in items
+    }
+    during = f" while updating {', '.join(running) or 'its flows'} (pipeline {pipeline})"
+    if found := heaviest(rules):
+        (dataset, rule), size = found
+        during += (
+            f"; of the rules it judged, rule {rule!r} of {dataset} builds the most: up to "
+            f"{size:,} characters or elements per row"
+        )
+    return during, found is None
+
+
+def engine_error_text(error: BaseException) -> str:
+    """The engine's error with the server's causes. A flow's failure usually arrives first as
+    its FAILED event, which names the violated rule; when the update's error outruns that event
+    (a busy machine), its own message is only the wrapper (TASK_WRITE_FAILED) and the rule and
+    record are in a cause, which Spark Connect gives as the server's stack trace."""
+    causes = getattr(error, "getStackTrace", lambda: None)()
+    return f"{error}\n{causes}" if isinstance(causes, str) and causes else str(error)
+
+
+def log_size(path: Path) -> int:
+    """Where what a server logs next will start."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def log_since(log: Path, offset: int, most: int = 4 * 2**20) -> str:
+    """What the server logged from `offset` on (at most `most` bytes): a failed flow's cause.
+    Empty where the log is elsewhere (a container's is Docker's)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read(most).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# Lines of a server's log that only wrap the cause: a write, a streaming query, the engine's
+# flow failure.
+_WRAPPERS = re.compile(
+    r"TASK_WRITE_FAILED|StreamingQueryException|has FAILED more than|Job aborted|"
+    r"Task failed while writing"
+)
+_EXCEPTION = re.compile(
+    r"^(?P<caused>Caused by: )?(?:[a-z_$][\w$]*\.)+(?P<kind>[A-Z][\w$]*(?:Exception|Error)): "
+    r"(?P<message>.+)$"
+)
+
+
+def log_cause(text: str, flow: str | None = None) -> str:
+    """A failed flow's cause from what the server logged: the first error that wraps nothing,
+    as the engine says it (`[ARITHMETIC_OVERFLOW] overflow...`: its class and message), or the
+    Java exception's message and kind (`integer overflow (ArithmeticException)`); '' when none
+    is logged. One that follows a line naming `flow` (its table's path, its query) comes first:
+    a server shared with other updates logs theirs too."""
+    lines = text.splitlines()
+    found: list[tuple[bool, str]] = []
+    for at, line in enumerate(lines):
+        matched = _EXCEPTION.match(line.strip())
+        if not matched or _WRAPPERS.search(line):
+            continue
+        message = re.sub(r"\s*SQLSTATE: \w+\.?$", "", matched["message"].strip())
+        if not message.startswith("["):
+            message = f"{message} ({matched['kind']})"
+        named = bool(flow) and any(
+            re.search(rf"[/.`']{re.escape(flow or '')}\b", before)
+            for before in lines[max(0, at - 3) : at]
+        )
+        found.append((named, message[:500]))
+    return next((m for named, m in found if named), found[0][1] if found else "")
 
 
 # A flow the engine could not analyse: its first line is a wrapper, the next one the cause.

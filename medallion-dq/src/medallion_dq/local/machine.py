@@ -111,6 +111,33 @@ def last_words(text: str, lines: int = 12) -> str:
     return "\n".join(said[-lines:])
 
 
+# Why a JVM ended, in its own words: (pattern, what it means). The first found is the cause.
+# Out of memory is said anywhere in the log's tail (the JVM exits on it at once); the others
+# only as its last line: a flow that overflowed is logged too, and the server lives on.
+_DEATHS = (
+    (
+        r"OutOfMemoryError: Requested array size exceeds VM limit",
+        "a value larger than Java can hold (Requested array size exceeds VM limit)",
+    ),
+    (r"OutOfMemoryError: ([^\n]+)", "out of memory ({0})"),
+    (
+        r"(?:ARITHMETIC_OVERFLOW|integer overflow|NegativeArraySizeException)[^\n]*\Z",
+        "an overflow ({0})",
+    ),
+    (r"StackOverflowError[^\n]*\Z", "a stack overflow (an expression nested too deeply)"),
+)
+
+
+def death_cause(text: str) -> str | None:
+    """What ended a JVM, from its log's last words (out of memory, an overflow...); None:
+    unsaid."""
+    text = text.rstrip()
+    for pattern, meaning in _DEATHS:
+        if found := re.search(pattern, text):
+            return meaning.format(found[found.lastindex or 0].strip()[:200])
+    return None
+
+
 def log_tail(log: Path, lines: int = 12) -> str:
     """`last_words` of a server's log file."""
     try:

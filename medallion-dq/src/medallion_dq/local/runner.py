@@ -33,15 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from medallion_dq.local import (
-    eventlog,
-    expectations,
-    lake,
-    loading,
-    machine,
-    sql_files,
-)
-from medallion_dq.local.failures import RunError, explain
+from medallion_dq.local import eventlog, expectations, failures, lake, loading, machine, sql_files
+from medallion_dq.local.failures import RunError, engine_error_text, explain
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
@@ -209,6 +202,7 @@ class _Update:
     tables: dict[str, str] = field(default_factory=dict)  # dataset: qualified table
     before: dict = field(default_factory=dict)  # their Delta versions before it
     metrics_offset: int = 0  # where its metrics start in the listener's file
+    log_offset: int = 0  # where its part of the server's log starts
     journal: Journal | None = None
     flows: dict[str, str] = field(default_factory=dict)  # flow: its last state
     failures: list[str] = field(default_factory=list)  # the engine's messages about failures
@@ -216,15 +210,6 @@ class _Update:
     interrupted: int | None = None  # the signal that stopped it
     failed: bool = False
     full_refresh: bool = False
-
-
-def engine_error_text(error: BaseException) -> str:
-    """The engine's error with the server's causes. A flow's failure usually arrives first as
-    its FAILED event, which names the violated rule; when the update's error outruns that event
-    (a busy machine), its own message is only the wrapper (TASK_WRITE_FAILED) and the rule and
-    record are in a cause, which Spark Connect gives as the server's stack trace."""
-    causes = getattr(error, "getStackTrace", lambda: None)()
-    return f"{error}\n{causes}" if isinstance(causes, str) and causes else str(error)
 
 
 def _event_time(event) -> float | None:
@@ -451,6 +436,7 @@ class Runner:
             if kind != "TemporaryView"
         }
         update.before = lake.versions(self.spark, update.tables, self._warehouse())
+        update.log_offset = failures.log_size(self.local.log)
         update.metrics_offset = (
             self.local.metrics_file.stat().st_size if self.local.metrics_file.exists() else 0
         )
@@ -473,7 +459,7 @@ class Runner:
         events come, and a signal stops it."""
         from pyspark.pipelines.spark_connect_pipeline import start_run
 
-        spec, flows, failures = update.spec, update.flows, update.failures
+        spec, flows, messages = update.spec, update.flows, update.failures
         engine_started = time.time()
         try:
             events = start_run(
@@ -492,7 +478,7 @@ class Runner:
                 message = event.message
                 match = _FLOW_EVENT.search(message)
                 if not match or "\n" in message:  # resolution errors come as extra events
-                    failures.append(message)
+                    messages.append(message)
                 if match:
                     flow, state = short_name(match["flow"]), match["state"]
                     flows[flow] = state
@@ -500,7 +486,7 @@ class Runner:
                     if state in ("COMPLETED", "FAILED", "SKIPPED"):
                         updates.info(f"[{spec.name}] {flow}: {state}")
                     if state == "FAILED":
-                        failures.append(message)
+                        messages.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:
             update.interrupted = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
             said = signal.Signals(update.interrupted).name
@@ -510,9 +496,10 @@ class Runner:
             with contextlib.suppress(Exception):  # its session's end then stops the engine
                 update.session.interruptAll()
         except Exception as error:  # noqa: BLE001 - the engine reports everything as one exception
-            if lost := self.local.lost(error):  # nothing to restore or record through it
+            during = failures.judging(spec.name, flows, update.declared, ACTIVE_FLOW_STATES)
+            if lost := self.local.lost(error, *during):  # nothing to restore or record through it
                 raise lost from None  # the journal stays: the next run puts the update back
-            update.error_text = "\n".join([*failures, engine_error_text(error)])
+            update.error_text = "\n".join([*messages, engine_error_text(error)])
             if update.timed_out.is_set():
                 update.error_text = f"update stopped after the {self.timeout:.0f} s timeout (DQ_RUN_TIMEOUT)\n{update.error_text}"
         finally:
@@ -580,6 +567,7 @@ class Runner:
                         spec.root,
                         self.clauses(),
                         self.local.work_dir,
+                        failures.log_since(self.local.log, update.log_offset),
                     )
                     if failed
                     else None

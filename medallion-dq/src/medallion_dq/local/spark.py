@@ -247,8 +247,12 @@ class LocalSpark:
         """The server's console output (an embedded server's: a container's is Docker's)."""
         return self.server_log or (self.server_dir or self.work_dir) / shared_server.LOG_FILE
 
-    def lost(self, error: BaseException) -> ServerLost | None:
-        """A ServerLost saying what happened when `error` means the server is unreachable."""
+    def lost(
+        self, error: BaseException, during: str = "", memory_fix: bool = True
+    ) -> ServerLost | None:
+        """A ServerLost saying what happened when `error` means the server is unreachable:
+        `during`, what it was judging (" while judging rule 'x' of ..."), and why it died when
+        its log says. `memory_fix`: whether more memory is the fix (not when a rule builds)."""
         if not _unreachable(error):
             return None
         # Close the channel: pyspark's background ReleaseExecute calls would otherwise retry
@@ -262,16 +266,22 @@ class LocalSpark:
         else:  # the gRPC status details, e.g. "failed to connect ...: Connection refused"
             lines = [ln.strip() for ln in str(error).splitlines() if "details =" in ln]
             cause = lines[0] if lines else str(error).strip()[:300]
-        if self.server is None and "java.lang.OutOfMemoryError" in machine.log_tail(self.log):
+        died = machine.death_cause(machine.log_tail(self.log)) if self.server is None else None
+        if died:
             memory = settings.DRIVER_MEMORY.get()
+            fix = (
+                f"raise DQ_DRIVER_MEMORY, e.g. {_doubled(memory)}"
+                if memory_fix and died.startswith("out of memory")
+                else "make the rule build less (DQ032's bounds) or correct the data"
+            )
             return ServerLost(
-                f"the Spark server ran out of memory (DQ_DRIVER_MEMORY={memory}): raise"
-                f" DQ_DRIVER_MEMORY, e.g. {_doubled(memory)}; its log: {self.log}"
+                f"the Spark server died of {died}{during} (DQ_DRIVER_MEMORY={memory}); fix: "
+                f"{fix}; its log: {self.log}"
             )
         docker = self.backend in ("container", "cluster")
         check = " or check the Docker daemon" if docker else ""
         return ServerLost(
-            f"the {self.backend} Spark Connect server stopped answering mid-run. Every table"
+            f"the {self.backend} Spark Connect server stopped answering mid-run{during}. Every table"
             " keeps its last committed Delta version and streaming tables their checkpoints;"
             " nothing more can be read or restored through this server. Start a new run (it"
             " starts a new server); if it happens again, give the server more memory"

@@ -25,14 +25,15 @@ from pathlib import Path
 
 import yaml
 
-from medallion_dq import library, rule_fields, rules
+from medallion_dq import bounds, library, rule_fields, rules
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.project import Project
 from medallion_dq.quarantine import passes_all_sql
 from medallion_dq.text import sql_name, sql_string
 
-# An error -> the server's loss to raise instead (LocalSpark.lost), or None: any other error.
-Lost = Callable[[BaseException], Exception | None] | None
+# (An error, what was being judged, whether more memory is the fix) -> the server's loss to
+# raise instead (LocalSpark.lost), or None: any other error.
+Lost = Callable[[BaseException, str, bool], Exception | None] | None
 
 # A NULL example takes the type of the same column's other examples in the rule.
 _NULL_TYPES = {
@@ -164,11 +165,17 @@ def _failure(case: Case, passes: bool) -> Problem:
 def _misfit(case: Case, error: Exception) -> Problem:
     text = str(error).strip() or type(error).__name__
     first = text.splitlines()[0].split(". ")[0].rstrip(".")  # Spark's first sentence
+    fix = "give the column a value of the type the dataset has (e.g. a number, not text)"
+    if "overflow" in first.lower():  # the constraint's arithmetic, not the example's type
+        fix = (
+            "the constraint overflows on this value: use try_add / try_multiply (NULL instead "
+            "of an error) or a wider type (BIGINT, DECIMAL)"
+        )
     return Problem(
         "DQ020",
         case.file,
         f"example {case.example} does not fit the constraint: {first}",
-        "give the column a value of the type the dataset has (e.g. a number, not text)",
+        fix,
         rule=case.rule.name,
     )
 
@@ -181,7 +188,7 @@ def judge(spark, all_cases: list[Case], lost: Lost = None) -> list[Problem | Non
     if not all_cases:
         return []
     with _quiet_query_errors():
-        return _judge(spark, all_cases, lost or (lambda error: None))
+        return _judge(spark, all_cases, lost or (lambda error, during, memory_fix: None))
 
 
 @contextmanager
@@ -198,12 +205,33 @@ def _quiet_query_errors():
         logger.disabled = disabled
 
 
+def judging(judged: list[Case]) -> tuple[str, bool]:
+    """What a dying server was judging, for its one line: the rule (and its file) when the
+    query judged one, else how many, with the rule whose call builds the most named (the likely
+    cause); and whether more memory is the fix (no rule builds anything)."""
+    rules_judged = {(case.file, case.rule.name): case.rule.constraint for case in judged}
+    heaviest = bounds.heaviest(rules_judged)
+    if len(rules_judged) == 1:
+        ((file, name),) = rules_judged
+        during = f" while judging the examples of rule {name!r} ({file})"
+        builds = ", which builds"
+    else:
+        during = f" while judging the examples of {len(rules_judged)} rules in one query"
+        if heaviest:
+            (file, name), _ = heaviest
+            during += f"; the one that builds the most is rule {name!r} ({file})"
+        builds = ":"
+    if heaviest:
+        during += f"{builds} up to {heaviest[1]:,} characters or elements per row"
+    return during, heaviest is None
+
+
 def _judge(spark, all_cases: list[Case], lost: Callable) -> list[Problem | None]:
     try:
         rows = spark.sql("\nUNION ALL\n".join(map(case_sql, range(len(all_cases)), all_cases)))
         outcome = {row.example: row.passes for row in rows.collect()}
     except Exception as error:  # noqa: BLE001 - every Spark error is narrowed down below
-        if gone := lost(error):
+        if gone := lost(error, *judging(all_cases)):
             raise gone from None
         outcome = None
     result: list[Problem | None] = []
@@ -212,7 +240,7 @@ def _judge(spark, all_cases: list[Case], lost: Callable) -> list[Problem | None]
             try:
                 passes = spark.sql(case_sql(index, case)).collect()[0].passes
             except Exception as error:  # noqa: BLE001 - Spark's analysis or cast error
-                if gone := lost(error):
+                if gone := lost(error, *judging([case])):
                     raise gone from None
                 result.append(_misfit(case, error))
                 continue

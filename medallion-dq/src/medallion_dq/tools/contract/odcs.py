@@ -14,6 +14,7 @@ import yaml
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq import rule_fields, user_yaml
+from medallion_dq.bounds import bound_errors
 from medallion_dq.constraints import function_errors
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.tools.contract.values import SPARK_TYPE_NAMES, contradiction, type_name
@@ -152,8 +153,9 @@ def read(path: Path, label: str | None = None) -> dict:
 
 
 def _unsafe_calls(label: str, where: list, rule: Any) -> list[str]:
-    """A sql quality rule's query calls only functions a rule may call (DQ010), wherever in the
-    query: it is SQL a team would run, and `import` makes rules of it."""
+    """A sql quality rule's query calls only functions a rule may call (DQ010), within the
+    engine's bounds (DQ032), wherever in the query: it is SQL a team would run, and `import`
+    makes rules of it."""
     if not isinstance(rule, dict) or rule.get("type") != "sql" or not rule.get("query"):
         return []
     query = str(rule["query"]).replace("${", "{")
@@ -166,7 +168,7 @@ def _unsafe_calls(label: str, where: list, rule: Any) -> list[str]:
     name = f" {named!r}" if isinstance(named, str) else ""
     return [
         f"{code} {label}: {_path([*where, 'query'])}: sql rule{name}: {message}; fix: {fix}"
-        for code, message, fix in function_errors(query, tree)
+        for code, message, fix in function_errors(query, tree) + bound_errors(tree)
     ]
 
 
