@@ -47,6 +47,8 @@ def two_days(tmp_path_factory):
             str(landing),
             "--json",
             str(summary),
+            "--markdown",
+            str(root / f"{day}.md"),  # what the baked CI puts in the job summary
             cwd=project,
         )
         days.append((done, json.loads(summary.read_text())))
@@ -101,6 +103,35 @@ def test_run_job_writes_the_summary(two_days):
     assert gate["passed"] is True
     assert {c["name"]: c["status"] for c in gate["checks"]} == dict.fromkeys(
         ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
+    )
+
+
+@pytest.mark.spark
+def test_run_markdown_writes_the_gates_tables_for_the_job_summary(two_days):
+    """`run --markdown`, as the baked CI files run it: the tasks, then the gate's rule and check
+    tables in markdown, a rule's contract clause beneath its name; the bad day says why."""
+    project, _ = two_days
+    normal = (project.parent / "normal.md").read_text(encoding="utf-8")
+    assert normal.startswith("## Data quality: job medallion SUCCESS\n")
+    assert "| <code>validate</code> | SUCCESS |" in normal
+    assert "### Quality gate: PASSED (update <code>" in normal
+    assert (
+        "| <code>silver&#95;orders.valid&#95;order&#95;ts</code><br>orders.order&#95;ts: required,"
+        " minimum (acme-orders-orders 1.0.0) | 198 | 3 | 1.49% |" in normal
+    )
+    assert "| rule | passed | failed | failed % | threshold | status |" in normal
+    assert "| check | value | bound | status |" in normal
+    bad = (project.parent / "bad.md").read_text(encoding="utf-8")
+    assert bad.startswith("## Data quality: job medallion **FAILED**\n")
+    assert "| <code>publish</code> | SKIPPED |" in bad
+    assert "### Quality gate: **FAILED**" not in bad and "### Quality gate: FAILED" in bad
+    amount = next(line for line in bad.splitlines() if "valid&#95;amount</code>" in line)
+    assert amount.endswith("| **FAIL** |"), amount
+    assert "; 2 dataset check(s) failed: silver&#95;orders.daily&#95;volume" in bad
+    assert (
+        "| <code>silver&#95;orders.known&#95;customer</code> (references)<br>orders.customer&#95;id:"
+        " relationship to silver&#95;customers.customer&#95;id (acme-orders-orders 1.0.0) | 3 of "
+        in bad
     )
 
 

@@ -52,6 +52,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
         landing=args.landing,
         json_path=args.json,
         junit_path=args.junit_xml,
+        markdown_path=args.markdown,
         lakes=None if args.fresh else project.root / STATE_DIR / "lake",
         new_delivery=args.new_delivery,
         full_refresh=args.full_refresh,
@@ -67,7 +68,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
 
 
 class OutputNotWritten(MedallionDQError, OSError):
-    """A file the run was asked to write (--json, --junit-xml) could not be written."""
+    """A file the run was asked to write (--json, --junit-xml, --markdown) could not be written."""
 
 
 @contextlib.contextmanager
@@ -101,6 +102,18 @@ def _write_junit(path: str | None, project: Project, result, what: str, error: s
         rulesets = []
     with _writing("--junit-xml", path):
         junit.write(path, result, rulesets, what=what, error=error)
+
+
+def _write_markdown(path: str | None, result, what: str, error: str | None) -> None:
+    """The job's tasks and the gate's tables as markdown (summary.py), whatever the run's end:
+    what a CI shows in its job summary."""
+    if not path:
+        return
+    from medallion_dq.tools import summary
+
+    with _writing("--markdown", path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(summary.markdown(result, what, error), encoding="utf-8")
 
 
 def _terminated(signum, _frame):
@@ -206,7 +219,9 @@ def cmd_run(args, project: Project) -> int:
             local.stop()
         _write_summary(args.json, summary)
         said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
-        _write_junit(args.junit_xml, project, result, what, said if isinstance(said, str) else None)
+        said = said if isinstance(said, str) else None
+        _write_junit(args.junit_xml, project, result, what, said)
+        _write_markdown(args.markdown, result, what, said)
 
 
 def _run_failed(
@@ -369,6 +384,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--junit-xml",
         metavar="FILE",
         help="write each rule and dataset check as a JUnit test case (CI's test results)",
+    )
+    run.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write the job's tasks and the quality gate's tables as markdown (a CI's job summary)",
     )
     run.add_argument(
         "--traceback",
