@@ -267,7 +267,8 @@ def cmd_report(args) -> int:
             console.result(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
-                console.result(f"\n{checks}")
+                console.result()
+                console.result(checks)
             out = report.write(
                 events,
                 Path(args.out) if args.out else root / STATE_DIR,

@@ -11,7 +11,13 @@ Levels, each on the stream it has always had:
 
 Every line is flushed as it is written, with a control character from the data shown as its
 escape (`text.shown`), and a reader that has gone (`run ... | head`) drops the rest instead of
-raising BrokenPipeError in the middle of an update. `opened` sets this up for a command: it also
+raising BrokenPipeError in the middle of an update.
+
+On a terminal, lines and tables fit its width (rich): a long line wraps, a table's long cells
+wrap, a rule's data-contract clause goes on a line of its own beneath its name. Anywhere else (a
+pipe, a file, a CI log) the text is plain and the same on every machine, whatever $COLUMNS says:
+a CI log's reader wraps lines itself, and a grep or a diff of two logs finds what it looks for.
+Text from the data is never read as rich markup (`[bold]` prints as written). `opened` sets this up for a command: it also
 wraps sys.stdout and sys.stderr (what argparse, warnings or another module still write) and shows
 the library's `logging` lines: INFO and above as `medallion-dq: <line>` on stderr (DEBUG too with
 `-v`), and the local engine's update lines (logger `UPDATES`) bare, on stdout or stderr.
@@ -25,10 +31,14 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import Iterator
-from typing import IO, Any, Literal
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
-from medallion_dq.text import shown
+from medallion_dq.text import shown, table_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 #: The local engine's logger of what an update does, a line per step (medallion_dq.local.runner
 #: and .project log to it): shown bare, where the command that started the update reads it.
@@ -50,6 +60,10 @@ def quiet() -> bool:
 
 
 def result(line: str = "", end: str = "\n") -> None:
+    """A result on stdout: a line, or a `Document` (lines and tables) such as report's."""
+    if isinstance(line, Document) and _terminal(sys.stdout):
+        _show(sys.stdout, line.blocks)
+        return
     _write(sys.stdout, line, end)
 
 
@@ -72,9 +86,132 @@ def error(line: str) -> None:
 
 
 def _write(stream: IO[str], line: str, end: str = "\n") -> None:
+    if end == "\n" and _terminal(stream):
+        _show(stream, [line])
+        return
     out = stream if isinstance(stream, Stream) else Stream(stream)
     out.write(f"{line}{end}")
     out.flush()
+
+
+# ------------------------------------------------------------------------ tables that fit
+
+#: A table cell: its text, or (its text, the data-contract clause beneath it).
+Cell: TypeAlias = "str | tuple[str, str]"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of results: plain text off a terminal (`text.table_lines`, a cell's clause in
+    brackets after it), fitted to a terminal's width on one."""
+
+    header: Sequence[str] | None
+    rows: Sequence[Sequence[Cell]]
+    right: Collection[int] = ()
+    indent: str = ""
+
+    def lines(self) -> list[str]:
+        body = [tuple(_plain(cell) for cell in row) for row in self.rows]
+        if self.header is not None:
+            return table_lines(self.header, body, right=self.right, indent=self.indent)
+        if not body:
+            return []
+        widths = [max(len(row[i]) for row in body) for i in range(len(body[0]))]
+        return [
+            (self.indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
+            for row in body
+        ]
+
+
+def _plain(cell: Cell) -> str:
+    return f"{cell[0]} [{cell[1]}]" if isinstance(cell, tuple) else cell
+
+
+Block: TypeAlias = "str | Table"
+
+
+class Document(str):
+    """Lines and tables as one result: the plain text itself (a str, as before), and its
+    `blocks` for a terminal. Build it with `document`."""
+
+    blocks: list[Block]
+
+
+def document(blocks: Sequence[Block]) -> Document:
+    text = "\n".join(b if isinstance(b, str) else "\n".join(b.lines()) for b in blocks)
+    out = Document(text)
+    out.blocks = list(blocks)
+    return out
+
+
+def _terminal(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # closed, or not a file
+        return False
+
+
+_consoles: dict[int, Console] = {}
+
+
+def _console(stream: IO[str]) -> Console:
+    """A rich console on the terminal behind `stream` (not through `Stream`: rich's own colour
+    codes must reach it), reading no markup, highlighting nothing."""
+    from rich.console import Console
+
+    raw = stream._stream if isinstance(stream, Stream) else stream
+    console = _consoles.get(id(raw))
+    if console is None or console.file is not raw:
+        console = Console(file=raw, markup=False, highlight=False, emoji=False)
+        _consoles[id(raw)] = console
+    return console
+
+
+def _show(stream: IO[str], blocks: Sequence[Block]) -> None:
+    """`blocks` on a terminal, fitted to its width; data as text (`shown`), never markup."""
+    from rich.text import Text
+
+    console = _console(stream)
+    for block in blocks:
+        if isinstance(block, Table):
+            console.print(_rich_table(block))
+        else:
+            console.print(Text(shown(block)), overflow="fold")
+    console.file.flush()
+
+
+def _rich_table(table: Table) -> Any:
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    shown_table = RichTable(
+        box=box.SIMPLE_HEAD if table.header is not None else None,
+        show_header=table.header is not None,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+    )
+    columns = len(table.header) if table.header is not None else len(table.rows[0])
+    for at in range(columns):
+        shown_table.add_column(
+            shown(table.header[at]) if table.header is not None else "",
+            justify="right" if at in table.right else "left",
+            no_wrap=at in table.right,
+            overflow="fold",
+        )
+    for row in table.rows:
+        cells = []
+        for cell in row:
+            if isinstance(cell, tuple):  # the clause on a line of its own, dimmed
+                text = Text(shown(cell[0]))
+                text.append("\n" + shown(cell[1]), style="dim")
+                cells.append(text)
+            else:
+                cells.append(Text(shown(cell)))
+        shown_table.add_row(*cells)
+    return Padding(shown_table, (0, 0, 0, len(table.indent))) if table.indent else shown_table
 
 
 class Stream:
@@ -151,10 +288,24 @@ class _UpdateLines(_Lines):
         self.to = to
 
     def say(self, record: logging.LogRecord, line: str) -> None:
-        if record.levelno >= logging.WARNING:
-            _write(sys.stdout if self.to == "stdout" else sys.stderr, line)
+        stream = sys.stdout if self.to == "stdout" else sys.stderr
+        if record.levelno < logging.WARNING and _quiet:
+            return
+        gate = getattr(record, "gate", None)  # the quality gate's verdict (local.project)
+        if gate is not None and _terminal(stream):
+            _show(stream, gate_blocks(gate))
         else:
-            (progress if self.to == "stdout" else info)(line)
+            _write(stream, line)
+
+
+def gate_blocks(gate: Any) -> list[Block]:
+    """The quality gate's verdict (a GateResult) as a terminal shows it: its rule table, its
+    dataset checks, then its summary's lines."""
+    right = range(1, len(gate.HEADER) - 1)
+    blocks: list[Block] = [Table(gate.HEADER, gate.rule_rows(), right=right)]
+    if gate.checks:
+        blocks += ["", Table(("check", "value", "bound", "status"), gate.check_rows())]
+    return [*blocks, *gate.summary().splitlines()]
 
 
 def show_update_lines(to: Literal["stdout", "stderr"] = "stdout") -> None:
