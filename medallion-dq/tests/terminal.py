@@ -34,9 +34,20 @@ class Seen:
 
     @property
     def lines(self) -> list[str]:
-        """The lines a reader sees once the command ended (a live status redrawn in place
-        leaves its last state)."""
+        """The text between line breaks, without control sequences (for output with no live
+        status: a redrawn status would join its drawings in one line)."""
         return [_CONTROL.sub("", line) for line in self.raw.split("\n")]
+
+    @property
+    def drawn(self) -> list[str]:
+        """Each run of text the terminal drew: between line breaks, carriage returns and
+        cursor moves (a live status redrawn in place is one run per drawing)."""
+        return [run for run in re.split(r"\n|" + _CONTROL.pattern, self.raw) if run]
+
+
+def plain(text: str) -> str:
+    """`text` without what only a terminal acts on (colours, cursor moves, carriage returns)."""
+    return _CONTROL.sub("", text)
 
 
 def run(

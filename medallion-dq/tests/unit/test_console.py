@@ -199,3 +199,59 @@ def test_piped_the_gate_is_the_plain_text_whatever_columns_says():
         " (acme-orders-orders 1.0.0)]" in done.stdout
     )
     assert max(map(len, done.stdout.splitlines())) > 100  # not fitted to anything
+
+
+WAIT_SCRIPT = """
+import logging, sys, time
+from medallion_dq.tools import console
+
+console.HEARTBEAT = 0.4
+updates = logging.getLogger(console.UPDATES)
+with console.opened(quiet="-q" in sys.argv):
+    with console.waiting("Spark"):
+        logging.getLogger("medallion_dq.local.server").info(
+            "starting a Spark server: its JVM loads Spark and Delta; its log: x")
+        time.sleep(1.5)
+    with console.waiting("job medallion", {"validation": ["bronze_orders", "silver_orders"]}):
+        updates.info("[validation] update u1: 4 pipeline files")
+        updates.info("[validation] bronze_orders: COMPLETED")
+        time.sleep(1.5)
+        updates.info("[validation] silver_orders: COMPLETED")
+    console.result("job medallion: SUCCESS in 3.0 s")
+"""
+
+
+def test_a_terminal_shows_what_a_command_waits_for_live_on_stderr():
+    """On a terminal: the server's phase, then an update's datasets done and awaited, with the
+    seconds going up, redrawn in place on stderr; stdout (a pipe here) holds what it held."""
+    seen = terminal.run([sys.executable, "-c", WAIT_SCRIPT], stdout_pipe=True)
+    assert seen.returncode == 0, seen.raw
+    assert seen.stdout.splitlines() == [  # the update lines (`run` shows them there) and the result
+        "[validation] update u1: 4 pipeline files",
+        "[validation] bronze_orders: COMPLETED",
+        "[validation] silver_orders: COMPLETED",
+        "job medallion: SUCCESS in 3.0 s",
+    ]
+    raw = terminal.plain(seen.raw)
+    assert "Spark (0 s): starting a Spark server: its JVM loads Spark and Delta" in raw
+    assert "Spark (1 s): starting a Spark server: its JVM loads Spark and Delta" in raw
+    assert "job medallion (1 s): update validation: 1 of 2 dataset(s) done; waiting for s" in raw
+    assert max(map(len, seen.drawn)) <= 80  # cut short, never wrapped
+
+
+@pytest.mark.parametrize("how", ["CI", "-q"])
+def test_in_ci_or_quiet_a_wait_is_a_plain_line_every_few_seconds(how):
+    env = {**os.environ, "CI": "true"} if how == "CI" else os.environ
+    done = subprocess.run(
+        [sys.executable, "-c", WAIT_SCRIPT, *([how] if how == "-q" else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "job medallion: SUCCESS in 3.0 s"
+    waits = [line for line in done.stderr.splitlines() if line.startswith("medallion-dq: Spark")]
+    assert 2 <= len(waits) <= 4, done.stderr  # 1.5 s at most every 0.4 s
+    assert "\x1b" not in done.stderr  # no colours, no cursor moves
+    assert any("waiting for silver_orders" in line for line in done.stderr.splitlines())

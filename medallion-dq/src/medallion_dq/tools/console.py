@@ -22,6 +22,11 @@ wraps sys.stdout and sys.stderr (what argparse, warnings or another module still
 the library's `logging` lines: INFO and above as `medallion-dq: <line>` on stderr (DEBUG too with
 `-v`), and the local engine's update lines (logger `UPDATES`) bare, on stdout or stderr.
 
+While a user waits (a server's start, an update, a profile), `waiting` says for what: on a
+terminal a live status line on stderr (what, how far, for how long), redrawn in place and gone
+when done; in CI ($CI set) or quiet mode a plain line on stderr at most every HEARTBEAT seconds;
+in a pipe elsewhere nothing. Never on stdout, where the results are.
+
 Debugging output is `logging`'s, never this module's.
 """
 
@@ -30,7 +35,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
+import threading
+import time
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
@@ -47,6 +55,9 @@ LIBRARY = "medallion_dq"
 PREFIX = "medallion-dq: "
 
 _quiet = False
+
+#: Seconds between two plain "still waiting" lines (in CI, or quiet).
+HEARTBEAT = 10.0
 
 
 def set_quiet(quiet: bool) -> None:
@@ -171,7 +182,7 @@ def _show(stream: IO[str], blocks: Sequence[Block]) -> None:
     """`blocks` on a terminal, fitted to its width; data as text (`shown`), never markup."""
     from rich.text import Text
 
-    console = _console(stream)
+    console = _status.console_for(stream) or _console(stream)
     for block in blocks:
         if isinstance(block, Table):
             console.print(_rich_table(block))
@@ -277,6 +288,8 @@ class _LibraryLines(_Lines):
         self.setFormatter(logging.Formatter(f"{PREFIX}%(message)s"))
 
     def say(self, record: logging.LogRecord, line: str) -> None:
+        if record.levelno < logging.WARNING:
+            _status.said(record.getMessage())  # a phase of what is waited for
         (info if record.levelno < logging.WARNING else warning)(line)
 
 
@@ -289,6 +302,7 @@ class _UpdateLines(_Lines):
 
     def say(self, record: logging.LogRecord, line: str) -> None:
         stream = sys.stdout if self.to == "stdout" else sys.stderr
+        _status.update_line(record.getMessage())
         if record.levelno < logging.WARNING and _quiet:
             return
         gate = getattr(record, "gate", None)  # the quality gate's verdict (local.project)
@@ -363,3 +377,133 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
         sys.stdout, sys.stderr = stdout, stderr
         set_quiet(was_quiet)
         library.setLevel(level)
+
+
+# ------------------------------------------------------------------ while a user waits
+
+# The engine's update lines the status reads: `[pipeline] update <id>: ...` starts an update,
+# `[pipeline] <flow>: COMPLETED | FAILED | SKIPPED` ends a flow.
+_UPDATE_START = re.compile(r"^\[(?P<pipeline>[^\]]+)\] update (?P<id>\S+):")
+_FLOW_END = re.compile(
+    r"^\[(?P<pipeline>[^\]]+)\] (?P<flow>\S+): (?P<state>COMPLETED|FAILED|SKIPPED)$"
+)
+
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class _Status:
+    """What the command waits for, and how far it has got: drawn live on a terminal (rich's
+    Live, on stderr), or said in a plain line at most every HEARTBEAT seconds (CI, quiet)."""
+
+    def __init__(self) -> None:
+        self.what = ""
+        self.detail = ""
+        self.since = 0.0
+        self.live: Any = None
+        self.ticker: threading.Thread | None = None
+        self.stop = threading.Event()
+        self.pipeline = ""
+        self.done: list[str] = []
+        self.expected: dict[str, list[str]] = {}
+
+    # what feeds it
+    def said(self, message: str) -> None:
+        if self.what:
+            self.detail = message.split("; ")[0]
+
+    def update_line(self, message: str) -> None:
+        if not self.what:
+            return
+        if started := _UPDATE_START.match(message):
+            self.pipeline, self.done = started["pipeline"], []
+        elif ended := _FLOW_END.match(message):
+            self.pipeline = ended["pipeline"]
+            self.done.append(ended["flow"].split(".")[-1])
+        else:
+            return
+        waiting = [d for d in self.expected.get(self.pipeline, []) if d not in self.done]
+        total = f" of {len(self.expected[self.pipeline])}" if self.pipeline in self.expected else ""
+        self.detail = f"update {self.pipeline}: {len(self.done)}{total} dataset(s) done"
+        if waiting:
+            self.detail += f"; waiting for {', '.join(waiting)}"
+
+    # how it shows
+    def text(self) -> str:
+        """`what (12 s): detail`: the time first, where a narrow terminal still shows it."""
+        seconds = time.monotonic() - self.since
+        detail = f": {self.detail}" if self.detail else ""
+        return shown(f"{self.what} ({seconds:.0f} s){detail}")
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        frame = _SPINNER[int(time.monotonic() * 8) % len(_SPINNER)]
+        return Text(f"{frame} {self.text()}", no_wrap=True, overflow="ellipsis")
+
+    def console_for(self, stream: IO[str]) -> Console | None:
+        """The live status's console when `stream` is its terminal: a line printed through it
+        shows above the status instead of over it."""
+        if self.live is None or not _terminal(stream):
+            return None
+        live_file = self.live.console.file
+        raw = stream._stream if isinstance(stream, Stream) else stream
+        try:
+            same = os.fstat(raw.fileno()).st_rdev == os.fstat(live_file.fileno()).st_rdev
+        except (AttributeError, OSError, ValueError):
+            return None
+        return self.live.console if same else None
+
+    def start(self, what: str, expected: dict[str, list[str]]) -> None:
+        self.what, self.detail, self.since = what, "", time.monotonic()
+        self.pipeline, self.done, self.expected = "", [], expected
+        if _terminal(sys.stderr) and not _quiet and not os.environ.get("CI"):
+            from rich.live import Live
+
+            console = _console(sys.stderr)
+            self.live = Live(
+                self,
+                console=console,
+                transient=True,
+                refresh_per_second=4,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self.live.start()
+        elif os.environ.get("CI") or _quiet:
+            self.stop.clear()
+            self.ticker = threading.Thread(target=self._tick, daemon=True)
+            self.ticker.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(HEARTBEAT):
+            _write(sys.stderr, f"{PREFIX}{self.text()}")
+
+    def end(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        if self.ticker is not None:
+            self.stop.set()
+            self.ticker.join()
+            self.ticker = None
+        self.what = ""
+
+
+_status = _Status()
+
+
+@contextlib.contextmanager
+def waiting(what: str, expected: dict[str, list[str]] | None = None) -> Iterator[None]:
+    """Say what the command waits for while inside (a live status on a terminal; a plain
+    line at most every HEARTBEAT s in CI or quiet mode). Its detail follows the library's lines
+    (a server's phases) and the engine's update lines (datasets done, of `expected`: by
+    pipeline, the datasets an update writes). Nested: the outer one goes on."""
+    if _status.what:
+        yield
+        return
+    _status.start(what, expected or {})
+    try:
+        yield
+    finally:
+        _status.end()

@@ -749,13 +749,14 @@ def judge_all(
         # at the end (a diff killed midway leaves only that database, which the server
         # forgets when it stops, and its folder under .local/diff).
         if local is None:
-            local = start(
-                backend,
-                work_dir=work_dir,
-                reuse=root,
-                mounts=[source.parent.parent if source else landing],
-            )
-        with local.reporting_loss():
+            with console.waiting("Spark"):
+                local = start(
+                    backend,
+                    work_dir=work_dir,
+                    reuse=root,
+                    mounts=[source.parent.parent if source else landing],
+                )
+        with local.reporting_loss(), console.waiting("diff: judging the rules on the rows"):
             if source is not None:
                 (name,) = diffs
                 judge(local.spark.read.format("delta").load(str(source)), diffs[name], examples)

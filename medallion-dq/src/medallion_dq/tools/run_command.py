@@ -177,12 +177,13 @@ def cmd_run(args, project: Project) -> int:
                 failing_examples=3 if args.junit_xml else 0,
             )
             running.open_lake()
-            if args.job:
-                result = running.run_job(
-                    args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
-                )
-            else:
-                result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+            with console.waiting(what, _datasets(project, target, variables, args)):
+                if args.job:
+                    result = running.run_job(
+                        args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
+                    )
+                else:
+                    result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
             _ended(what)
         summary = result.to_dict()
         console.result(f"{what}: {summary['status']} in {summary['seconds']} s")
@@ -294,12 +295,26 @@ def _lake_server(
     # The lake's own warm server: its catalog already knows the lake's tables, and
     # runs after the first skip the JVM's start and its cold first update.
     warm = None if args.own_server or args.fresh else work_dir
-    local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
+    with console.waiting("Spark"):  # its phases: the library's lines
+        local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
     console.progress(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
         f"lake {work_dir.relative_to(project.root)}"
     )
     return local
+
+
+def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
+    """By pipeline, the datasets its update writes (read from its files): how far an update
+    has got, in the status a terminal shows."""
+    from medallion_dq.local import datasets_defined
+    from medallion_dq.tools import preflight
+
+    bundle = project.bundle(target=target, variables=variables)
+    return {
+        key: sorted(datasets_defined(bundle.pipelines[key].library_files))
+        for key in preflight.pipeline_keys(bundle, args.pipeline, args.job)
+    }
 
 
 def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):

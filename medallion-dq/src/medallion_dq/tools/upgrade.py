@@ -417,7 +417,8 @@ def command(
     with tempfile.TemporaryDirectory(prefix="medallion-dq-pack-") as scratch:
         try:
             project_pack(project)  # before fetching a candidate
-            chosen = candidate(to, Path(scratch), cwd)
+            with console.waiting(f"conventions diff: installing {to} aside"):
+                chosen = candidate(to, Path(scratch), cwd)
             outcome = compare(
                 project, chosen, landing=folder, backend=backend, examples=examples, local=local
             )
