@@ -3,20 +3,24 @@ project in a folder whose name needs quoting."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+import terminal
 from medallion_dq.local import server
 from sample import sample_project
+
+CLI_ENV = {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"}  # a lake's server outlives no test
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
         cwd=cwd or sample_project(),
-        env={**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"},  # a lake's server outlives no test
+        env=CLI_ENV,
         capture_output=True,
         text=True,
         timeout=900,
@@ -26,7 +30,8 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def two_days(tmp_path_factory):
     """The sample job run twice, as a team runs it, in the project's lasting local lake: a
-    normal day, then the bad day's file added to the same landing folder. The project's folder
+    normal day, the first run (its lake's server starts) at a terminal (a pseudo-terminal of 80
+    columns), then the bad day's file added to the same landing folder, piped. The project's folder
     and the landing folder have names that need quoting (test_a_project_in_a_folder_...)."""
     root = tmp_path_factory.mktemp("two-days") / 'it\'s a "team" folder, café'
     project, landing = root / "acme orders", root / "landing files"  # a space: said as written
@@ -39,18 +44,14 @@ def two_days(tmp_path_factory):
             for file in (project / "fixtures" / "bad_day" / "orders").iterdir():
                 (landing / "orders" / file.name).write_bytes(file.read_bytes())
         summary = root / f"{day}.json"
-        done = cli(
-            "run",
-            "--job",
-            "medallion",
-            "--landing",
-            str(landing),
-            "--json",
-            str(summary),
-            "--markdown",
-            str(root / f"{day}.md"),  # what the baked CI puts in the job summary
-            cwd=project,
-        )
+        args = ["run", "--job", "medallion", "--landing", str(landing), "--json", str(summary)]
+        args += ["--markdown", str(root / f"{day}.md")]  # what the baked CI puts in its summary
+        if day == "normal":  # a first run, as a user at a terminal of 80 columns sees it
+            seen = terminal.cli(args, cwd=project, columns=80, env=CLI_ENV)
+            done = subprocess.CompletedProcess(args, seen.returncode, terminal.plain(seen.raw), "")
+            done.seen = seen  # type: ignore[attr-defined]
+        else:  # piped, as CI reads it: plain text
+            done = cli(*args, cwd=project)
         days.append((done, json.loads(summary.read_text())))
     yield project, days
     cli("spark", "stop", cwd=project)
@@ -104,6 +105,25 @@ def test_run_job_writes_the_summary(two_days):
     assert {c["name"]: c["status"] for c in gate["checks"]} == dict.fromkeys(
         ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
     )
+
+
+@pytest.mark.spark
+def test_a_first_run_at_a_terminal_shows_progress_and_fits_its_width(two_days):
+    """The first run of a project at a terminal: while its server starts, a live status with
+    the seconds going up; during the first update, its datasets done and those awaited; no
+    line wider than the terminal (80 columns), the gate's tables included."""
+    _, [(done, _), _] = two_days
+    seen = done.seen
+    assert seen.returncode == 0, terminal.plain(seen.raw)[-3000:]
+    drawn = seen.drawn
+    assert max(map(len, drawn)) <= 80, max(drawn, key=len)
+    starting = {int(m[1]) for run in drawn if (m := re.match(r"\S Spark \((\d+) s\)", run))}
+    assert len(starting) >= 2, drawn  # redrawn while the server started
+    update = r"\S job medallion \((\d+) s\): update acme_orders_validation: (\d+) of (\d+) data"
+    progress = [m for run in drawn if (m := re.match(update, run))]
+    assert any(int(m[2]) < int(m[3]) for m in progress), drawn  # seen before it ended
+    table = next(i for i, run in enumerate(drawn) if run.startswith("rule ") and "status" in run)
+    assert drawn[table + 1].startswith("─")  # the gate's table, drawn by rich
 
 
 @pytest.mark.spark

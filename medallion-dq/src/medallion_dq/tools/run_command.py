@@ -311,10 +311,11 @@ def _datasets(project: Project, target: str, variables: dict, args) -> dict[str,
     from medallion_dq.tools import preflight
 
     bundle = project.bundle(target=target, variables=variables)
-    return {
-        key: sorted(datasets_defined(bundle.pipelines[key].library_files))
-        for key in preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    }
+    pipelines = [
+        bundle.pipelines[k] for k in preflight.pipeline_keys(bundle, args.pipeline, args.job)
+    ]
+    # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
+    return {p.name: sorted(datasets_defined(p.library_files)) for p in pipelines}
 
 
 def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):
