@@ -13,14 +13,17 @@ import terminal
 from medallion_dq.local import server
 from sample import sample_project
 
-CLI_ENV = {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"}  # a lake's server outlives no test
+
+def cli_env() -> dict[str, str]:
+    """The tests' environment as it is now (the session's fixtures set some of it)."""
+    return {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"}  # a lake's server outlives no test
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
         cwd=cwd or sample_project(),
-        env=CLI_ENV,
+        env=cli_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -47,9 +50,10 @@ def two_days(tmp_path_factory):
         args = ["run", "--job", "medallion", "--landing", str(landing), "--json", str(summary)]
         args += ["--markdown", str(root / f"{day}.md")]  # what the baked CI puts in its summary
         if day == "normal":  # a first run, as a user at a terminal of 80 columns sees it
-            seen = terminal.cli(args, cwd=project, columns=80, env=CLI_ENV)
+            seen = terminal.cli(args, cwd=project, columns=80, env=cli_env())
             done = subprocess.CompletedProcess(args, seen.returncode, terminal.plain(seen.raw), "")
             done.seen = seen  # type: ignore[attr-defined]
+            assert summary.is_file(), terminal.plain(seen.raw)[-3000:]
         else:  # piped, as CI reads it: plain text
             done = cli(*args, cwd=project)
         days.append((done, json.loads(summary.read_text())))
@@ -122,8 +126,10 @@ def test_a_first_run_at_a_terminal_shows_progress_and_fits_its_width(two_days):
     update = r"\S job medallion \((\d+) s\): update acme_orders_validation: (\d+) of (\d+) data"
     progress = [m for run in drawn if (m := re.match(update, run))]
     assert any(int(m[2]) < int(m[3]) for m in progress), drawn  # seen before it ended
-    table = next(i for i, run in enumerate(drawn) if run.startswith("rule ") and "status" in run)
-    assert drawn[table + 1].startswith("─")  # the gate's table, drawn by rich
+    header = r"rule +passed +failed +failed % +threshold +status$"
+    lines = [line.rstrip() for line in seen.lines]
+    table = next(i for i, line in enumerate(lines) if re.search(header, line))
+    assert lines[table + 1].startswith("─" * 80)  # the gate's table, drawn by rich
 
 
 @pytest.mark.spark
