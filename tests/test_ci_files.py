@@ -146,3 +146,52 @@ def test_the_tools_are_pinned_as_the_project_and_the_template_pin_them(
     installs = re.findall(r"python -m pip install (.+)", text)
     assert installs
     assert set(installs) == {f"{nox} {uv}"}
+
+
+def _steps(project: Path) -> dict[str, dict]:
+    data = yaml.safe_load((project / CI["github"][0]).read_text(encoding="utf-8"))
+    return {step.get("name", step.get("uses")): step for step in data["jobs"]["test"]["steps"]}
+
+
+def test_the_github_workflow_writes_the_gate_and_the_rule_impact_where_a_reviewer_looks(
+    bake_session: Bake, tmp_path: Path
+) -> None:
+    """The gate's tables (`run --markdown`) and, on a pull request, the rule impact (`diff
+    --markdown`) go to the job summary; the rule impact also to one comment, updated, and only
+    when the token may write (not a fork's). The steps' shell runs here on the files a run
+    writes (their content: medallion-dq's tests/engine/test_cli_jobs.py)."""
+    project = bake_session(ci="github")
+    workflow = yaml.safe_load((project / CI["github"][0]).read_text(encoding="utf-8"))
+    assert "pull_request_target" not in workflow[True]  # PyYAML reads `on:` as True
+    steps = _steps(project)
+    run = steps["The job on the sample data, judged by the quality gate"]["run"]
+    assert "--markdown .local/dq-summary.md" in run
+    checkout = steps["actions/checkout@v6"]["with"]
+    assert checkout == {"fetch-depth": 0, "persist-credentials": False}
+    gate = steps["The quality gate's tables in the job summary"]
+    impact = steps["Rule impact of the pull request, in the job summary"]
+    assert "github.event_name == 'pull_request'" in impact["if"]
+    comment = steps["Rule impact as one pull-request comment"]
+    assert "github.event.pull_request.head.repo.full_name == github.repository" in comment["if"]
+    assert workflow["jobs"]["test"]["permissions"] == {
+        "contents": "read",
+        "checks": "write",
+        "pull-requests": "write",
+    }
+
+    # The two summary steps' shell, run on the files `run` and `diff` write, `diff` faked.
+    work = tmp_path / "checkout"
+    (work / ".local").mkdir(parents=True)
+    (work / ".venv" / "bin").mkdir(parents=True)
+    (work / ".local" / "dq-summary.md").write_text("## Data quality: job medallion SUCCESS\n")
+    fake = work / ".venv" / "bin" / "medallion-dq"
+    fake.write_text('#!/bin/sh\necho "diff $*" > .local/rule-impact.md\n')
+    fake.chmod(0o755)
+    summary = tmp_path / "step-summary.md"
+    env = {"PATH": os.environ["PATH"], "GITHUB_STEP_SUMMARY": str(summary), "BASE": "main"}
+    for step in (gate, impact):
+        subprocess.run(["bash", "-e", "-c", step["run"]], cwd=work, env=env, check=True)
+    assert summary.read_text() == (
+        "## Data quality: job medallion SUCCESS\n"
+        "diff diff --base origin/main --markdown .local/rule-impact.md\n"
+    )

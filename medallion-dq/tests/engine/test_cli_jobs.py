@@ -3,20 +3,27 @@ project in a folder whose name needs quoting."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
+import terminal
 from medallion_dq.local import server
 from sample import sample_project
+
+
+def cli_env() -> dict[str, str]:
+    """The tests' environment as it is now (the session's fixtures set some of it)."""
+    return {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"}  # a lake's server outlives no test
 
 
 def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "medallion_dq", *args],
         cwd=cwd or sample_project(),
-        env={**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "120"},  # a lake's server outlives no test
+        env=cli_env(),
         capture_output=True,
         text=True,
         timeout=900,
@@ -26,7 +33,8 @@ def cli(*args: str, cwd=None) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def two_days(tmp_path_factory):
     """The sample job run twice, as a team runs it, in the project's lasting local lake: a
-    normal day, then the bad day's file added to the same landing folder. The project's folder
+    normal day, the first run (its lake's server starts) at a terminal (a pseudo-terminal of 80
+    columns), then the bad day's file added to the same landing folder, piped. The project's folder
     and the landing folder have names that need quoting (test_a_project_in_a_folder_...)."""
     root = tmp_path_factory.mktemp("two-days") / 'it\'s a "team" folder, café'
     project, landing = root / "acme orders", root / "landing files"  # a space: said as written
@@ -39,16 +47,15 @@ def two_days(tmp_path_factory):
             for file in (project / "fixtures" / "bad_day" / "orders").iterdir():
                 (landing / "orders" / file.name).write_bytes(file.read_bytes())
         summary = root / f"{day}.json"
-        done = cli(
-            "run",
-            "--job",
-            "medallion",
-            "--landing",
-            str(landing),
-            "--json",
-            str(summary),
-            cwd=project,
-        )
+        args = ["run", "--job", "medallion", "--landing", str(landing), "--json", str(summary)]
+        args += ["--markdown", str(root / f"{day}.md")]  # what the baked CI puts in its summary
+        if day == "normal":  # a first run, as a user at a terminal of 80 columns sees it
+            seen = terminal.cli(args, cwd=project, columns=80, env=cli_env())
+            done = subprocess.CompletedProcess(args, seen.returncode, terminal.plain(seen.raw), "")
+            done.seen = seen  # type: ignore[attr-defined]
+            assert summary.is_file(), terminal.plain(seen.raw)[-3000:]
+        else:  # piped, as CI reads it: plain text
+            done = cli(*args, cwd=project)
         days.append((done, json.loads(summary.read_text())))
     yield project, days
     cli("spark", "stop", cwd=project)
@@ -101,6 +108,56 @@ def test_run_job_writes_the_summary(two_days):
     assert gate["passed"] is True
     assert {c["name"]: c["status"] for c in gate["checks"]} == dict.fromkeys(
         ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
+    )
+
+
+@pytest.mark.spark
+def test_a_first_run_at_a_terminal_shows_progress_and_fits_its_width(two_days):
+    """The first run of a project at a terminal: while its server starts, a live status with
+    the seconds going up; during the first update, its datasets done and those awaited; no
+    line wider than the terminal (80 columns), the gate's tables included."""
+    _, [(done, _), _] = two_days
+    seen = done.seen
+    assert seen.returncode == 0, terminal.plain(seen.raw)[-3000:]
+    drawn = seen.drawn
+    assert max(map(len, drawn)) <= 80, max(drawn, key=len)
+    starting = {int(m[1]) for run in drawn if (m := re.match(r"\S Spark \((\d+) s\)", run))}
+    assert len(starting) >= 2, drawn  # redrawn while the server started
+    update = r"\S job medallion \((\d+) s\): update acme_orders_validation: (\d+) of (\d+) data"
+    progress = [m for run in drawn if (m := re.match(update, run))]
+    assert any(int(m[2]) < int(m[3]) for m in progress), drawn  # seen before it ended
+    header = r"rule +passed +failed +failed % +threshold +status$"
+    lines = [line.rstrip() for line in seen.lines]
+    table = next(i for i, line in enumerate(lines) if re.search(header, line))
+    assert lines[table + 1].startswith("─" * 80)  # the gate's table, drawn by rich
+
+
+@pytest.mark.spark
+def test_run_markdown_writes_the_gates_tables_for_the_job_summary(two_days):
+    """`run --markdown`, as the baked CI files run it: the tasks, then the gate's rule and check
+    tables in markdown, a rule's contract clause beneath its name; the bad day says why."""
+    project, _ = two_days
+    normal = (project.parent / "normal.md").read_text(encoding="utf-8")
+    assert normal.startswith("## Data quality: job medallion SUCCESS\n")
+    assert "| <code>validate</code> | SUCCESS |" in normal
+    assert "### Quality gate: PASSED (update <code>" in normal
+    assert (
+        "| <code>silver&#95;orders.valid&#95;order&#95;ts</code><br>orders.order&#95;ts: required,"
+        " minimum (acme-orders-orders 1.0.0) | 198 | 3 | 1.49% |" in normal
+    )
+    assert "| rule | passed | failed | failed % | threshold | status |" in normal
+    assert "| check | value | bound | status |" in normal
+    bad = (project.parent / "bad.md").read_text(encoding="utf-8")
+    assert bad.startswith("## Data quality: job medallion **FAILED**\n")
+    assert "| <code>publish</code> | SKIPPED |" in bad
+    assert "### Quality gate: **FAILED**" not in bad and "### Quality gate: FAILED" in bad
+    amount = next(line for line in bad.splitlines() if "valid&#95;amount</code>" in line)
+    assert amount.endswith("| **FAIL** |"), amount
+    assert "; 2 dataset check(s) failed: silver&#95;orders.daily&#95;volume" in bad
+    assert (
+        "| <code>silver&#95;orders.known&#95;customer</code> (references)<br>orders.customer&#95;id:"
+        " relationship to silver&#95;customers.customer&#95;id (acme-orders-orders 1.0.0) | 3 of "
+        in bad
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import terminal
 from medallion_dq.tools import console
 from sample import sample_project
 
@@ -130,3 +131,127 @@ def test_py4j_on_the_root_logger_says_nothing_in_a_command(capfd):
         assert not logging.root.filter(record)
         mine = logging.LogRecord("root", logging.ERROR, __file__, 1, "other", None, None)
         assert logging.root.filter(mine)
+
+
+GATE_SCRIPT = """
+import logging
+from medallion_dq import gate
+from medallion_dq.checks import CheckResult
+from medallion_dq.tools import console
+
+verdict = gate.evaluate(
+    [{"dataset": "silver_orders", "name": "valid_order_ts", "passed": 198, "failed": 3},
+     {"dataset": "silver_orders", "name": "valid_amount[/]", "passed": 30, "failed": 10}],
+    {"silver_orders": 0.05},
+)
+verdict.clauses = {
+    "silver_orders.valid_order_ts": "orders.order_ts: required, minimum (acme-orders-orders 1.0.0)",
+    "silver_orders.known_customer": "orders.customer_id: relationship to"
+    " silver_customers.customer_id (acme-orders-orders 1.0.0)",
+}
+verdict.checks = [CheckResult(
+    "silver_orders", "known_customer", "references",
+    "3 of 218 rows with a customer_id not in silver_customers [bold]x[/bold]",
+    "at most 0 row(s) without a silver_customers.customer_id", False,
+    note="e.g. C-9001, C-9002, from /a/very/long/path/to/the/landing/files/orders-2026-11-07.json",
+)]
+with console.opened():
+    logging.getLogger(console.UPDATES).warning(str(verdict), extra={"gate": verdict})
+"""
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_gate_fits_the_terminal_and_its_clause_has_a_line_of_its_own(columns):
+    """On a terminal (a pseudo-terminal of 80 or 120 columns), the gate's tables fit its width,
+    a rule's contract clause under its name; data holding rich markup prints as written."""
+    seen = terminal.run([sys.executable, "-c", GATE_SCRIPT], columns=columns)
+    lines = [line.rstrip() for line in seen.lines]
+    assert seen.returncode == 0, seen.raw
+    assert max(map(len, lines)) <= columns, "\n".join(lines)
+    rule = next(i for i, line in enumerate(lines) if "silver_orders.valid_order_ts" in line)
+    assert "198" in lines[rule] and "1.49%" in lines[rule]
+    assert lines[rule + 1].strip().startswith("orders.order_ts: required,")
+    words = " ".join(lines)
+    assert "silver_orders.valid_amount[/]" in words
+    assert "[bold]x[/bold]" in words or "[bold]x" in words  # a cell may wrap after it
+    assert "quality gate FAILED" in words
+
+
+def test_piped_the_gate_is_the_plain_text_whatever_columns_says():
+    """Off a terminal the gate's lines are its plain text (`GateResult.__str__`), $COLUMNS or
+    not: the same in every CI log."""
+    env = {**os.environ, "COLUMNS": "40"}
+    done = subprocess.run(
+        [sys.executable, "-c", GATE_SCRIPT], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].split() == [
+        "rule",
+        "passed",
+        "failed",
+        "failed",
+        "%",
+        "threshold",
+        "status",
+    ]
+    assert (
+        "silver_orders.valid_order_ts [orders.order_ts: required, minimum"
+        " (acme-orders-orders 1.0.0)]" in done.stdout
+    )
+    assert max(map(len, done.stdout.splitlines())) > 100  # not fitted to anything
+
+
+WAIT_SCRIPT = """
+import logging, sys, time
+from medallion_dq.tools import console
+
+console.HEARTBEAT = 0.4
+updates = logging.getLogger(console.UPDATES)
+with console.opened(quiet="-q" in sys.argv):
+    with console.waiting("Spark"):
+        logging.getLogger("medallion_dq.local.server").info(
+            "starting a Spark server: its JVM loads Spark and Delta; its log: x")
+        time.sleep(1.5)
+    with console.waiting("job medallion", {"validation": ["bronze_orders", "silver_orders"]}):
+        updates.info("[validation] update u1: 4 pipeline files")
+        updates.info("[validation] bronze_orders: COMPLETED")
+        time.sleep(1.5)
+        updates.info("[validation] silver_orders: COMPLETED")
+    console.result("job medallion: SUCCESS in 3.0 s")
+"""
+
+
+def test_a_terminal_shows_what_a_command_waits_for_live_on_stderr():
+    """On a terminal: the server's phase, then an update's datasets done and awaited, with the
+    seconds going up, redrawn in place on stderr; stdout (a pipe here) holds what it held."""
+    seen = terminal.run([sys.executable, "-c", WAIT_SCRIPT], stdout_pipe=True)
+    assert seen.returncode == 0, seen.raw
+    assert seen.stdout.splitlines() == [  # the update lines (`run` shows them there) and the result
+        "[validation] update u1: 4 pipeline files",
+        "[validation] bronze_orders: COMPLETED",
+        "[validation] silver_orders: COMPLETED",
+        "job medallion: SUCCESS in 3.0 s",
+    ]
+    raw = terminal.plain(seen.raw)
+    assert "Spark (0 s): starting a Spark server: its JVM loads Spark and Delta" in raw
+    assert "Spark (1 s): starting a Spark server: its JVM loads Spark and Delta" in raw
+    assert "job medallion (1 s): update validation: 1 of 2 dataset(s) done; waiting for s" in raw
+    assert max(map(len, seen.drawn)) <= 80  # cut short, never wrapped
+
+
+@pytest.mark.parametrize("how", ["CI", "-q"])
+def test_in_ci_or_quiet_a_wait_is_a_plain_line_every_few_seconds(how):
+    env = {**os.environ, "CI": "true"} if how == "CI" else os.environ
+    done = subprocess.run(
+        [sys.executable, "-c", WAIT_SCRIPT, *([how] if how == "-q" else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "job medallion: SUCCESS in 3.0 s"
+    waits = [line for line in done.stderr.splitlines() if line.startswith("medallion-dq: Spark")]
+    assert 2 <= len(waits) <= 4, done.stderr  # 1.5 s at most every 0.4 s
+    assert "\x1b" not in done.stderr  # no colours, no cursor moves
+    assert any("waiting for silver_orders" in line for line in done.stderr.splitlines())

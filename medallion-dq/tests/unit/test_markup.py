@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
 
-from medallion_dq import rules
+from medallion_dq import gate, rules
 from medallion_dq.tools import diff, report
 
 BASE = """\
@@ -162,3 +162,65 @@ def test_a_rule_file_written_from_hostile_values_parses_and_keeps_them():
     assert ruleset.drop[known["name"]] == known["constraint"]
     assert '#   line one\\nline "two"\\x07 <b>&amp;' not in text  # not on a line of its own
     assert 'line one\\nline "two"\\x07' in text  # on the comment's line, escaped
+
+
+def test_run_markdown_shows_the_gate_from_hostile_data_as_text():
+    """`run --markdown` (a CI's job summary): rule names, contract clauses, check values and
+    notes holding `|`, HTML, backticks and links stay text, each in its own cell."""
+    from medallion_dq.checks import CheckResult
+    from medallion_dq.local.project import JobResult, TaskResult
+    from medallion_dq.tools import summary
+
+    name = "r|`x`<script>alert(1)</script>[a](http://x)"
+    verdict = gate.evaluate(
+        [
+            {"dataset": "silver_orders", "name": name, "passed": 90, "failed": 10},
+            {"dataset": "silver_orders", "name": "valid_amount", "passed": 100, "failed": 0},
+        ],
+        {"silver_orders.valid_amount": 0.05},
+    )
+    verdict.clauses = {f"silver_orders.{name}": HOSTILE[2] + " <b>bold</b>"}
+    verdict.checks = [
+        CheckResult(
+            "silver_orders",
+            "known_customer",
+            "references",
+            HOSTILE[1],
+            "0 | 1",
+            False,
+            note=HOSTILE[0],
+        )
+    ]
+    verdict.update_id = "u1"
+    result = JobResult(
+        "medallion",
+        [
+            TaskResult(
+                "quality_gate", "python_wheel_task", "FAILED", gate=verdict, message=HOSTILE[0]
+            )
+        ],
+    )
+    text = summary.markdown(result, "job medallion")
+    page = _read(MarkdownIt("commonmark").enable("table").render(text))
+
+    assert set(page.tags) <= LAYOUT | {"br"}, set(page.tags) - LAYOUT
+    assert text.startswith("## Data quality: job medallion **FAILED**\n")
+    rows = page.texts["td"]
+    assert rows[:3] == ["quality_gate", "FAILED", HOSTILE[0]]  # the tasks table
+    # The rule's cell: the name as code, the clause beneath it; then its figures, 6 cells a row.
+    rule = rows.index(f"silver_orders.{name}{HOSTILE[2]} <b>bold</b>")
+    assert rows[rule + 1 : rule + 6] == ["90", "10", "10.00%", "0.00%", "FAIL"]
+    assert f"silver_orders.{name}" in page.texts["code"]
+    check = rows.index("silver_orders.known_customer (references)")
+    assert rows[check + 1 : check + 4] == [HOSTILE[1], "0 | 1", "FAIL"]
+    assert HOSTILE[0] in text.replace("&#60;", "<").replace("&#62;", ">")  # the note, escaped
+    assert "<script>" not in text and "](http" not in text.replace("&#93;(http", "")
+
+
+def test_run_markdown_of_a_run_that_did_not_start_says_why():
+    from medallion_dq.tools import summary
+
+    text = summary.markdown(None, "job medallion", "no <b>Java</b> | found")
+    assert text == (
+        "## Data quality: job medallion **FAILED**\n\nno &#60;b&#62;Java&#60;/b&#62; &#124; found\n"
+    )

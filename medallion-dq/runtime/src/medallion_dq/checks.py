@@ -91,12 +91,15 @@ class CheckResult:
         return {**asdict(self), "status": self.status}
 
 
+#: The checks table's columns.
+HEADER = ("check", "value", "bound", "status")
+
+
 def table(rows: Iterable[tuple[str, str, str, str, str, str]]) -> str:
     """Plain-text table of checks, one row per (dataset, name, kind, value, bound, status): the
     gate's and the report's."""
-    header = ("check", "value", "bound", "status")
     body = [(f"{d}.{n} ({k})", value, bound, status) for d, n, k, value, bound, status in rows]
-    return "\n".join(table_lines(header, body))
+    return "\n".join(table_lines(HEADER, body))
 
 
 def seconds(duration: str) -> float:

@@ -253,12 +253,21 @@ class GateResult:
     def failures(self) -> list[GateRow]:
         return [row for row in self.rows if not row.ok]
 
-    def table(self) -> str:
-        """Plain-text table: rule, passed, failed, failed %, threshold, status."""
-        header = ("rule", "passed", "failed", "failed %", "threshold", "status")
-        body = [
+    #: The rule table's columns (`rule_rows`); those between the first and the last are figures.
+    HEADER = ("rule", "passed", "failed", "failed %", "threshold", "status")
+
+    def rule_rows(self) -> list[tuple[str | tuple[str, str], str, str, str, str, str]]:
+        """The rule table's rows: ``dataset.rule`` (with the contract clause it was made from:
+        ``(name, clause)``), passed, failed, failed %, threshold, status. A terminal shows the
+        clause beneath the name (medallion-dq-dev's console); ``table`` in brackets after it."""
+
+        def named(dataset: str, rule: str) -> str | tuple[str, str]:
+            clause = self.clauses.get(f"{short_name(dataset)}.{rule}")
+            return (f"{dataset}.{rule}", clause) if clause else f"{dataset}.{rule}"
+
+        body: list[tuple[str | tuple[str, str], str, str, str, str, str]] = [
             (
-                f"{row.dataset}.{self._named(row.dataset, row.rule)}",
+                named(row.dataset, row.rule),
                 f"{row.passed:,}",
                 f"{row.failed:,}",
                 f"{row.failed_fraction:.2%}" if row.total else "-",  # no row judged: no rate
@@ -267,20 +276,27 @@ class GateResult:
             )
             for row in self.rows
         ]
-        body += [
-            (
-                f"{dataset} (0 input records)",
-                "0",
-                "0",
-                "-",
-                "-",
-                "PASS" if self.allow_empty else "FAIL",
-            )
-            for dataset in self.empty
+        status = "PASS" if self.allow_empty else "FAIL"
+        body += [(f"{d} (0 input records)", "0", "0", "-", "-", status) for d in self.empty]
+        return body or [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
+
+    def check_rows(self) -> list[tuple[str | tuple[str, str], str, str, str]]:
+        """The dataset checks' rows: ``dataset.check (kind)`` (with its contract clause, as
+        ``rule_rows``), value, bound, status."""
+        out: list[tuple[str | tuple[str, str], str, str, str]] = []
+        for c in self.checks:
+            clause = self.clauses.get(f"{short_name(c.dataset)}.{c.name}")
+            name = f"{c.dataset}.{c.name} ({c.kind})"
+            out.append(((name, clause) if clause else name, c.value, c.bound, c.status))
+        return out
+
+    def table(self) -> str:
+        """Plain-text table: rule, passed, failed, failed %, threshold, status."""
+        body = [
+            (f"{first[0]} [{first[1]}]" if isinstance(first, tuple) else first, *rest)
+            for first, *rest in self.rule_rows()
         ]
-        if not body:
-            body = [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
-        text = "\n".join(table_lines(header, body, right=range(1, len(header) - 1)))
+        text = "\n".join(table_lines(self.HEADER, body, right=range(1, len(self.HEADER) - 1)))
         return f"{text}\n\n{self.checks_table()}" if self.checks else text
 
     def checks_table(self) -> str:

@@ -369,7 +369,9 @@ class LocalProject:
         )
         if update is not None:
             verdict.checks += self._ungated(update.pipeline)
-        updates.log(logging.INFO if verdict.passed else logging.WARNING, str(verdict))
+        # The verdict as text, and itself: a terminal shows its tables fitted (tools' console).
+        level = logging.INFO if verdict.passed else logging.WARNING
+        updates.log(level, str(verdict), extra={"gate": verdict})
         if update is not None and verdict.checks:
             self.runner.event_log.append_checks(update.pipeline, update.update_id, verdict.checks)
         return TaskResult(

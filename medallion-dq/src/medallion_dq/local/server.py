@@ -294,6 +294,7 @@ def _start(folder: Path, confs: dict[str, str], fingerprint: str) -> ServerInfo:
     shutil.rmtree(folder / WAREHOUSE, ignore_errors=True)
     (folder / METRICS_FILE).unlink(missing_ok=True)
     log.write_bytes(b"")
+    logger.info("starting a Spark server: its JVM loads Spark and Delta (a first start 20-60 s)")
     with log.open("ab") as out:
         supervisor = subprocess.Popen(
             [sys.executable, "-m", "medallion_dq.local.server", str(folder)],

@@ -131,9 +131,10 @@ def _check_examples(project: Project, backend: str | None) -> tuple[int, list]:
     from medallion_dq.tools import examples
 
     root = project.root
-    local = start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
+    with console.waiting("Spark"):
+        local = start(backend, work_dir=root / STATE_DIR / "check", reuse=root)
     try:
-        with local.reporting_loss():
+        with local.reporting_loss(), console.waiting("check: judging the rule examples"):
             return examples.check(local.spark, project, lost=local.lost)
     finally:
         local.stop()
@@ -268,7 +269,8 @@ def cmd_report(args) -> int:
     # runs (a run just ended), else the project's: not a second JVM beside the lake's.
     lake = warm_lake(root)
     work_dir = lake or root / STATE_DIR / "report"
-    local = start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
+    with console.waiting("Spark"):
+        local = start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
     try:
         with local.reporting_loss():
             spark = local.spark
@@ -279,7 +281,8 @@ def cmd_report(args) -> int:
             console.result(report.text_table(rows, clauses=clauses))
             checks = report.checks_table(report.checks_history(events))
             if checks:
-                console.result(f"\n{checks}")
+                console.result()
+                console.result(checks)
             out = report.write(
                 events,
                 Path(args.out) if args.out else root / STATE_DIR,

@@ -11,10 +11,21 @@ Levels, each on the stream it has always had:
 
 Every line is flushed as it is written, with a control character from the data shown as its
 escape (`text.shown`), and a reader that has gone (`run ... | head`) drops the rest instead of
-raising BrokenPipeError in the middle of an update. `opened` sets this up for a command: it also
+raising BrokenPipeError in the middle of an update.
+
+On a terminal, lines and tables fit its width (rich): a long line wraps, a table's long cells
+wrap, a rule's data-contract clause goes on a line of its own beneath its name. Anywhere else (a
+pipe, a file, a CI log) the text is plain and the same on every machine, whatever $COLUMNS says:
+a CI log's reader wraps lines itself, and a grep or a diff of two logs finds what it looks for.
+Text from the data is never read as rich markup (`[bold]` prints as written). `opened` sets this up for a command: it also
 wraps sys.stdout and sys.stderr (what argparse, warnings or another module still write) and shows
 the library's `logging` lines: INFO and above as `medallion-dq: <line>` on stderr (DEBUG too with
 `-v`), and the local engine's update lines (logger `UPDATES`) bare, on stdout or stderr.
+
+While a user waits (a server's start, an update, a profile), `waiting` says for what: on a
+terminal a live status line on stderr (what, how far, for how long), redrawn in place and gone
+when done; in CI ($CI set) or quiet mode a plain line on stderr at most every HEARTBEAT seconds;
+in a pipe elsewhere nothing. Never on stdout, where the results are.
 
 Debugging output is `logging`'s, never this module's.
 """
@@ -24,11 +35,18 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
-from collections.abc import Iterator
-from typing import IO, Any, Literal
+import threading
+import time
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
-from medallion_dq.text import shown
+from medallion_dq.text import shown, table_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rich.console import Console
 
 #: The local engine's logger of what an update does, a line per step (medallion_dq.local.runner
 #: and .project log to it): shown bare, where the command that started the update reads it.
@@ -37,6 +55,9 @@ LIBRARY = "medallion_dq"
 PREFIX = "medallion-dq: "
 
 _quiet = False
+
+#: Seconds between two plain "still waiting" lines (in CI, or quiet).
+HEARTBEAT = 10.0
 
 
 def set_quiet(quiet: bool) -> None:
@@ -50,6 +71,10 @@ def quiet() -> bool:
 
 
 def result(line: str = "", end: str = "\n") -> None:
+    """A result on stdout: a line, or a `Document` (lines and tables) such as report's."""
+    if isinstance(line, Document) and _terminal(sys.stdout):
+        _show(sys.stdout, line.blocks)
+        return
     _write(sys.stdout, line, end)
 
 
@@ -72,9 +97,132 @@ def error(line: str) -> None:
 
 
 def _write(stream: IO[str], line: str, end: str = "\n") -> None:
+    if end == "\n" and _terminal(stream):
+        _show(stream, [line])
+        return
     out = stream if isinstance(stream, Stream) else Stream(stream)
     out.write(f"{line}{end}")
     out.flush()
+
+
+# ------------------------------------------------------------------------ tables that fit
+
+#: A table cell: its text, or (its text, the data-contract clause beneath it).
+Cell: TypeAlias = "str | tuple[str, str]"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of results: plain text off a terminal (`text.table_lines`, a cell's clause in
+    brackets after it), fitted to a terminal's width on one."""
+
+    header: Sequence[str] | None
+    rows: Sequence[Sequence[Cell]]
+    right: Collection[int] = ()
+    indent: str = ""
+
+    def lines(self) -> list[str]:
+        body = [tuple(_plain(cell) for cell in row) for row in self.rows]
+        if self.header is not None:
+            return table_lines(self.header, body, right=self.right, indent=self.indent)
+        if not body:
+            return []
+        widths = [max(len(row[i]) for row in body) for i in range(len(body[0]))]
+        return [
+            (self.indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip()
+            for row in body
+        ]
+
+
+def _plain(cell: Cell) -> str:
+    return f"{cell[0]} [{cell[1]}]" if isinstance(cell, tuple) else cell
+
+
+Block: TypeAlias = "str | Table"
+
+
+class Document(str):
+    """Lines and tables as one result: the plain text itself (a str, as before), and its
+    `blocks` for a terminal. Build it with `document`."""
+
+    blocks: list[Block]
+
+
+def document(blocks: Sequence[Block]) -> Document:
+    text = "\n".join(b if isinstance(b, str) else "\n".join(b.lines()) for b in blocks)
+    out = Document(text)
+    out.blocks = list(blocks)
+    return out
+
+
+def _terminal(stream: IO[str]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # closed, or not a file
+        return False
+
+
+_consoles: dict[int, Console] = {}
+
+
+def _console(stream: IO[str]) -> Console:
+    """A rich console on the terminal behind `stream` (not through `Stream`: rich's own colour
+    codes must reach it), reading no markup, highlighting nothing."""
+    from rich.console import Console
+
+    raw = stream._stream if isinstance(stream, Stream) else stream
+    console = _consoles.get(id(raw))
+    if console is None or console.file is not raw:
+        console = Console(file=raw, markup=False, highlight=False, emoji=False)
+        _consoles[id(raw)] = console
+    return console
+
+
+def _show(stream: IO[str], blocks: Sequence[Block]) -> None:
+    """`blocks` on a terminal, fitted to its width; data as text (`shown`), never markup."""
+    from rich.text import Text
+
+    console = _status.console_for(stream) or _console(stream)
+    for block in blocks:
+        if isinstance(block, Table):
+            console.print(_rich_table(block))
+        else:
+            console.print(Text(shown(block)), overflow="fold")
+    console.file.flush()
+
+
+def _rich_table(table: Table) -> Any:
+    from rich import box
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    shown_table = RichTable(
+        box=box.SIMPLE_HEAD if table.header is not None else None,
+        show_header=table.header is not None,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+    )
+    columns = len(table.header) if table.header is not None else len(table.rows[0])
+    for at in range(columns):
+        shown_table.add_column(
+            shown(table.header[at]) if table.header is not None else "",
+            justify="right" if at in table.right else "left",
+            no_wrap=at in table.right,
+            overflow="fold",
+        )
+    for row in table.rows:
+        cells = []
+        for cell in row:
+            if isinstance(cell, tuple):  # the clause on a line of its own, dimmed
+                text = Text(shown(cell[0]))
+                text.append("\n" + shown(cell[1]), style="dim")
+                cells.append(text)
+            else:
+                cells.append(Text(shown(cell)))
+        shown_table.add_row(*cells)
+    return Padding(shown_table, (0, 0, 0, len(table.indent))) if table.indent else shown_table
 
 
 class Stream:
@@ -140,6 +288,8 @@ class _LibraryLines(_Lines):
         self.setFormatter(logging.Formatter(f"{PREFIX}%(message)s"))
 
     def say(self, record: logging.LogRecord, line: str) -> None:
+        if record.levelno < logging.WARNING:
+            _status.said(record.getMessage())  # a phase of what is waited for
         (info if record.levelno < logging.WARNING else warning)(line)
 
 
@@ -151,10 +301,25 @@ class _UpdateLines(_Lines):
         self.to = to
 
     def say(self, record: logging.LogRecord, line: str) -> None:
-        if record.levelno >= logging.WARNING:
-            _write(sys.stdout if self.to == "stdout" else sys.stderr, line)
+        stream = sys.stdout if self.to == "stdout" else sys.stderr
+        _status.update_line(record.getMessage())
+        if record.levelno < logging.WARNING and _quiet:
+            return
+        gate = getattr(record, "gate", None)  # the quality gate's verdict (local.project)
+        if gate is not None and _terminal(stream):
+            _show(stream, gate_blocks(gate))
         else:
-            (progress if self.to == "stdout" else info)(line)
+            _write(stream, line)
+
+
+def gate_blocks(gate: Any) -> list[Block]:
+    """The quality gate's verdict (a GateResult) as a terminal shows it: its rule table, its
+    dataset checks, then its summary's lines."""
+    right = range(1, len(gate.HEADER) - 1)
+    blocks: list[Block] = [Table(gate.HEADER, gate.rule_rows(), right=right)]
+    if gate.checks:
+        blocks += ["", Table(("check", "value", "bound", "status"), gate.check_rows())]
+    return [*blocks, *gate.summary().splitlines()]
 
 
 def show_update_lines(to: Literal["stdout", "stderr"] = "stdout") -> None:
@@ -212,3 +377,133 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
         sys.stdout, sys.stderr = stdout, stderr
         set_quiet(was_quiet)
         library.setLevel(level)
+
+
+# ------------------------------------------------------------------ while a user waits
+
+# The engine's update lines the status reads: `[pipeline] update <id>: ...` starts an update,
+# `[pipeline] <flow>: COMPLETED | FAILED | SKIPPED` ends a flow.
+_UPDATE_START = re.compile(r"^\[(?P<pipeline>[^\]]+)\] update (?P<id>\S+):")
+_FLOW_END = re.compile(
+    r"^\[(?P<pipeline>[^\]]+)\] (?P<flow>\S+): (?P<state>COMPLETED|FAILED|SKIPPED)$"
+)
+
+
+_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+class _Status:
+    """What the command waits for, and how far it has got: drawn live on a terminal (rich's
+    Live, on stderr), or said in a plain line at most every HEARTBEAT seconds (CI, quiet)."""
+
+    def __init__(self) -> None:
+        self.what = ""
+        self.detail = ""
+        self.since = 0.0
+        self.live: Any = None
+        self.ticker: threading.Thread | None = None
+        self.stop = threading.Event()
+        self.pipeline = ""
+        self.done: list[str] = []
+        self.expected: dict[str, list[str]] = {}
+
+    # what feeds it
+    def said(self, message: str) -> None:
+        if self.what:
+            self.detail = message.split("; ")[0]
+
+    def update_line(self, message: str) -> None:
+        if not self.what:
+            return
+        if started := _UPDATE_START.match(message):
+            self.pipeline, self.done = started["pipeline"], []
+        elif ended := _FLOW_END.match(message):
+            self.pipeline = ended["pipeline"]
+            self.done.append(ended["flow"].split(".")[-1])
+        else:
+            return
+        waiting = [d for d in self.expected.get(self.pipeline, []) if d not in self.done]
+        total = f" of {len(self.expected[self.pipeline])}" if self.pipeline in self.expected else ""
+        self.detail = f"update {self.pipeline}: {len(self.done)}{total} dataset(s) done"
+        if waiting:
+            self.detail += f"; waiting for {', '.join(waiting)}"
+
+    # how it shows
+    def text(self) -> str:
+        """`what (12 s): detail`: the time first, where a narrow terminal still shows it."""
+        seconds = time.monotonic() - self.since
+        detail = f": {self.detail}" if self.detail else ""
+        return shown(f"{self.what} ({seconds:.0f} s){detail}")
+
+    def __rich__(self) -> Any:
+        from rich.text import Text
+
+        frame = _SPINNER[int(time.monotonic() * 8) % len(_SPINNER)]
+        return Text(f"{frame} {self.text()}", no_wrap=True, overflow="ellipsis")
+
+    def console_for(self, stream: IO[str]) -> Console | None:
+        """The live status's console when `stream` is its terminal: a line printed through it
+        shows above the status instead of over it."""
+        if self.live is None or not _terminal(stream):
+            return None
+        live_file = self.live.console.file
+        raw = stream._stream if isinstance(stream, Stream) else stream
+        try:
+            same = os.fstat(raw.fileno()).st_rdev == os.fstat(live_file.fileno()).st_rdev
+        except (AttributeError, OSError, ValueError):
+            return None
+        return self.live.console if same else None
+
+    def start(self, what: str, expected: dict[str, list[str]]) -> None:
+        self.what, self.detail, self.since = what, "", time.monotonic()
+        self.pipeline, self.done, self.expected = "", [], expected
+        if _terminal(sys.stderr) and not _quiet and not os.environ.get("CI"):
+            from rich.live import Live
+
+            console = _console(sys.stderr)
+            self.live = Live(
+                self,
+                console=console,
+                transient=True,
+                refresh_per_second=4,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self.live.start()
+        elif os.environ.get("CI") or _quiet:
+            self.stop.clear()
+            self.ticker = threading.Thread(target=self._tick, daemon=True)
+            self.ticker.start()
+
+    def _tick(self) -> None:
+        while not self.stop.wait(HEARTBEAT):
+            _write(sys.stderr, f"{PREFIX}{self.text()}")
+
+    def end(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+        if self.ticker is not None:
+            self.stop.set()
+            self.ticker.join()
+            self.ticker = None
+        self.what = ""
+
+
+_status = _Status()
+
+
+@contextlib.contextmanager
+def waiting(what: str, expected: dict[str, list[str]] | None = None) -> Iterator[None]:
+    """Say what the command waits for while inside (a live status on a terminal; a plain
+    line at most every HEARTBEAT s in CI or quiet mode). Its detail follows the library's lines
+    (a server's phases) and the engine's update lines (datasets done, of `expected`: by
+    pipeline, the datasets an update writes). Nested: the outer one goes on."""
+    if _status.what:
+        yield
+        return
+    _status.start(what, expected or {})
+    try:
+        yield
+    finally:
+        _status.end()

@@ -47,7 +47,7 @@ from medallion_dq import quarantine, rules, user_yaml
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.project import Project
 from medallion_dq.project.config import STATE_DIR
-from medallion_dq.text import relative_path, table_lines
+from medallion_dq.text import relative_path
 from medallion_dq.tools import console
 from medallion_dq.tools.markup import md_block, md_code, md_text
 
@@ -491,15 +491,11 @@ def _clause(diff: DatasetDiff, rule: RuleDiff) -> str | None:
     return ruleset.clauses().get(rule.name) if ruleset else None
 
 
-def _named(diff: DatasetDiff, rule: RuleDiff) -> str:
-    clause = _clause(diff, rule)
-    return f"{rule.name} [{clause}]" if clause else rule.name
-
-
-def _rule_rows(diff: DatasetDiff) -> list[list[str]]:
+def _rule_rows(diff: DatasetDiff) -> list[list[console.Cell]]:
+    """A rule per row; its name with the clause it was made from (beneath it on a terminal)."""
     return [
         [
-            _named(diff, rule),
+            (rule.name, clause) if (clause := _clause(diff, rule)) else rule.name,
             _status(rule),
             _action(rule),
             _arrow(rule.failed_before, rule.failed_after),
@@ -561,24 +557,31 @@ def _changed(diffs: list[DatasetDiff]) -> str:
     return f"the rules of {changed} of {len(diffs)} dataset(s) changed"
 
 
-def text_report(report: dict, diffs: list[DatasetDiff]) -> str:
+def text_report(report: dict, diffs: list[DatasetDiff]) -> console.Document:
+    return console.document(text_blocks(report, diffs))
+
+
+def text_blocks(report: dict, diffs: list[DatasetDiff]) -> list[console.Block]:
+    """The terminal report: lines, and tables (fitted to a terminal's width: console.Table)."""
     base = report["base"]
-    lines = [f"diff: rules at {base} → {_head(report)}, over {report['data']}: {_changed(diffs)}"]
+    out: list[console.Block] = [
+        f"diff: rules at {base} → {_head(report)}, over {report['data']}: {_changed(diffs)}"
+    ]
     for diff in diffs:
-        lines += ["", f"{diff.dataset} ({_summary(diff, base)})"]
+        out += ["", f"{diff.dataset} ({_summary(diff, base)})"]
         if diff.error:
-            lines += ["  " + line for line in diff.error.splitlines()]
+            out += ["  " + line for line in diff.error.splitlines()]
             continue
-        lines += table_lines(RULE_HEADER, _rule_rows(diff), indent="  ")
+        out.append(console.Table(RULE_HEADER, _rule_rows(diff), indent="  "))
         for name, what, old, new in _changes(diff):
-            lines.append(f"  {name}: {what} {old} → {new}")
+            out.append(f"  {name}: {what} {old} → {new}")
         for kind in KINDS:
             rows = diff.examples[kind]
             if rows:
                 total = getattr(diff, kind)
-                lines.append(f"  {kind.replace('_', ' ')} ({len(rows)} of {total}):")
-                lines += table_lines(*_example_table(rows, kind), indent="    ")
-    return "\n".join(lines)
+                out.append(f"  {kind.replace('_', ' ')} ({len(rows)} of {total}):")
+                out.append(console.Table(*_example_table(rows, kind), indent="    "))
+    return out
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -746,13 +749,14 @@ def judge_all(
         # at the end (a diff killed midway leaves only that database, which the server
         # forgets when it stops, and its folder under .local/diff).
         if local is None:
-            local = start(
-                backend,
-                work_dir=work_dir,
-                reuse=root,
-                mounts=[source.parent.parent if source else landing],
-            )
-        with local.reporting_loss():
+            with console.waiting("Spark"):
+                local = start(
+                    backend,
+                    work_dir=work_dir,
+                    reuse=root,
+                    mounts=[source.parent.parent if source else landing],
+                )
+        with local.reporting_loss(), console.waiting("diff: judging the rules on the rows"):
             if source is not None:
                 (name,) = diffs
                 judge(local.spark.read.format("delta").load(str(source)), diffs[name], examples)

@@ -25,6 +25,7 @@ from medallion_dq.problems import Problem
 from medallion_dq.project import Project
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
+from medallion_dq.tools import console
 from medallion_dq.user_yaml import load_yaml
 
 POLICY_FILE = "policy.yml"
@@ -355,11 +356,10 @@ def gate_task_problems(policy: Policy, project: Project) -> list[Problem]:
     return out
 
 
-def shown(policy: Policy, described: Mapping[str, str]) -> str:
+def shown(policy: Policy, described: Mapping[str, str]) -> console.Document:
     """The policy as `conventions show` prints it: the pack, then one line per setting."""
     built_in = policy.pack == library.BUILT_IN
     pack = "built-in (medallion-dq)" if built_in else f"{policy.pack} {policy.version}".strip()
-    lines = [f"conventions pack: {pack}"]
     rows = []
     for key, setting in sorted(policy.settings.items()):
         name = key.removeprefix("severity.")
@@ -368,11 +368,7 @@ def shown(policy: Policy, described: Mapping[str, str]) -> str:
     for key, default in (("layers", "bronze, silver, gold"), ("quarantine_suffix", "_quarantine")):
         if key not in policy.settings:
             rows.append((key, default, "built-in", ""))
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    for row in rows:
-        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
-        lines.append(f"{line}  {row[3]}".rstrip())
-    return "\n".join(lines)
+    return console.document([f"conventions pack: {pack}", console.Table(None, rows)])
 
 
 def _value(value: Any) -> str:

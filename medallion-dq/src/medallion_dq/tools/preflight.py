@@ -207,23 +207,34 @@ def check_json_path(
 
 
 def _check_outputs(
-    json_path: str | Path | None, junit_path: str | Path | None, cwd: Path
+    json_path: str | Path | None,
+    junit_path: str | Path | None,
+    cwd: Path,
+    markdown_path: str | Path | None = None,
 ) -> list[Problem]:
-    """RUN011 for the files --json and --junit-xml name: each writable, and not one file."""
-    problems = check_json_path(json_path, cwd=cwd)
-    problems += check_json_path(
-        junit_path, cwd=cwd, option="--junit-xml", example_name="dq-results.xml"
-    )
-    if json_path and junit_path and (cwd / json_path).resolve() == (cwd / junit_path).resolve():
-        problems.append(
-            Problem(
-                "RUN011",
-                f"--junit-xml {junit_path}",
-                f"is the file --json {json_path} names too: one would overwrite the other",
-                "name two files, e.g. --json .local/summary.json"
-                " --junit-xml .local/test-results/data-quality.xml",
+    """RUN011 for the files --json, --junit-xml and --markdown name: each writable, no two one
+    file."""
+    named = {"--json": json_path, "--junit-xml": junit_path, "--markdown": markdown_path}
+    examples = {"--json": "summary.json", "--junit-xml": "dq-results.xml", "--markdown": "dq.md"}
+    problems = []
+    for option, path in named.items():
+        problems += check_json_path(path, cwd=cwd, option=option, example_name=examples[option])
+    seen: dict[Path, str] = {}
+    for option, path in named.items():
+        if not path:
+            continue
+        where = (cwd / path).resolve()
+        if where in seen:
+            problems.append(
+                Problem(
+                    "RUN011",
+                    f"{option} {path}",
+                    f"is the file {seen[where]} names too: one would overwrite the other",
+                    "name two files, e.g. --json .local/summary.json"
+                    " --junit-xml .local/test-results/data-quality.xml",
+                )
             )
-        )
+        seen.setdefault(where, f"{option} {path}")
     return problems
 
 
@@ -580,6 +591,7 @@ def check_run_options(
     landing: str | Path | None = None,
     json_path: str | Path | None = None,
     junit_path: str | Path | None = None,
+    markdown_path: str | Path | None = None,
     source_folders: Iterable[str] | None = None,
     check_code: bool = True,
     cwd: Path | None = None,
@@ -599,7 +611,8 @@ def check_run_options(
       bundle is checked);
     * ``landing``: ``--landing`` as typed, relative to ``cwd`` (None: the default
       ``<root>/fixtures/landing``, checked only when a chosen pipeline reads the landing);
-    * ``json_path`` / ``junit_path``: ``--json`` / ``--junit-xml`` as typed, relative to ``cwd``;
+    * ``json_path`` / ``junit_path`` / ``markdown_path``: ``--json`` / ``--junit-xml`` /
+      ``--markdown`` as typed, relative to ``cwd``;
     * ``source_folders``: the landing sub-folders the pipelines read; None finds them in the
       pipeline files (``landing_folders``);
     * ``check_code``: also compile the chosen pipelines' .py files and check their imports
@@ -617,7 +630,7 @@ def check_run_options(
     root = project.root
     cwd = Path(cwd or Path.cwd())
     overrides, problems = parse_variables(variables)
-    output_problems = _check_outputs(json_path, junit_path, cwd)
+    output_problems = _check_outputs(json_path, junit_path, cwd, markdown_path)
     try:
         raw = project.raw_bundle()
     except BundleError as error:

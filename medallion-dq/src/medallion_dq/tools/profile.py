@@ -694,11 +694,12 @@ def _profile(
 
     work_dir = root / STATE_DIR / "profile" if root else None
     try:
-        local = start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
+        with console.waiting("Spark"):
+            local = start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
     except BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:
-        with local.reporting_loss():
+        with local.reporting_loss(), console.waiting(f"profile: one pass over {source}"):
             if delta:
                 source_input = table_input(local.spark, source)
             else:

@@ -27,7 +27,8 @@ from medallion_dq.gate import (
     EXPECTATIONS_PATH,
     EXPECTATIONS_SCHEMA,
 )
-from medallion_dq.text import short_name, table_lines
+from medallion_dq.text import short_name
+from medallion_dq.tools import console
 from medallion_dq.tools.markup import html_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -164,21 +165,23 @@ def latest_checks(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [r for r in rows if last[r["pipeline"]][0] == r["update_id"]]
 
 
-def checks_table(rows: Iterable[Mapping[str, Any]]) -> str:
+def checks_table(rows: Iterable[Mapping[str, Any]]) -> console.Document:
     """Plain-text tables of the dataset checks (check, value, bound, status), one per pipeline:
     its latest judged update's."""
     from medallion_dq import checks
 
     rows = latest_checks(rows)
-    blocks = []
+    blocks: list[console.Block] = []
     for pipeline, update_id in dict.fromkeys((r["pipeline"], r["update_id"]) for r in rows):
-        table = checks.table(
-            (r["dataset"], r["check"], r["kind"], r["value"], r["bound"], r["status"])
+        body = [
+            (f"{r['dataset']}.{r['check']} ({r['kind']})", r["value"], r["bound"], r["status"])
             for r in rows
             if (r["pipeline"], r["update_id"]) == (pipeline, update_id)
-        )
-        blocks.append(f"dataset checks, pipeline {pipeline}, update {update_id}\n{table}")
-    return "\n\n".join(blocks)
+        ]
+        blocks += [] if not blocks else [""]
+        blocks += [f"dataset checks, pipeline {pipeline}, update {update_id}"]
+        blocks.append(console.Table(checks.HEADER, body))
+    return console.document(blocks)
 
 
 _TAGS = {"PASS": "ok", "WARN": "warn"}
@@ -319,9 +322,10 @@ def _clause(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str | 
     return (clauses or {}).get(f"{short_name(row['dataset'])}.{row['rule']}")
 
 
-def _named(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> str:
+def _cell(row: Mapping[str, Any], clauses: Mapping[str, str] | None) -> console.Cell:
+    """A rule's cell: its name, with the clause it was made from (beneath it on a terminal)."""
     clause = _clause(row, clauses)
-    return f"{row['rule']} [{clause}]" if clause else row["rule"]
+    return (row["rule"], clause) if clause else row["rule"]
 
 
 def _pct(value: float | None) -> str:
@@ -352,21 +356,23 @@ def text_table(
     rows: Iterable[Mapping[str, Any]],
     last_only: bool = True,
     clauses: Mapping[str, str] | None = None,
-) -> str:
+) -> console.Document:
     """Plain-text table (rule, dataset, passed, failed, failed %), one block per update:
     each pipeline's latest update, or every update when `last_only` is false; a rule made from
     a data contract with its clause (`clauses`)."""
     rows = list(rows)
     if not rows:
-        return "(no expectation metrics in the event log: has a pipeline with rules run?)"
+        return console.document(
+            ["(no expectation metrics in the event log: has a pipeline with rules run?)"]
+        )
     chosen = latest(rows) if last_only else sorted(rows, key=_order)
     header = ("rule", "dataset", "passed", "failed", "failed %")
-    blocks = []
+    blocks: list[console.Block] = []
     for pipeline, update_id, ts in _updates(chosen):
         here = [r for r in chosen if r["pipeline"] == pipeline and r["update_id"] == update_id]
         body = [
             (
-                _named(r, clauses),
+                _cell(r, clauses),
                 r["dataset"],
                 f"{r['passed']:,}",
                 f"{r['failed']:,}",
@@ -384,8 +390,9 @@ def text_table(
             for dataset, rows_judged in judged.items()
             if not rows_judged
         ]
-        blocks.append("\n".join([title, *table_lines(header, body, right=(2, 3, 4)), *notes]))
-    return "\n\n".join(blocks)
+        blocks += [""] if blocks else []
+        blocks += [title, console.Table(header, body, right=(2, 3, 4)), *notes]
+    return console.document(blocks)
 
 
 # --------------------------------------------------------------------------- HTML

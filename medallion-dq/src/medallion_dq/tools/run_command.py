@@ -52,6 +52,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
         landing=args.landing,
         json_path=args.json,
         junit_path=args.junit_xml,
+        markdown_path=args.markdown,
         lakes=None if args.fresh else project.root / STATE_DIR / "lake",
         new_delivery=args.new_delivery,
         full_refresh=args.full_refresh,
@@ -67,7 +68,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
 
 
 class OutputNotWritten(MedallionDQError, OSError):
-    """A file the run was asked to write (--json, --junit-xml) could not be written."""
+    """A file the run was asked to write (--json, --junit-xml, --markdown) could not be written."""
 
 
 @contextlib.contextmanager
@@ -101,6 +102,18 @@ def _write_junit(path: str | None, project: Project, result, what: str, error: s
         rulesets = []
     with _writing("--junit-xml", path):
         junit.write(path, result, rulesets, what=what, error=error)
+
+
+def _write_markdown(path: str | None, result, what: str, error: str | None) -> None:
+    """The job's tasks and the gate's tables as markdown (summary.py), whatever the run's end:
+    what a CI shows in its job summary."""
+    if not path:
+        return
+    from medallion_dq.tools import summary
+
+    with _writing("--markdown", path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(summary.markdown(result, what, error), encoding="utf-8")
 
 
 def _terminated(signum, _frame):
@@ -164,12 +177,13 @@ def cmd_run(args, project: Project) -> int:
                 failing_examples=3 if args.junit_xml else 0,
             )
             running.open_lake()
-            if args.job:
-                result = running.run_job(
-                    args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
-                )
-            else:
-                result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+            with console.waiting(what, _datasets(project, target, variables, args)):
+                if args.job:
+                    result = running.run_job(
+                        args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
+                    )
+                else:
+                    result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
             _ended(what)
         summary = result.to_dict()
         console.result(f"{what}: {summary['status']} in {summary['seconds']} s")
@@ -206,7 +220,9 @@ def cmd_run(args, project: Project) -> int:
             local.stop()
         _write_summary(args.json, summary)
         said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
-        _write_junit(args.junit_xml, project, result, what, said if isinstance(said, str) else None)
+        said = said if isinstance(said, str) else None
+        _write_junit(args.junit_xml, project, result, what, said)
+        _write_markdown(args.markdown, result, what, said)
 
 
 def _run_failed(
@@ -279,12 +295,27 @@ def _lake_server(
     # The lake's own warm server: its catalog already knows the lake's tables, and
     # runs after the first skip the JVM's start and its cold first update.
     warm = None if args.own_server or args.fresh else work_dir
-    local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
+    with console.waiting("Spark"):  # its phases: the library's lines
+        local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
     console.progress(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
         f"lake {work_dir.relative_to(project.root)}"
     )
     return local
+
+
+def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
+    """By pipeline, the datasets its update writes (read from its files): how far an update
+    has got, in the status a terminal shows."""
+    from medallion_dq.local import datasets_defined
+    from medallion_dq.tools import preflight
+
+    bundle = project.bundle(target=target, variables=variables)
+    pipelines = [
+        bundle.pipelines[k] for k in preflight.pipeline_keys(bundle, args.pipeline, args.job)
+    ]
+    # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
+    return {p.name: sorted(datasets_defined(p.library_files)) for p in pipelines}
 
 
 def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):
@@ -369,6 +400,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "--junit-xml",
         metavar="FILE",
         help="write each rule and dataset check as a JUnit test case (CI's test results)",
+    )
+    run.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="write the job's tasks and the quality gate's tables as markdown (a CI's job summary)",
     )
     run.add_argument(
         "--traceback",

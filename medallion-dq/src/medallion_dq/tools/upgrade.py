@@ -326,19 +326,19 @@ def _gate_lines(outcome: Outcome) -> list[str]:
     return lines
 
 
-def text_report(outcome: Outcome) -> str:
+def text_report(outcome: Outcome) -> console.Document:
     title = f"conventions diff: pack {outcome.pack} {outcome.before} -> {outcome.after}"
-    lines = [title]
+    blocks: list[console.Block] = [title]
     if outcome.diffs:
         report = {"base": outcome.before, "head": outcome.after, "data": "the landing files"}
-        lines.append(diff.text_report(report, outcome.diffs))
+        blocks += diff.text_blocks(report, outcome.diffs)
     else:
-        lines.append("no rule of the project changes")
-    lines += _gate_lines(outcome)
-    lines += [f"check, new: {p.severity}: {p}" for p in outcome.appeared]
-    lines += [f"check, gone: {p}" for p in outcome.disappeared]
-    lines += [f"check, {was} -> {p.severity}: {p}" for p, was in outcome.reclassed]
-    return "\n".join(lines)
+        blocks.append("no rule of the project changes")
+    blocks += _gate_lines(outcome)
+    blocks += [f"check, new: {p.severity}: {p}" for p in outcome.appeared]
+    blocks += [f"check, gone: {p}" for p in outcome.disappeared]
+    blocks += [f"check, {was} -> {p.severity}: {p}" for p, was in outcome.reclassed]
+    return console.document(blocks)
 
 
 def markdown_report(outcome: Outcome) -> str:
@@ -417,7 +417,8 @@ def command(
     with tempfile.TemporaryDirectory(prefix="medallion-dq-pack-") as scratch:
         try:
             project_pack(project)  # before fetching a candidate
-            chosen = candidate(to, Path(scratch), cwd)
+            with console.waiting(f"conventions diff: installing {to} aside"):
+                chosen = candidate(to, Path(scratch), cwd)
             outcome = compare(
                 project, chosen, landing=folder, backend=backend, examples=examples, local=local
             )

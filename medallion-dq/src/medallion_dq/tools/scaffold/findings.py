@@ -12,6 +12,7 @@ from typing import Any
 
 from medallion_dq.project import config
 from medallion_dq.text import sql_column as quote
+from medallion_dq.tools import console
 from medallion_dq.tools.scaffold.model import (
     Findings,
     Landed,
@@ -39,11 +40,12 @@ def spark_findings(
         shutil.copy2(landed.path, folder / landed.path.name)
     work_dir = plan.root / config.STATE_DIR / "profile"
     try:
-        local = start(backend, work_dir=work_dir, reuse=plan.root, mounts=[folder])
+        with console.waiting("Spark"):
+            local = start(backend, work_dir=work_dir, reuse=plan.root, mounts=[folder])
     except BackendUnavailable as error:
         raise SourceError(str(error)) from None
     try:
-        with local.reporting_loss():
+        with local.reporting_loss(), console.waiting(f"add source {plan.name}: profiling"):
             dataset = f"silver_{plan.name}"
             return _findings(local.spark, folder.resolve(), landed, typings, sample, keys, dataset)
     finally:
