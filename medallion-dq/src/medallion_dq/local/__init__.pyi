@@ -9,6 +9,8 @@ from medallion_dq.local.machine import BackendUnavailable as BackendUnavailable
 from medallion_dq.local.spark import LocalSpark as LocalSpark
 from medallion_dq.local.spark import ServerLost as ServerLost
 from medallion_dq.local.spark import start as start
+from medallion_dq.local.spark import check_writable as check_writable
+from medallion_dq.local.spark import reading_state as reading_state
 
 # The warm servers a project's runs and tests share (`medallion-dq spark`, the pytest plugin).
 from medallion_dq.local.server import LAKE_SERVER as LAKE_SERVER

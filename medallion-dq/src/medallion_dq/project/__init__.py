@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from medallion_dq.project import config
+from medallion_dq.project import config, writable
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.project.bundle import Bundle
@@ -32,8 +32,14 @@ def write_file(path: Path, text: str) -> None:
     """Write a project file the team also edits (CONVENTIONS.md, a rule file, a quarantine view):
     all of it or none of it, so a full disk or a kill leaves the file as it was. A file that
     exists keeps its permissions."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as error:  # the file named, not its scratch copy
+        if writable.refused(error) is None:
+            raise
+        writable.check(path, "the command writes it")
+        raise
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)

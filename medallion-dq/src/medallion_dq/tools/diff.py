@@ -732,12 +732,14 @@ def judge_all(
 ) -> None:
     """Judge `diffs` on a table (`source`) or the landing files, on the project's warm server
     (or on `local`, a session the caller keeps)."""
-    from medallion_dq.local import LocalProject, start
+    from medallion_dq.local import LocalProject, reading_state, start
 
     root = project.root
     own = local is None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    work_dir = root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+    work_dir, reuse = reading_state(
+        backend, root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}", root
+    )
     database = f"dq_diff_{uuid.uuid4().hex[:8]}"
     try:
         # The project's warm server (as `report`), unlike `run`: a run's lake must keep its
@@ -749,7 +751,7 @@ def judge_all(
             local = start(
                 backend,
                 work_dir=work_dir,
-                reuse=root,
+                reuse=reuse,
                 mounts=[source.parent.parent if source else landing],
             )
         with local.reporting_loss():

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from medallion_dq import rules
-from medallion_dq.project import Project
+from medallion_dq.project import Project, writable
 from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_column, sql_name, sql_string
@@ -690,11 +690,15 @@ def _profile(
     else:
         delta = True  # a table name: Spark says whether it exists
 
-    from medallion_dq.local import BackendUnavailable, start
+    from medallion_dq.local import BackendUnavailable, reading_state, start
 
-    work_dir = root / STATE_DIR / "profile" if root else None
+    if out is not None:  # before Spark starts: its minutes are not lost on a folder refused
+        writable.check(Path(out), "profile --out asked for it", fix="give a file you can write")
+    work_dir, reuse = None, None
+    if root is not None:
+        work_dir, reuse = reading_state(backend, root / STATE_DIR / "profile", root)
     try:
-        local = start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
+        local = start(backend, work_dir=work_dir, reuse=reuse, mounts=[path.resolve()])
     except BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:
