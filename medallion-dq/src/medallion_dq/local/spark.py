@@ -562,16 +562,20 @@ def check_writable(
     """Every folder `start` with these arguments writes (CannotWrite), checked before a server
     starts, or before a command touches anything: a read-only project or cache is one line,
     not a traceback from the first write."""
-    backend = backend or _setting(settings.BACKEND)
+    try:
+        backend = backend or settings.BACKEND.get()
+        cache, reusing = settings.CACHE_DIR.get(), settings.REUSE.get()
+    except settings.SettingError:
+        return  # said by `start`, which checks every setting first
     if work_dir is not None:
         writable.check(work_dir, "Spark keeps the command's state there")
     if backend != "remote":
         writable.check(
-            settings.CACHE_DIR.get(),
+            cache,
             "Spark's jars and compiled code are kept there",
             fix="set DQ_CACHE_DIR to a folder you can write",
         )
-    if backend == "embedded" and reuse is not None and settings.REUSE.get():
+    if backend == "embedded" and reuse is not None and reusing:
         state = Path(work_dir or ".") / shared_server.LAKE_SERVER if lake else None
         writable.check(
             state or Path(reuse) / shared_server.STATE,
@@ -585,6 +589,7 @@ def reading_state(
     """(work_dir, reuse) for `start` by a command that only reads (report, profile, diff):
     these, the project's warm server, where the user may write them; else, in a project the
     user may not write (read-only, another user's), a temporary folder and a server of its own."""
+    check_writable(backend, None)  # the cache: the same for a server of its own
     try:
         check_writable(backend, work_dir, reuse)
     except writable.CannotWrite as error:

@@ -8,8 +8,10 @@ line (a race, a place nobody checked) into the same line.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from medallion_dq.problems import MedallionDQError
@@ -39,7 +41,9 @@ def problem(path: Path) -> tuple[Path, str] | None:
     if disk.f_flag & os.ST_RDONLY:
         return probe, REFUSALS[errno.EROFS]
     folder = probe.is_dir()
-    if not os.access(probe, os.W_OK | (os.X_OK if folder else 0)):
+    # The process's own rights (its effective user and capabilities), as its writes will have.
+    effective = os.access in os.supports_effective_ids
+    if not os.access(probe, os.W_OK | (os.X_OK if folder else 0), effective_ids=effective):
         return probe, REFUSALS[errno.EACCES]
     if disk.f_bavail == 0 and os.geteuid() != 0:  # root's reserve is not the user's
         return probe, REFUSALS[errno.ENOSPC]
@@ -63,13 +67,30 @@ def check_all(paths: list[Path], what: str, root: Path | None = None) -> None:
         check(path, what, root)
 
 
+@contextlib.contextmanager
+def writing(path: Path, what: str, root: Path | None = None, fix: str | None = None) -> Iterator:
+    """Writes of `path` inside: the machine's refusal (a full disk found only as the bytes go)
+    is CannotWrite naming `path`, not the OSError that names no file."""
+    try:
+        yield
+    except CannotWrite:
+        raise
+    except OSError as error:
+        why = REFUSALS.get(error.errno or 0)
+        if why is None:
+            raise
+        at = Path(error.filename) if error.filename else Path(path)
+        raise CannotWrite(_line(Path(path), at, why, what, root, fix)) from None
+
+
 def refused(error: OSError) -> str | None:
     """The line for an OSError of the machine's refusal (REFUSALS), else None."""
     why = REFUSALS.get(error.errno or 0)
     if why is None:
         return None
     where = error.filename or "a file"
-    return f"cannot write {where} ({why}); fix: give the command a folder you can write"
+    fix = "free space on that disk" if error.errno == errno.ENOSPC else "give a folder you can write"
+    return f"cannot write {where} ({why}); fix: {fix}"
 
 
 def _line(path: Path, at: Path, why: str, what: str, root: Path | None, fix: str | None) -> str:

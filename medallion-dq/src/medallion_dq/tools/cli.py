@@ -275,12 +275,8 @@ def cmd_report(args) -> int:
             checks = report.checks_table(report.checks_history(events))
             if checks:
                 console.result(f"\n{checks}")
-            out = report.write(
-                events,
-                out_dir,
-                thresholds=thresholds,
-                clauses=clauses,
-            )
+            with writable.writing(out_dir / report.FILE_NAME, "report writes its page there"):
+                out = report.write(events, out_dir, thresholds=thresholds, clauses=clauses)
             console.result(f"report: {out}")
     finally:
         local.stop()

@@ -45,7 +45,7 @@ import yaml
 
 from medallion_dq import quarantine, rules, user_yaml
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
-from medallion_dq.project import Project
+from medallion_dq.project import Project, writable
 from medallion_dq.project.config import STATE_DIR
 from medallion_dq.text import relative_path, table_lines
 from medallion_dq.tools import console
@@ -642,8 +642,9 @@ def json_report(report: dict, diffs: list[DatasetDiff]) -> dict:
 
 def _write(path: str | None, text: str) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
+        with writable.writing(Path(path), "diff was asked to write it"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
 
 
 def _check_options(project: Project, landing: str | None, table: str | None, outputs: dict) -> None:

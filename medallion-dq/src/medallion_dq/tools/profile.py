@@ -649,8 +649,9 @@ def command(
     if out is None:
         console.result(text, end="")
     else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        with writable.writing(Path(out), "profile --out asked for it"):
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(text, encoding="utf-8")
         parsed = rules.parse(text, out)
         actions = [r.action for r in parsed.rules]
         console.info(

@@ -108,8 +108,9 @@ def _export(project: Project, dataset: str, out: str | None = None) -> int:
         console.result(text, end="")
     else:
         writable.check(Path(out), "contract export --out asked for it", fix="give a file you can write")
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        with writable.writing(Path(out), "contract export --out asked for it"):
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(text, encoding="utf-8")
         console.result(
             f"contract export: wrote {out} (ODCS {ODCS_VERSION}, {doc['id']} {doc['version']})"
         )

@@ -110,16 +110,18 @@ def add_source(
     record = {}
     for path in paths:
         target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = texts[path.as_posix()]
-        if isinstance(data, bytes):
-            target.write_bytes(data)
-        else:
-            target.write_text(data)
+        with writable.writing(target, "add source writes it", root):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = texts[path.as_posix()]
+            if isinstance(data, bytes):
+                target.write_bytes(data)
+            else:
+                target.write_text(data)
         record[path.as_posix()] = _digest(target)
         console.result(f"  wrote {path.as_posix()}")
-    (root / RECORD).mkdir(parents=True, exist_ok=True)
-    (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
+    with writable.writing(root / RECORD, "add source records what it wrote there", root):
+        (root / RECORD).mkdir(parents=True, exist_ok=True)
+        (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
     return paths
 
 
