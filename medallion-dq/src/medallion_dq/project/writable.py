@@ -89,7 +89,9 @@ def refused(error: OSError) -> str | None:
     if why is None:
         return None
     where = error.filename or "a file"
-    fix = "free space on that disk" if error.errno == errno.ENOSPC else "give a folder you can write"
+    fix = (
+        "free space on that disk" if error.errno == errno.ENOSPC else "give a folder you can write"
+    )
     return f"cannot write {where} ({why}); fix: {fix}"
 
 

@@ -334,6 +334,8 @@ def judge(df, diff: DatasetDiff, examples: int = EXAMPLES) -> DatasetDiff:
     """Fill `diff`'s counts and examples from the input rows `df`."""
     from pyspark.sql import functions as F
 
+    from medallion_dq.local import shown_columns
+
     diff.error = _unfit(df, diff)
     if diff.error:
         return diff
@@ -382,7 +384,8 @@ def judge(df, diff: DatasetDiff, examples: int = EXAMPLES) -> DatasetDiff:
         if not examples or not getattr(diff, kind):
             continue
         picked = df.where(where).select(
-            *shown, F.expr(quarantine.failed_rules_sql(_drop_rules(ruleset))).alias("_dropped_by")
+            *shown_columns(df, shown),
+            F.expr(quarantine.failed_rules_sql(_drop_rules(ruleset))).alias("_dropped_by"),
         )
         picked = picked.orderBy(*sortable) if sortable else picked
         diff.examples[kind] = [

@@ -176,8 +176,10 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
                 F.expr(f"IF({value} RLIKE '{_WHOLE}', try_cast({value} AS BIGINT), NULL)").alias(
                     f"_l{i}"
                 ),
+                # Whole numbers are no timestamps: Spark reads zip code 10000 as the year.
                 F.expr(
-                    f"IF({value} RLIKE '{_DIGIT_START}', try_cast({value} AS TIMESTAMP), NULL)"
+                    f"IF({value} RLIKE '{_DIGIT_START}' AND NOT {value} RLIKE '{_WHOLE}',"
+                    f" try_cast({value} AS TIMESTAMP), NULL)"
                 ).alias(f"_t{i}"),
             ]
     # Spark parses the projection lazily: a plain select over the reader's columns.
@@ -194,9 +196,11 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
         aggs += [F.expr(f"count({x})").alias(f"nonnull{i}")]
         if column.type == "other":
             continue
-        aggs.append(F.expr(f"min({x})").alias(f"smallest{i}"))
+        # Times as text: only shown, and Python holds no year past 9999 nor before 1.
+        shown = "CAST({} AS STRING)" if column.type == "timestamp" else "{}"
+        aggs.append(F.expr(shown.format(f"min({x})")).alias(f"smallest{i}"))
         if column.type != "text":
-            aggs.append(F.expr(f"max({x})").alias(f"largest{i}"))
+            aggs.append(F.expr(shown.format(f"max({x})")).alias(f"largest{i}"))
         if column.type in ("text", "integer"):  # HyperLogLog for keys: few registers, 5 % error
             aggs.append(F.expr(f"approx_count_distinct({x})").alias(f"distinct{i}"))
         if column.type in ("text", "boolean"):
@@ -212,8 +216,8 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
                 F.expr(f"count_if({d} < 0)").alias(f"negative{i}"),
                 F.expr(f"min(IF({d} IS NULL, {x}, NULL))").alias(f"not_number{i}"),
                 F.expr(f"count({t})").alias(f"timestamps{i}"),
-                F.expr(f"min({t})").alias(f"first{i}"),
-                F.expr(f"max({t})").alias(f"last{i}"),
+                F.expr(f"CAST(min({t}) AS STRING)").alias(f"first{i}"),
+                F.expr(f"CAST(max({t}) AS STRING)").alias(f"last{i}"),
                 F.expr(f"min_by({x}, {t})").alias(f"first_text{i}"),
                 F.expr(f"min(IF({t} IS NULL, {x}, NULL))").alias(f"not_timestamp{i}"),
             ]

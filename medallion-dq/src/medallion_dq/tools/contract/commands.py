@@ -107,7 +107,9 @@ def _export(project: Project, dataset: str, out: str | None = None) -> int:
     if out is None:
         console.result(text, end="")
     else:
-        writable.check(Path(out), "contract export --out asked for it", fix="give a file you can write")
+        writable.check(
+            Path(out), "contract export --out asked for it", fix="give a file you can write"
+        )
         with writable.writing(Path(out), "contract export --out asked for it"):
             Path(out).parent.mkdir(parents=True, exist_ok=True)
             Path(out).write_text(text, encoding="utf-8")
