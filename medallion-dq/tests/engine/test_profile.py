@@ -242,9 +242,7 @@ def test_values_past_pythons_types_are_profiled_not_a_traceback(spark, tmp_path)
     )
 
 
-def test_a_table_with_a_date_past_9999_is_text_where_shown_and_one_line_where_read(
-    spark, tmp_path
-):
+def test_a_table_with_a_date_past_9999_is_text_where_shown_and_one_line_where_read(spark, tmp_path):
     """A typed table holding a date Python cannot hold: profile shows it; the harness's readers
     (medallion_dq.testing) name its column and value; what is only shown comes as text."""
     from medallion_dq.local import ValueOutOfRange, collected, shown_columns

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
@@ -194,5 +195,5 @@ def test_a_chart_of_many_rules_charts_those_failing_most_and_lists_the_rest():
     assert all((f"silver_orders.{r}</code>" in more) == (r not in charted) for r in worst)
     labels = [float(x) for x in re.findall(r'<text x="([\d.]+)" y="300" text-anchor', svg)]
     assert labels == sorted(labels) and len(labels) >= 2
-    assert min(b - a for a, b in zip(labels, labels[1:])) >= report.LABEL_ROOM
+    assert min(b - a for a, b in itertools.pairwise(labels)) >= report.LABEL_ROOM
     assert "11-02 11:00" in svg  # the last update (u29, 29 hours after T0) is labelled

@@ -7,7 +7,8 @@ it) or given `--root`.
 Exit codes: 0 success; 1 an update failed (a full disk included), the quality gate stopped the
 job, `check` / `lake check` found errors, or `contract check` drift; 2 the command could not
 start (no project, a wrong option, an error in pipeline code, no Java/Docker, invalid rules or
-bundle or data contract, the lake busy, another landing folder or a damaged table in the lake,
+bundle or data contract, a folder it may not write (read-only, another user's, a full disk),
+the lake busy, another landing folder or a damaged table in the lake,
 a publish of rows the quality gate failed);
 3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
@@ -192,11 +193,9 @@ def _write_conventions(project: Project, chosen) -> int:
             )
         return 2
     text = conventions_text.render(chosen, conventions.descriptions())
-    try:
-        write_file(project.root / conventions_text.FILE, text)
-    except OSError as error:
-        console.error(f"error: {conventions_text.FILE} cannot be written: {error.strerror}")
-        return 2
+    path = project.root / conventions_text.FILE
+    writable.check(path, "conventions write writes it", project.root)
+    write_file(path, text)  # refused all the same (a full disk): one line, exit 2 (_run)
     console.result(
         f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}"
     )
