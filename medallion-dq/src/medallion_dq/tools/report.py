@@ -518,7 +518,8 @@ def _ranked(rows: list[Mapping[str, Any]]) -> tuple[list[tuple], list[tuple[tupl
     failed: dict[tuple, int] = {}
     for r in rows:
         key = (r["dataset"], r["rule"])
-        worst[key] = max(worst.get(key, -1.0), _rate(r) if _rate(r) is not None else -1.0)
+        rate = _rate(r)
+        worst[key] = max(worst.get(key, -1.0), -1.0 if rate is None else rate)
         failed[key] = failed.get(key, 0) + (r["failed"] or 0)
     ranked = sorted(worst, key=lambda k: (-worst[k], -failed[k], k))
     return sorted(ranked[:CHARTED]), [(k, worst[k]) for k in ranked[CHARTED:]]
