@@ -406,6 +406,9 @@ def column_typing(
         kind = "DATE"
     elif len(share(_TIMESTAMP)) >= need:
         kind = "TIMESTAMP"
+    if kind and not_finite:
+        # JSON's NaN and Infinity tokens: Spark's reader gives a text column them quoted.
+        return Typing(column, kind, f"try_cast(trim(BOTH '\"' FROM {name}) AS {kind})")
     if kind:
         return Typing(column, kind, f"try_cast({name} AS {kind})")
     sql = f"trim({name})" if any(t != t.strip() for t in texts) else name
