@@ -13,6 +13,7 @@ Python wherever it is installed (root's home here): writing stays the user's own
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pwd
 import shutil
@@ -241,3 +242,18 @@ def test_a_full_disk_is_one_line(tmp_path):
         "error: cannot write /dev/full (the disk is full): contract export --out asked for it;"
         " fix: free space on that disk"
     )
+
+
+def test_remove_source_in_a_read_only_project_removes_nothing(read_only, second_user, home):
+    """What `add source` wrote (its record names the files and their digests): none is removed
+    unless every one can be."""
+    added = read_only / "fixtures" / "landing" / "orders"
+    files = {p.relative_to(read_only).as_posix(): p for p in sorted(added.iterdir())[:2]}
+    record = read_only / ".local" / "added" / "shipments.json"
+    record.parent.mkdir(parents=True)
+    digests = {k: hashlib.sha256(p.read_bytes()).hexdigest() for k, p in files.items()}
+    record.write_text(json.dumps({"files": digests}))
+    before = tree(read_only)
+    done = as_user(second_user, home, read_only, "remove", "source", "shipments")
+    refused(done, ".local/added", "remove source deletes its files there")
+    assert tree(read_only) == before
