@@ -157,8 +157,11 @@ class Lake:
         return self.spark.read.table(f"{self.schema}.{name}")
 
     def rows(self, name: str, key: str) -> dict:
-        """Rows of a table by key, as dicts: easy to assert on."""
-        return {r[key]: r.asDict() for r in self.table(name).collect()}
+        """Rows of a table by key, as dicts: easy to assert on. A date Python cannot hold (year
+        12000) is ValueOutOfRange naming its column and value."""
+        from medallion_dq.local import collected
+
+        return {r[key]: r.asDict() for r in collected(self.table(name), name)}
 
     def version(self, name: str) -> int:
         return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
@@ -202,19 +205,21 @@ def assert_quarantined(
     quarantine_df, key: str, expected: Mapping[object, set[str] | list[str]]
 ) -> None:
     """Exactly these keys are quarantined, each with exactly these broken rules."""
-    actual = {
-        r[key]: set(r["_dq_failed_rules"])
-        for r in quarantine_df.select(key, "_dq_failed_rules").collect()
-    }
+    from medallion_dq.local import collected
+
+    rows = collected(quarantine_df.select(key, "_dq_failed_rules"), "the quarantine")
+    actual = {r[key]: set(r["_dq_failed_rules"]) for r in rows}
     expected = {k: set(v) for k, v in expected.items()}
     assert actual == expected, f"quarantine by {key}: expected {expected}, got {actual}"
 
 
 def assert_nothing_lost(input_df, target_df, quarantine_df, key: str) -> None:
     """Every input row is in exactly one of target and quarantine: none lost, none in both."""
-    inputs = [r[0] for r in input_df.select(key).collect()]
-    kept = [r[0] for r in target_df.select(key).collect()]
-    quarantined = [r[0] for r in quarantine_df.select(key).collect()]
+    from medallion_dq.local import collected
+
+    inputs = [r[0] for r in collected(input_df.select(key), "the input")]
+    kept = [r[0] for r in collected(target_df.select(key), "the target")]
+    quarantined = [r[0] for r in collected(quarantine_df.select(key), "the quarantine")]
     assert len(kept) + len(quarantined) == len(inputs), (
         f"{len(inputs)} input rows, {len(kept)} kept + {len(quarantined)} quarantined"
     )

@@ -208,7 +208,8 @@ def real_sources(tmp_path_factory):
         writer.writeheader()
         writer.writerows(NOTES)
 
-    for name in ("hostile", "events", "planes"):
+    edges = _edge_values(tmp_path)
+    for name in ("hostile", "events", "planes", *edges):
         assert add(project, name, "--from", str(tmp_path / name)) == 0
     assert add(project, "notes", "--from", str(tmp_path / "notes"), "--key", "note_id") == 0
     assert cli.main(["--root", str(project), "check"]) == 0
@@ -231,8 +232,30 @@ def real_sources(tmp_path_factory):
     finally:  # the project's own server, not left up for the rest of the suite
         cli.main(["--root", str(project), "spark", "stop"])
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    landed = {"hostile": len(rows), "events": len(events), "planes": len(planes)}
+    landed = {"hostile": len(rows), "events": len(events), "planes": len(planes), **edges}
     return project, json.loads(summary.read_text()), landed
+
+
+def _edge_values(tmp_path: Path) -> dict[str, int]:
+    """Values at the edges of Python's types (issue: add source on zip codes ended in
+    "OverflowError: date value out of range"): a CSV of zip codes 10000..10049, which Spark
+    reads as years; JSON with dates past year 9999, NaN and infinities, numbers of 40 digits
+    and timestamps with nanoseconds. Returns each source's record count."""
+    (tmp_path / "zips").mkdir()
+    zips = [f"{10000 + i},{['Ames', 'Lund', 'Oulu'][i % 3]}" for i in range(50)]
+    (tmp_path / "zips" / "zips.csv").write_text("zip,city\n" + "\n".join(zips) + "\n")
+    records = [
+        {
+            "id": i,
+            "born": f"{12000 + i}-01-01",
+            "ratio": float("nan") if i % 10 == 0 else float("inf") if i == 1 else i / 8,
+            "big": str(10**39 + i),
+            "at": f"2024-01-01T00:00:{i:02d}.123456789Z",
+        }
+        for i in range(50)
+    ]
+    _json(tmp_path / "edges", records)
+    return {"zips": len(zips), "edges": len(records)}
 
 
 @pytest.mark.spark
@@ -283,4 +306,38 @@ def test_a_csv_source_with_values_holding_line_breaks_keeps_every_record_whole(
     )
     assert {r["note_id"]: r["body"] for r in silver.collect()} == {
         n["note_id"]: n["body"] for n in sample
+    }
+
+
+@pytest.mark.spark
+def test_values_past_pythons_types_reach_silver_as_data(real_sources, local_spark):
+    """Zip codes are numbers, not dates of year 10000; a date of year 12000, NaN, an infinity
+    and a number of 40 digits reach silver as the files hold them (not NULL)."""
+    from pyspark.sql import functions as F
+
+    project, report, _ = real_sources
+    rules_dir = project / "src" / "acme_orders" / "rules" / "silver"
+    zips = yaml.safe_load((rules_dir / "zips.yml").read_text())
+    assert zips["schema"]["zip"] == "int"
+    assert "zip_is_timestamp" not in {r["name"] for r in zips["rules"]}
+    edges = yaml.safe_load((rules_dir / "edges.yml").read_text())["schema"]
+    assert (edges["born"], edges["ratio"], edges["big"]) == ("string", "double", "string")
+    datasets = report["tasks"]["validate"]["update"]["datasets"]
+    assert datasets["silver_zips"]["output_rows"] == 50
+    silver = local_spark.spark.read.format("delta").load(
+        str(project / ".local/lake/dev/warehouse/acme_orders.db/silver_edges")
+    )
+    found = silver.agg(
+        F.count_if(F.isnan("ratio")).alias("nan"),
+        F.count_if(F.col("ratio") == float("inf")).alias("inf"),
+        F.min("born").alias("born"),
+        F.max("big").alias("big"),
+        F.count_if(F.col("at").isNull()).alias("no_at"),
+    ).collect()[0]
+    assert found.asDict() == {
+        "nan": 5,
+        "inf": 1,
+        "born": "12000-01-01",
+        "big": str(10**39 + 49),
+        "no_at": 0,
     }

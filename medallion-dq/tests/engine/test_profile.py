@@ -210,3 +210,57 @@ def test_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err == f"error: no such folder: {tmp_path / 'nope'}\n"
+
+
+def test_values_past_pythons_types_are_profiled_not_a_traceback(spark, tmp_path):
+    """Landed text Spark reads as dates past year 9999 (zip codes, a typo's year 12000), NaN,
+    infinities, 40-digit numbers and nanoseconds: profiled, said in comments; the issue's
+    zip codes ended in "OverflowError: date value out of range"."""
+    folder = tmp_path / "edges"
+    records = [
+        {
+            "zip": str(10000 + i),
+            "born": f"{12000 + i}-01-01",
+            "ratio": "NaN" if i % 10 == 0 else "Infinity" if i == 1 else str(i / 8),
+            "big": str(10**39 + i),
+            "at": f"2024-01-01T00:00:{i:02d}.123456789Z",
+        }
+        for i in range(50)
+    ]
+    folder.mkdir()
+    (folder / "edges.json").write_text("".join(json.dumps(r) + "\n" for r in records))
+    found = profile.run(profile.landing_input(spark, folder, "json"))
+    text = profile.render(found, DATASET)
+    constraints = rules.parse(text, "t.yml").all
+    assert constraints["zip_in_range"].endswith("try_cast(zip AS BIGINT) BETWEEN 10000 AND 10049")
+    assert "zip_is_timestamp" not in constraints  # zip codes are no years
+    assert "parse as timestamps, from +12000-01-01 00:00:00 to +12049-01-01 00:00:00" in text
+    assert "born_is_timestamp" in constraints
+    assert "ratio: numbers without finite bounds: no range rule suggested" in text
+    assert "at: 50 of 50 values (100 %) parse as timestamps, from 2024-01-01 00:00:00.123456" in (
+        text
+    )
+
+
+def test_a_table_with_a_date_past_9999_is_text_where_shown_and_one_line_where_read(spark, tmp_path):
+    """A typed table holding a date Python cannot hold: profile shows it; the harness's readers
+    (medallion_dq.testing) name its column and value; what is only shown comes as text."""
+    from medallion_dq.local import ValueOutOfRange, collected, shown_columns
+
+    path = tmp_path / "silver_people"
+    frame = spark.sql(
+        "SELECT id, make_date(11990 + id, 1, 1) AS born, named_struct('d', make_date(1, 1, 1)"
+        " - CAST(id AS INT)) AS nested FROM range(20)"
+    )
+    frame.write.format("delta").save(str(path))
+    table = spark.read.format("delta").load(str(path))
+    text = profile.render(profile.run(profile.table_input(spark, str(path))), DATASET)
+    assert "born: from +11990-01-01 to +12009-01-01: no value rule suggested" in text
+    with pytest.raises(ValueOutOfRange) as raised:
+        collected(table.orderBy("id"), "silver_people")
+    assert str(raised.value).startswith("silver_people: column born holds +1")
+    assert "a date or time Python cannot hold (years 1 to 9999)" in str(raised.value)
+    rows = table.where("id = 19").select(*shown_columns(table)).collect()
+    assert [r.asDict() for r in rows] == [
+        {"id": 19, "born": "+12009-01-01", "nested": '{"d":"0000-12-13"}'}
+    ]

@@ -272,3 +272,26 @@ def test_a_header_name_is_written_quoted_wherever_code_holds_it(project, tmp_pat
     assert [e.name for e in raw.expressions] == ["id", name]  # named_struct's keys
     example = f"fail: {flow([{name: None}])}"
     assert yaml.safe_load(example) == {"fail": [{name: None}]}
+
+
+@pytest.mark.parametrize(
+    ("values", "typed"),
+    [
+        ([str(z) for z in range(10000, 10050)], "INT"),  # zip codes: numbers, never dates
+        ([str(10**39 + i) for i in range(5)], "STRING"),  # past DECIMAL(38,0): kept as text
+        ([str(10**24 + i) for i in range(5)], "DECIMAL(29,0)"),  # past BIGINT
+        ([1.5, 2.5, float("nan"), float("inf"), 3.25] * 4, "DOUBLE"),  # NaN: no NULL
+        (["NaN", "-Infinity", "0.5", "1.5", "2.5"] * 4, "DOUBLE"),
+        (["12000-01-01", "12001-01-01", "0000-01-01"], "STRING"),  # no DATE of Python's
+    ],
+    ids=["zip codes", "40 digits", "25 digits", "NaN floats", "NaN text", "year 12000"],
+)
+def test_values_past_pythons_and_sparks_types_reach_silver_as_data(values, typed):
+    """Silver's type holds every value the files hold: a type that cannot would make it NULL
+    (a DECIMAL holds no NaN, a BIGINT no 40-digit number) unsaid."""
+    from medallion_dq.tools.scaffold.model import column_typing
+
+    typing = column_typing("c", values)
+    assert typing.type == typed
+    if typed == "DOUBLE":  # bronze holds JSON's NaN token as '"NaN"' (Spark's JSON reader)
+        assert typing.sql == "try_cast(trim(BOTH '\"' FROM c) AS DOUBLE)"

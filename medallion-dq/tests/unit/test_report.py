@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
@@ -167,3 +168,32 @@ def test_html_without_rows():
 
 
 # --------------------------------------------------------------------------- from the event log
+
+
+def test_a_chart_of_many_rules_charts_those_failing_most_and_lists_the_rest():
+    """Sixty rules over thirty updates: sixty overlaid lines read as none, and the last x-axis
+    labels overlapped. The chart holds the CHARTED rules failing most; every other rule is
+    listed under it; no two x-axis labels are nearer than LABEL_ROOM."""
+    rows = [
+        row(f"u{u}", u, f"rule_{k:02d}", 1000 - k * u % 97, k * u % 97)
+        for u in range(30)
+        for k in range(60)
+    ]
+    page = report.html(rows, "Many rules")
+    start = page.index('<svg class="chart"')
+    svg = page[start : page.index("</svg>", start)]
+    # failing most: the highest failed % (of 1,000 rows each), then the most failed rows
+    failed = {f"rule_{k:02d}": [k * u % 97 for u in range(30)] for k in range(60)}
+    worst = {r: (-max(f), -sum(f), r) for r, f in failed.items()}
+    ranked = sorted(worst, key=worst.__getitem__)
+    charted = set(ranked[: report.CHARTED])
+    assert svg.count("<polyline") == report.CHARTED
+    drawn = set(re.findall(r"<g><title>silver_orders\.(rule_\d+)</title>", svg))
+    assert drawn == charted
+    more = page[page.index("Not charted") :].split("</p>")[0]
+    assert f"Not charted, {60 - report.CHARTED} rule(s)" in more
+    assert all((f"silver_orders.{r}</code>" in more) == (r not in charted) for r in worst)
+    labels = [float(x) for x in re.findall(r'<text x="([\d.]+)" y="300" text-anchor', svg)]
+    assert labels == sorted(labels) and len(labels) >= 2
+    assert min(b - a for a, b in itertools.pairwise(labels)) >= report.LABEL_ROOM
+    assert "11-02 11:00" in svg  # the last update (u29, 29 hours after T0) is labelled

@@ -10,6 +10,13 @@ from medallion_dq.local.machine import named as process_named
 from medallion_dq.local.spark import LocalSpark as LocalSpark
 from medallion_dq.local.spark import ServerLost as ServerLost
 from medallion_dq.local.spark import start as start
+from medallion_dq.local.spark import check_writable as check_writable
+from medallion_dq.local.spark import reading_state as reading_state
+
+# Rows into Python: dates and times past its years (local/values.py).
+from medallion_dq.local.values import ValueOutOfRange as ValueOutOfRange
+from medallion_dq.local.values import collected as collected
+from medallion_dq.local.values import shown_columns as shown_columns
 
 # The warm servers a project's runs and tests share (`medallion-dq spark`, the pytest plugin).
 from medallion_dq.local.server import LAKE_SERVER as LAKE_SERVER

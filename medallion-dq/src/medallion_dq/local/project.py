@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, library, rules
 from medallion_dq.checks import CheckResult
+from medallion_dq.local import values
 from medallion_dq.local.eventlog import EventLog
 from medallion_dq.local.lake import (
     Ungated,
@@ -440,7 +441,9 @@ class LocalProject:
                 else:
                     frame = spark.table(f"{prefix}{dataset}")
                     frame = frame.where(f"NOT coalesce(({rule.constraint}), false)")
-                records = frame.limit(self.failing_examples).collect()
+                # a date of year 12000 as its text: Python holds no such date
+                shown = frame.select(*values.shown_columns(frame))
+                records = shown.limit(self.failing_examples).collect()
             except Exception as error:  # an example is a nicety: never fail the run over it
                 updates.warning(f"[gate] no failing records of {dataset}.{rule.name}: {error}")
                 continue

@@ -34,7 +34,7 @@ from medallion_dq.local import machine
 from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
 from medallion_dq.problems import MedallionDQError
-from medallion_dq.project import settings
+from medallion_dq.project import settings, writable
 from medallion_dq.project.settings import BACKENDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -535,6 +535,7 @@ def start(
             "with Delta and medallion-dq's server plugins)"
         )
     shared_dir = _remote_dir(work_dir) if backend == "remote" else None
+    check_writable(backend, work_dir, reuse, lake)
     work_dir = Path(work_dir or tempfile.mkdtemp(prefix="dq-spark-", dir=shared_dir)).resolve()
     work_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
@@ -563,6 +564,48 @@ def start(
         assert url is not None and shared_dir is not None  # the remote backend's, checked above
         return _remote(url, work_dir, shared_dir, started)
     return _in_docker(backend, work_dir, mounts, started)
+
+
+def check_writable(
+    backend: str | None, work_dir: Path | None, reuse: Path | None = None, lake: bool = False
+) -> None:
+    """Every folder `start` with these arguments writes (CannotWrite), checked before a server
+    starts, or before a command touches anything: a read-only project or cache is one line,
+    not a traceback from the first write."""
+    try:
+        backend = backend or settings.BACKEND.get()
+        cache, reusing = settings.CACHE_DIR.get(), settings.REUSE.get()
+    except settings.SettingError:
+        return  # said by `start`, which checks every setting first
+    if work_dir is not None:
+        writable.check(work_dir, "Spark keeps the command's state there")
+    if backend != "remote":
+        writable.check(
+            cache,
+            "Spark's jars and compiled code are kept there",
+            fix="set DQ_CACHE_DIR to a folder you can write",
+        )
+    if backend == "embedded" and reuse is not None and reusing:
+        state = Path(work_dir or ".") / shared_server.LAKE_SERVER if lake else None
+        writable.check(
+            state or Path(reuse) / shared_server.STATE,
+            "the project's warm Spark server keeps its folder there",
+        )
+
+
+def reading_state(
+    backend: str | None, work_dir: Path, reuse: Path | None
+) -> tuple[Path, Path | None]:
+    """(work_dir, reuse) for `start` by a command that only reads (report, profile, diff):
+    these, the project's warm server, where the user may write them; else, in a project the
+    user may not write (read-only, another user's), a temporary folder and a server of its own."""
+    check_writable(backend, None)  # the cache: the same for a server of its own
+    try:
+        check_writable(backend, work_dir, reuse)
+    except writable.CannotWrite as error:
+        logger.info(f"a Spark server of this command's own: {error}")
+        return Path(tempfile.mkdtemp(prefix="dq-spark-")), None
+    return work_dir, reuse
 
 
 def _give_up_soon(spark):

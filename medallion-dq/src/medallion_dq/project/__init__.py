@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from medallion_dq.project import config
+from medallion_dq.project.writable import writing
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.project.bundle import Bundle
@@ -32,8 +33,13 @@ def write_file(path: Path, text: str) -> None:
     """Write a project file the team also edits (CONVENTIONS.md, a rule file, a quarantine view):
     all of it or none of it, so a full disk or a kill leaves the file as it was. A file that
     exists keeps its permissions."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with writing(path, "the command writes it"):  # the file named, not its scratch copy
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, scratch = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        _write_scratch(path, text, handle, scratch)
+
+
+def _write_scratch(path: Path, text: str, handle: int, scratch: str) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)

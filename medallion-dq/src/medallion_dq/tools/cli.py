@@ -7,7 +7,8 @@ it) or given `--root`.
 Exit codes: 0 success; 1 an update failed (a full disk included), the quality gate stopped the
 job, `check` / `lake check` found errors, or `contract check` drift; 2 the command could not
 start (no project, a wrong option, an error in pipeline code, no Java/Docker, invalid rules or
-bundle or data contract, the lake busy, another landing folder or a damaged table in the lake,
+bundle or data contract, a folder it may not write (read-only, another user's, a full disk),
+the lake busy, another landing folder or a damaged table in the lake,
 a publish of rows the quality gate failed);
 3 the Spark server died during the run;
 130 / 143 SIGINT / SIGTERM ended it (the update put back first).
@@ -24,7 +25,7 @@ import warnings
 from pathlib import Path
 
 from medallion_dq import __version__
-from medallion_dq.project import Project, config, write_file
+from medallion_dq.project import Project, config, writable, write_file
 from medallion_dq.project.config import STATE_DIR
 from medallion_dq.project.settings import BACKENDS
 from medallion_dq.tools import console, run_command, scaffold
@@ -205,11 +206,9 @@ def _write_conventions(project: Project, chosen) -> int:
             )
         return 2
     text = conventions_text.render(chosen, conventions.descriptions())
-    try:
-        write_file(project.root / conventions_text.FILE, text)
-    except OSError as error:
-        console.error(f"error: {conventions_text.FILE} cannot be written: {error.strerror}")
-        return 2
+    path = project.root / conventions_text.FILE
+    writable.check(path, "conventions write writes it", project.root)
+    write_file(path, text)  # refused all the same (a full disk): one line, exit 2 (_run)
     console.result(
         f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}"
     )
@@ -251,7 +250,7 @@ def cmd_lake(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from medallion_dq.local import start, warm_lake
+    from medallion_dq.local import LAKE_SERVER, reading_state, start, warm_lake
     from medallion_dq.tools import report
 
     project = _project(args.root)
@@ -265,12 +264,19 @@ def cmd_report(args) -> int:
     if not logs:
         console.error(f"report: no local runs yet: run `{PROG} run --job medallion` first")
         return 1
+    out_dir = Path(args.out) if args.out else root / STATE_DIR
+    fix = "give --out a folder you can write" if not args.out else "give a folder you can write"
+    writable.check(out_dir / report.FILE_NAME, "report writes its page there", root, fix=fix)
     # Reads event logs by path, no table: any server serves it. A lake's warm server where one
-    # runs (a run just ended), else the project's: not a second JVM beside the lake's.
+    # runs (a run just ended), else the project's: not a second JVM beside the lake's; in a
+    # project the user may not write, a server of the command's own.
     lake = warm_lake(root)
-    work_dir = lake or root / STATE_DIR / "report"
     with console.waiting("Spark"):
-        local = start(args.backend, work_dir=work_dir, reuse=root, lake=lake is not None)
+        if lake is not None and writable.problem(lake / LAKE_SERVER) is None:
+            local = start(args.backend, work_dir=lake, reuse=root, lake=True)
+        else:
+            work_dir, reuse = reading_state(args.backend, root / STATE_DIR / "report", root)
+            local = start(args.backend, work_dir=work_dir, reuse=reuse)
     try:
         with local.reporting_loss():
             spark = local.spark
@@ -283,12 +289,8 @@ def cmd_report(args) -> int:
             if checks:
                 console.result()
                 console.result(checks)
-            out = report.write(
-                events,
-                Path(args.out) if args.out else root / STATE_DIR,
-                thresholds=thresholds,
-                clauses=clauses,
-            )
+            with writable.writing(out_dir / report.FILE_NAME, "report writes its page there"):
+                out = report.write(events, out_dir, thresholds=thresholds, clauses=clauses)
             console.result(f"report: {out}")
     finally:
         local.stop()
@@ -569,6 +571,12 @@ def _run(command, args) -> int:
         if error.name != "pyspark":
             raise
         console.error(f"error: {args.command} runs Spark: install medallion-dq-dev[local]")
+        return 2
+    except OSError as error:  # a read-only project, lake or cache, a full disk: one line
+        line = str(error) if isinstance(error, writable.CannotWrite) else writable.refused(error)
+        if line is None:
+            raise
+        console.error(f"error: {line}")
         return 2
     except Exception as error:
         # A server's loss can only come from where servers start: no import of Spark here.

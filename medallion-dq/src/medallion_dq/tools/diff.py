@@ -45,7 +45,7 @@ import yaml
 
 from medallion_dq import quarantine, rules, user_yaml
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
-from medallion_dq.project import Project
+from medallion_dq.project import Project, writable
 from medallion_dq.project.config import STATE_DIR
 from medallion_dq.text import relative_path
 from medallion_dq.tools import console
@@ -334,6 +334,8 @@ def judge(df, diff: DatasetDiff, examples: int = EXAMPLES) -> DatasetDiff:
     """Fill `diff`'s counts and examples from the input rows `df`."""
     from pyspark.sql import functions as F
 
+    from medallion_dq.local import shown_columns
+
     diff.error = _unfit(df, diff)
     if diff.error:
         return diff
@@ -382,7 +384,8 @@ def judge(df, diff: DatasetDiff, examples: int = EXAMPLES) -> DatasetDiff:
         if not examples or not getattr(diff, kind):
             continue
         picked = df.where(where).select(
-            *shown, F.expr(quarantine.failed_rules_sql(_drop_rules(ruleset))).alias("_dropped_by")
+            *shown_columns(df, shown),
+            F.expr(quarantine.failed_rules_sql(_drop_rules(ruleset))).alias("_dropped_by"),
         )
         picked = picked.orderBy(*sortable) if sortable else picked
         diff.examples[kind] = [
@@ -645,8 +648,9 @@ def json_report(report: dict, diffs: list[DatasetDiff]) -> dict:
 
 def _write(path: str | None, text: str) -> None:
     if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
+        with writable.writing(Path(path), "diff was asked to write it"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
 
 
 def _check_options(project: Project, landing: str | None, table: str | None, outputs: dict) -> None:
@@ -735,12 +739,14 @@ def judge_all(
 ) -> None:
     """Judge `diffs` on a table (`source`) or the landing files, on the project's warm server
     (or on `local`, a session the caller keeps)."""
-    from medallion_dq.local import LocalProject, start
+    from medallion_dq.local import LocalProject, reading_state, start
 
     root = project.root
     own = local is None
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    work_dir = root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}"
+    work_dir, reuse = reading_state(
+        backend, root / STATE_DIR / "diff" / f"{stamp}-{uuid.uuid4().hex[:6]}", root
+    )
     database = f"dq_diff_{uuid.uuid4().hex[:8]}"
     try:
         # The project's warm server (as `report`), unlike `run`: a run's lake must keep its
@@ -753,7 +759,7 @@ def judge_all(
                 local = start(
                     backend,
                     work_dir=work_dir,
-                    reuse=root,
+                    reuse=reuse,
                     mounts=[source.parent.parent if source else landing],
                 )
         with local.reporting_loss(), console.waiting("diff: judging the rules on the rows"):

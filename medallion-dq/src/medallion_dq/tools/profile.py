@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from medallion_dq import rules
-from medallion_dq.project import Project
+from medallion_dq.project import Project, writable
 from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_column, sql_name, sql_string
@@ -176,8 +176,10 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
                 F.expr(f"IF({value} RLIKE '{_WHOLE}', try_cast({value} AS BIGINT), NULL)").alias(
                     f"_l{i}"
                 ),
+                # Whole numbers are no timestamps: Spark reads zip code 10000 as the year.
                 F.expr(
-                    f"IF({value} RLIKE '{_DIGIT_START}', try_cast({value} AS TIMESTAMP), NULL)"
+                    f"IF({value} RLIKE '{_DIGIT_START}' AND NOT {value} RLIKE '{_WHOLE}',"
+                    f" try_cast({value} AS TIMESTAMP), NULL)"
                 ).alias(f"_t{i}"),
             ]
     # Spark parses the projection lazily: a plain select over the reader's columns.
@@ -194,9 +196,11 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
         aggs += [F.expr(f"count({x})").alias(f"nonnull{i}")]
         if column.type == "other":
             continue
-        aggs.append(F.expr(f"min({x})").alias(f"smallest{i}"))
+        # Times as text: only shown, and Python holds no year past 9999 nor before 1.
+        shown = "CAST({} AS STRING)" if column.type == "timestamp" else "{}"
+        aggs.append(F.expr(shown.format(f"min({x})")).alias(f"smallest{i}"))
         if column.type != "text":
-            aggs.append(F.expr(f"max({x})").alias(f"largest{i}"))
+            aggs.append(F.expr(shown.format(f"max({x})")).alias(f"largest{i}"))
         if column.type in ("text", "integer"):  # HyperLogLog for keys: few registers, 5 % error
             aggs.append(F.expr(f"approx_count_distinct({x})").alias(f"distinct{i}"))
         if column.type in ("text", "boolean"):
@@ -212,8 +216,8 @@ def aggregate(frame: DataFrame, max_values: int = MAX_VALUES) -> tuple[DataFrame
                 F.expr(f"count_if({d} < 0)").alias(f"negative{i}"),
                 F.expr(f"min(IF({d} IS NULL, {x}, NULL))").alias(f"not_number{i}"),
                 F.expr(f"count({t})").alias(f"timestamps{i}"),
-                F.expr(f"min({t})").alias(f"first{i}"),
-                F.expr(f"max({t})").alias(f"last{i}"),
+                F.expr(f"CAST(min({t}) AS STRING)").alias(f"first{i}"),
+                F.expr(f"CAST(max({t}) AS STRING)").alias(f"last{i}"),
                 F.expr(f"min_by({x}, {t})").alias(f"first_text{i}"),
                 F.expr(f"min(IF({t} IS NULL, {x}, NULL))").alias(f"not_timestamp{i}"),
             ]
@@ -649,8 +653,9 @@ def command(
     if out is None:
         console.result(text, end="")
     else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        with writable.writing(Path(out), "profile --out asked for it"):
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(text, encoding="utf-8")
         parsed = rules.parse(text, out)
         actions = [r.action for r in parsed.rules]
         console.info(
@@ -690,12 +695,16 @@ def _profile(
     else:
         delta = True  # a table name: Spark says whether it exists
 
-    from medallion_dq.local import BackendUnavailable, start
+    from medallion_dq.local import BackendUnavailable, reading_state, start
 
-    work_dir = root / STATE_DIR / "profile" if root else None
+    if out is not None:  # before Spark starts: its minutes are not lost on a folder refused
+        writable.check(Path(out), "profile --out asked for it", fix="give a file you can write")
+    work_dir, reuse = None, None
+    if root is not None:
+        work_dir, reuse = reading_state(backend, root / STATE_DIR / "profile", root)
     try:
         with console.waiting("Spark"):
-            local = start(backend, work_dir=work_dir, reuse=root, mounts=[path.resolve()])
+            local = start(backend, work_dir=work_dir, reuse=reuse, mounts=[path.resolve()])
     except BackendUnavailable as error:
         raise ProfileError(str(error)) from None
     try:

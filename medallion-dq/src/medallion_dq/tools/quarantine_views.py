@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
-from medallion_dq.project import Project, write_file
+from medallion_dq.project import Project, writable, write_file
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, policy
@@ -113,6 +113,8 @@ def command(project: Project) -> tuple[int, list[str]]:
     ]
     if lines:  # nothing is written unless every stale view can be
         return 1, lines
+    paths = [view.path for view, _ in planned]
+    writable.check_all(paths, "quarantine write writes the view", project.root)
     for view, text in planned:
         assert text is not None
         try:

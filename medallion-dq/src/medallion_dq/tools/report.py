@@ -57,6 +57,11 @@ PALETTE = (
     "#bab0ac",
 )
 DASHES = ("", "6 3", "2 3", "8 3 2 3")
+#: Rule lines in the chart: the rules failing most; the others are listed under it (sixty
+#: overlaid lines read as none).
+CHARTED = 8
+#: The least room between two x-axis labels, in the chart's units ("11-08 23:51" takes ~70).
+LABEL_ROOM = 84
 
 
 # --------------------------------------------------------------------------- data
@@ -513,11 +518,26 @@ def _short_time(ts: Any) -> str:
     return ""
 
 
+def _ranked(rows: list[Mapping[str, Any]]) -> tuple[list[tuple], list[tuple[tuple, float]]]:
+    """The rules charted (the CHARTED failing most: highest failed %, then most failed rows),
+    and the others, each with its highest failed %, most first."""
+    worst: dict[tuple, float] = {}
+    failed: dict[tuple, int] = {}
+    for r in rows:
+        key = (r["dataset"], r["rule"])
+        rate = _rate(r)
+        worst[key] = max(worst.get(key, -1.0), -1.0 if rate is None else rate)
+        failed[key] = failed.get(key, 0) + (r["failed"] or 0)
+    ranked = sorted(worst, key=lambda k: (-worst[k], -failed[k], k))
+    return sorted(ranked[:CHARTED]), [(k, worst[k]) for k in ranked[CHARTED:]]
+
+
 def _chart(rows: list[Mapping[str, Any]]) -> str:
     updates = _updates(rows)
-    series_keys = sorted({(r["dataset"], r["rule"]) for r in rows})
+    series_keys, others = _ranked(rows)
     if not updates or not series_keys:
         return '<p class="empty">No updates to chart.</p>'
+    rows = [r for r in rows if (r["dataset"], r["rule"]) in series_keys]
     index = {(p, u): i for i, (p, u, _) in enumerate(updates)}
     width, height = 1040, 340
     left, right, top, bottom = 60, 20, 16, 58
@@ -551,14 +571,17 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
         label = f"{value:g}"
         out.append(f'<text x="{left - 8}" y="{yy + 4:.1f}" text-anchor="end">{label}</text>')
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#9aa5b1"/>')
-    label_every = max(1, math.ceil(n / 12))
+    # Labels LABEL_ROOM apart at least: the last update's always, none crowding it.
+    room = (plot_w - 2 * pad) / (n - 1) if n > 1 else plot_w
+    every = max(1, math.ceil(LABEL_ROOM / room))
+    labelled = {i for i in range(0, n, every) if n - 1 - i >= every} | {n - 1}
     for i, (pipeline, update_id, ts) in enumerate(updates):
         xx = x(i)
         out.append(
             f'<line x1="{xx:.1f}" x2="{xx:.1f}" y1="{top + plot_h}" '
             f'y2="{top + plot_h + 4}" stroke="#9aa5b1"/>'
         )
-        if i % label_every == 0 or i == n - 1:
+        if i in labelled:
             text = _short_time(ts) or f"#{i + 1}"
             out.append(
                 f'<text x="{xx:.1f}" y="{top + plot_h + 18}" text-anchor="middle">'
@@ -608,7 +631,17 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
             f"<code>{html_text(name)}</code>{'' if points else ' (no rows)'}</li>"
         )
     out.append("</svg>")
-    return "".join(out) + f'<ul class="legend">{"".join(legend)}</ul>'
+    more = ""
+    if others:
+        listed = ", ".join(
+            f"<code>{html_text(f'{d}.{r}')}</code> {_pct(w if w >= 0 else None)}"
+            for (d, r), w in others
+        )
+        more = (
+            f'<p class="clause">Not charted, {len(others)} rule(s) failing less (highest failed'
+            f" %): {listed}</p>"
+        )
+    return "".join(out) + f'<ul class="legend">{"".join(legend)}</ul>{more}'
 
 
 def _all_table(rows: list[Mapping[str, Any]]) -> str:

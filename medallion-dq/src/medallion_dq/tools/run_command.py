@@ -155,6 +155,7 @@ def cmd_run(args, project: Project) -> int:
         return 2
     assert target is not None  # the bundle loaded: preflight and validate_bundle said why not
     variables, _ = preflight.parse_variables(args.var)
+    _check_writes(root, target, args)  # before an old --fresh lake is pruned or a lock taken
     work_dir = _lake(root, target, args.fresh)
     landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
     # Both put the update back, then exit. Ctrl-C raises our own exception, not Python's
@@ -272,6 +273,18 @@ def _run_failed(
     summary["error"] = str(lost)
     console.error(f"error: {lost}")
     return 3
+
+
+def _check_writes(root: Path, target: str, args) -> None:
+    """Every place the run writes, checked before it changes anything or starts Spark:
+    CannotWrite (exit 2, cli.py) names the first it may not write."""
+    from medallion_dq.local import check_writable
+    from medallion_dq.project import writable
+
+    lake = root / STATE_DIR / ("runs" if args.fresh else f"lake/{target}")
+    writable.check(lake, "the run keeps its lake there", root)  # --json's: preflight's RUN011
+    warm = None if args.own_server or args.fresh else lake
+    check_writable(args.backend, lake, reuse=warm, lake=True)
 
 
 def _lake_server(

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, library
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
-from medallion_dq.project import Project, config
+from medallion_dq.project import Project, config, writable
 from medallion_dq.text import relative_path
 from medallion_dq.tools import console, conventions, diff, policy
 from medallion_dq.tools.markup import md_code, md_text
@@ -435,6 +435,7 @@ def command(
         (json_path, json.dumps(json_report(outcome), indent=2) + "\n"),
     ):
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text, encoding="utf-8")
+            with writable.writing(Path(path), "conventions diff was asked to write it"):
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_text(text, encoding="utf-8")
     return 1 if outcome.fails else 0

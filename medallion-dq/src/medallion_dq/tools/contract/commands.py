@@ -10,7 +10,7 @@ import yaml
 
 from medallion_dq import rules
 from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.project import Project, write_file
+from medallion_dq.project import Project, writable, write_file
 from medallion_dq.tools import console
 from medallion_dq.tools.contract.drift import drift
 from medallion_dq.tools.contract.export import export
@@ -57,6 +57,8 @@ def _import(project: Project, file: str, layer: str = "silver", dataset: str | N
             console.error(f"error: {Path(file).name}: the import would leave {problem}")
         console.error(f"contract import: nothing written ({len(broken)} error(s) above)")
         return 2
+    changed = [item.path for item in planned if item.text != item.before]
+    writable.check_all(changed, "contract import writes the rule file", project.root)
     for item in planned:
         if item.text == item.before:
             console.result(f"contract import: {item.display}: unchanged")
@@ -105,8 +107,12 @@ def _export(project: Project, dataset: str, out: str | None = None) -> int:
     if out is None:
         console.result(text, end="")
     else:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        writable.check(
+            Path(out), "contract export --out asked for it", fix="give a file you can write"
+        )
+        with writable.writing(Path(out), "contract export --out asked for it"):
+            Path(out).parent.mkdir(parents=True, exist_ok=True)
+            Path(out).write_text(text, encoding="utf-8")
         console.result(
             f"contract export: wrote {out} (ODCS {ODCS_VERSION}, {doc['id']} {doc['version']})"
         )

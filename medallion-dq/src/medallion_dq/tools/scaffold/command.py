@@ -11,7 +11,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from medallion_dq.project import Project
+from medallion_dq.project import Project, writable
+from medallion_dq.project.config import STATE_DIR
 from medallion_dq.tools import console
 from medallion_dq.tools.scaffold.model import (
     FORMATS,
@@ -95,6 +96,11 @@ def add_source(
             f"--key {missing[0]}: no such column in {source} (columns: {', '.join(landed.columns)})"
         )
     paths = [*plan.files.values(), plan.fixture(landed.file_format)]
+    # Said by --dry-run too: its "would write" is a promise.
+    writable.check_all([root / p for p in [*paths, RECORD]], "add source writes it", root)
+    from medallion_dq.local import check_writable  # its profile's Spark state (findings.py)
+
+    check_writable(backend, root / STATE_DIR / "profile", reuse=root)
     if dry_run:
         console.result(f"add source {name}: would write")
         for path in paths:
@@ -104,16 +110,18 @@ def add_source(
     record = {}
     for path in paths:
         target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = texts[path.as_posix()]
-        if isinstance(data, bytes):
-            target.write_bytes(data)
-        else:
-            target.write_text(data)
+        with writable.writing(target, "add source writes it", root):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = texts[path.as_posix()]
+            if isinstance(data, bytes):
+                target.write_bytes(data)
+            else:
+                target.write_text(data)
         record[path.as_posix()] = _digest(target)
         console.result(f"  wrote {path.as_posix()}")
-    (root / RECORD).mkdir(parents=True, exist_ok=True)
-    (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
+    with writable.writing(root / RECORD, "add source records what it wrote there", root):
+        (root / RECORD).mkdir(parents=True, exist_ok=True)
+        (root / RECORD / f"{name}.json").write_text(json.dumps({"files": record}, indent=2) + "\n")
     return paths
 
 
@@ -145,6 +153,9 @@ def remove_source(project: Project | Path, name: str) -> list[Path]:
                 f"remove source {name}: {relative} was edited since `add source`: "
                 "delete the files by hand, or undo the edit"
             )
+    # Removing a file writes its folder: none is removed unless all can be.
+    folders = {(root / relative).parent for relative in [*files, record_file]}
+    writable.check_all(sorted(folders), "remove source deletes its files there", root)
     removed = []
     for relative in files:
         path = root / relative

@@ -38,6 +38,8 @@ MAX_SCALE = 9
 KINDS = ("stream", "snapshot")
 RECORD = Path(config.STATE_DIR) / "added"
 
+#: Text Spark's DOUBLE reads as NaN or an infinity (any case, with a sign).
+_NOT_FINITE = {"nan", "inf", "infinity"}
 _DECIMAL = re.compile(r"\s*[-+]?(\d*)\.?(\d*)\s*")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TIMESTAMP = re.compile(
@@ -385,11 +387,14 @@ def column_typing(
         return [t for t in texts if pattern.fullmatch(t.strip())]
 
     numbers = [m for t in texts if (m := _DECIMAL.fullmatch(t)) and any(m.groups())]
+    not_finite = [t for t in texts if t.strip().lower().lstrip("+-") in _NOT_FINITE]
     kind: str | None = None
     if all(t.strip().lower() in ("true", "false") for t in texts):
         kind = "BOOLEAN"
+    elif not_finite and len(numbers) + len(not_finite) >= need:
+        kind = "DOUBLE"  # holds NaN and the infinities, which a DECIMAL would make NULL
     elif len(numbers) >= need and not any(m.group(2) for m in numbers):  # whole numbers only
-        kind = "INT" if all(abs(int(m.group(0))) < 2**31 for m in numbers) else "BIGINT"
+        kind = _whole_type(max(abs(int(m.group(0))) for m in numbers))
     elif len(numbers) >= need:
         scale = max(len(m.group(2)) for m in numbers)
         digits = max(len(m.group(1).lstrip("0")) for m in numbers) + scale
@@ -401,6 +406,9 @@ def column_typing(
         kind = "DATE"
     elif len(share(_TIMESTAMP)) >= need:
         kind = "TIMESTAMP"
+    if kind and not_finite:
+        # JSON's NaN and Infinity tokens: Spark's reader gives a text column them quoted.
+        return Typing(column, kind, f"try_cast(trim(BOTH '\"' FROM {name}) AS {kind})")
     if kind:
         return Typing(column, kind, f"try_cast({name} AS {kind})")
     sql = f"trim({name})" if any(t != t.strip() for t in texts) else name
@@ -409,6 +417,17 @@ def column_typing(
         upper = sum(t == t.upper() for t in texts) >= sum(t == t.lower() for t in texts)
         sql = f"{'upper' if upper else 'lower'}({sql})"
     return Typing(column, "STRING", sql)
+
+
+def _whole_type(largest: int) -> str | None:
+    """The type of whole numbers up to `largest`: None (text) past DECIMAL(38,0), where a
+    number type would make them NULL."""
+    if largest < 2**31:
+        return "INT"
+    if largest < 2**63:
+        return "BIGINT"
+    digits = len(str(largest))
+    return f"DECIMAL({min(38, digits + 4)},0)" if digits <= 38 else None
 
 
 @dataclass
