@@ -168,3 +168,15 @@ def test_delta_constraints_block_bad_writes_atomically(shop):
 def split_sql(path):
     text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith("--"))
     return [statement.strip() for statement in text.split(";") if statement.strip()]
+
+
+def test_a_seeded_bronze_landing_table_has_the_mark_bronze_has(lake):
+    """A seed of bronze_orders without `_corrupt_record` (a 0.5 project's silver tests, whose
+    silver selects it after `medallion-dq upgrade`) gets the column, NULL, as read_landing's
+    bronze has it; a table no bronze file reads from landing files stays as seeded."""
+    lake.seed("bronze_orders", [("o1", "C-1")], "order_id STRING, customer_id STRING")
+    lake.seed("orders_copy", [("o1",)], "order_id STRING")
+    bronze = lake.table("bronze_orders")
+    assert bronze.columns == ["order_id", "customer_id", "_corrupt_record"]
+    assert bronze.first()["_corrupt_record"] is None
+    assert lake.table("orders_copy").columns == ["order_id"]
