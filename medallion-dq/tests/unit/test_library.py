@@ -336,3 +336,53 @@ def test_a_pack_whose_package_is_gone_is_one_line(installed_pack):
     assert line.endswith(
         "fix: reinstall the pack (pip install --force-reinstall <its distribution>)"
     )
+
+
+def test_hostile_uses_through_check_are_one_line_each_and_no_traceback(
+    installed_pack, tmp_path, monkeypatch, capsys
+):
+    """`medallion-dq check` in a project copy: each wrong use is one line against the file that
+    holds the mistake (the team's rule file, or the pack's library.yml), exit 1; the values
+    that are right (a negative number, SQL-looking text) pass as literals."""
+    from medallion_dq.tools import cli
+    from sample import project_copy
+
+    installed_pack(
+        "rules:\n  - name: jvm\n    params: {c: column}\n"
+        "    constraint: \"reflect('java.lang.System', 'exit', '0') IS NULL OR {c} > 0\"\n"
+    )
+    root = project_copy(tmp_path / "team", pack="acme")
+    uses = {
+        "r1": "medallion.between(column=amount, low=0, high=1e999)",
+        "r2": "medallion.between(column=amount, low=1, low=2, high=3)",
+        "r3": "medallion.between(column=amount, low=-1, high=5)",
+        "r4": "medallion.between(column=amount, low=\uff10, high=5)",
+        "r5": "acme.jvm(c=amount)",
+        "r6": 'medallion.in_set(column=currency, values=["\' OR 1=1 --"])',
+        "r7": "medallion.not_null(column=True)",
+    }
+    entries = "".join(
+        f"  - {{name: {name}, use: {json.dumps(use)}, owner: t, description: d}}\n"
+        for name, use in uses.items()
+    )
+    rule_file_ = root / "src/acme_orders/rules/silver/orders.yml"
+    rule_file_.write_text(f"dataset: silver_orders\nlayer: silver\nrules:\n{entries}")
+    monkeypatch.chdir(root)
+    assert cli.main(["check"]) == 1
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    where = "src/acme_orders/rules/silver/orders.yml"
+    said = [line for line in out.splitlines() if line.startswith("DQ0")]  # not DQC015's echo
+    found = {name: [line for line in said if f"rule '{name}'" in line] for name in uses}
+    assert {name: len(lines) for name, lines in found.items()} == {
+        "r1": 1, "r2": 1, "r3": 0, "r4": 1, "r5": 1, "r6": 0, "r7": 1
+    }  # fmt: skip
+    assert found["r1"][0].startswith(f"DQ031 {where}: rule 'r1': ")
+    assert "high takes a number a double holds" in found["r1"][0]
+    assert "parameter 'low' given twice" in found["r2"][0]
+    assert "unreadable at character 38 ('\uff10')" in found["r4"][0]
+    assert found["r5"][0].startswith(
+        "DQ010 pack acme library.yml: rule 'jvm': constraint: function reflect() calls Java"
+    )
+    assert "(used by rules/silver/orders.yml, rule 'r5')" in found["r5"][0]
+    assert "column takes a column name" in found["r7"][0]

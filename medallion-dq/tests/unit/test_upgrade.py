@@ -244,3 +244,17 @@ def test_a_wheel_naming_a_path_as_its_package_is_refused(project, tmp_path, caps
     assert said(capsys) == [
         f"error: {candidate.name}: pack 'acme' names {package!r}, which is no package name"
     ]
+
+
+def test_a_wheel_too_large_unzipped_is_refused_before_a_byte_is_written(
+    project, tmp_path, capsys, monkeypatch
+):
+    from medallion_dq.tools import upgrade
+
+    monkeypatch.setattr(upgrade, "MAX_UNPACKED", 64)  # the wheel's members hold more
+    written = []
+    monkeypatch.setattr(zipfile.ZipFile, "extractall", lambda *a, **k: written.append(a))
+    candidate = wheel(project, tmp_path)
+    assert cli.main(["conventions", "diff", "--to", str(candidate)]) == 2
+    assert said(capsys) == [f"error: {candidate.name}: unzips to more than 64 bytes"]
+    assert written == []

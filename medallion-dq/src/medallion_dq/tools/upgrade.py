@@ -202,7 +202,7 @@ def _unpacked(wheel: Path, into: Path) -> Candidate:
                         f"{wheel.name}: member {member.filename!r} would be written outside"
                     )
             if sum(m.file_size for m in members) > MAX_UNPACKED:
-                raise NotAPack(f"{wheel.name}: unzips to more than {MAX_UNPACKED >> 20} MB")
+                raise NotAPack(f"{wheel.name}: unzips to more than {MAX_UNPACKED:,} bytes")
             archive.extractall(into)
     except (OSError, zipfile.BadZipFile) as error:
         raise NotAPack(f"{wheel}: not a readable wheel ({error})") from None
