@@ -336,3 +336,28 @@ def test_the_report_shows_the_threshold_the_gate_applies(project, installed_pack
     assert thresholds["silver_orders"] == 0.1  # its rule file (NO_OWNER) sets none
     assert thresholds["silver_customers"] == 0.05  # its file's own
     assert set(clauses) == {"gold_order_keys.unique_order_id"}  # of the contract; silver's replaced
+
+
+@pytest.mark.parametrize(
+    ("policy_yml", "said"),
+    [
+        ("thresholds: {sliver: 0.01}\n", "thresholds: unknown layer 'sliver'"),
+        ("- thresholds\n", "the top level must be a mapping"),
+        ("thresholds: {silver: 2}\n", "thresholds.silver = 2 is not a fraction between 0 and 1"),
+    ],
+)
+def test_the_gate_refuses_what_check_refuses_in_the_packs_thresholds(
+    installed_pack, policy_yml, said
+):
+    """On Databricks the gate reads the pack's thresholds alone (no `check` before it): a
+    misspelt layer stops it, naming the pack's file, instead of leaving silver without its
+    default."""
+    from medallion_dq import library
+
+    installed_pack(LIBRARY, policy_yml)
+    with pytest.raises(library.LibraryError) as raised:
+        library.pack_thresholds("acme")
+    assert str(raised.value).startswith(f"pack acme policy.yml: {said}; ")
+    assert str(raised.value).endswith(
+        "(the pack's owners fix it: tell them, or pin the version before)"
+    )

@@ -257,7 +257,10 @@ def pack_thresholds(pack: str) -> dict[str, float]:
     here; `check` validates the rest of the policy."""
     data = _read_yaml(pack, POLICY_FILE) or {}
     where = {"file": pack_file(pack, POLICY_FILE)}
-    table = data.get("thresholds", {}) if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        fix = for_owners("write severity:, thresholds: ... keys")
+        raise LibraryError("the top level must be a mapping", fix, **where)
+    table = data.get("thresholds", {})
     if not isinstance(table, Mapping):
         fix = for_owners("write thresholds: {silver: 0.05, gold: 0}")
         raise LibraryError("'thresholds' must map layers to fractions", fix, **where)
