@@ -258,3 +258,17 @@ def test_a_wheel_too_large_unzipped_is_refused_before_a_byte_is_written(
     assert cli.main(["conventions", "diff", "--to", str(candidate)]) == 2
     assert said(capsys) == [f"error: {candidate.name}: unzips to more than 64 bytes"]
     assert written == []
+
+
+def test_an_installed_package_folder_is_read_among_other_packs(project, capsys):
+    """A site holding several packs: the .dist-info naming this package folder names its pack."""
+    other = project / "aaa_other-2.0.dist-info"  # sorts first
+    other.mkdir()
+    (other / "METADATA").write_text("Name: aaa-other\nVersion: 2.0\n")
+    (other / "entry_points.txt").write_text("[medallion_dq.packs]\nother = aaa_other\n")
+    assert cli.main(["conventions", "diff", "--to", str(project / "acme_conventions")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        "conventions diff: pack acme 1.0.0 -> 1.0.0",
+        "no rule of the project changes",
+    ]

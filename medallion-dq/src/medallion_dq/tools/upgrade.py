@@ -110,8 +110,9 @@ def _entry_point(pairs: dict[str, str], where: str) -> tuple[str, str]:
     return pack, package
 
 
-def _installed(folder: Path, where: str) -> Candidate:
-    """A pack installed (or unpacked) into `folder`: its .dist-info names it."""
+def _installed(folder: Path, where: str, package: Path | None = None) -> Candidate:
+    """A pack installed (or unpacked) into `folder`: its .dist-info names it (with `package`,
+    the one whose package folder that is: a site may hold several packs)."""
     for info in sorted(folder.glob("*.dist-info")):
         points = configparser.ConfigParser(interpolation=None)
         points.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
@@ -120,14 +121,18 @@ def _installed(folder: Path, where: str) -> Candidate:
             metadata = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
         except (OSError, configparser.Error) as error:
             raise NotAPack(f"{where}: {info.name} does not read ({error})") from None
-        if points.has_section(library.PACKS_GROUP):
-            pack, package = _entry_point(dict(points[library.PACKS_GROUP]), where)
-            version = next(
-                (line.split(":", 1)[1].strip() for line in metadata.splitlines()
-                 if line.startswith("Version:")),
-                "",
-            )  # fmt: skip
-            return Candidate(pack, version, folder / package.replace(".", "/"))
+        if not points.has_section(library.PACKS_GROUP):
+            continue
+        pack, name = _entry_point(dict(points[library.PACKS_GROUP]), where)
+        found = folder / name.replace(".", "/")
+        if package is not None and found.resolve() != package:
+            continue
+        version = next(
+            (line.split(":", 1)[1].strip() for line in metadata.splitlines()
+             if line.startswith("Version:")),
+            "",
+        )  # fmt: skip
+        return Candidate(pack, version, found)
     raise NotAPack(f"{where} is no conventions pack: no entry point of {library.PACKS_GROUP}")
 
 
@@ -158,7 +163,7 @@ def _package_folder(folder: Path) -> Candidate:
     """A pack's package folder (its library.yml): named by the .dist-info beside it (installed)
     or the pyproject.toml of the source folder above it."""
     if any(folder.parent.glob("*.dist-info")):
-        found = _installed(folder.parent, str(folder))
+        found = _installed(folder.parent, str(folder), folder)
     elif root := next((p for p in folder.parents[:2] if (p / "pyproject.toml").is_file()), None):
         found = _source_folder(root)
     else:
