@@ -91,7 +91,8 @@ def test_the_runtime_alone_finds_the_baked_packs_rules_and_policy(pack: Path, tm
         "rule, = rules.parse(text, 'd.yml').rules\n"
         "print(rule.constraint)\n"
         "import importlib.util as u; print(u.find_spec('medallion_dq.local'))\n"
+        "from medallion_dq import library; print(library.library('acme').broken)\n"
     )
     done = subprocess.run([python, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["e RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$'", "None"]
+    assert done.stdout.splitlines() == ["e RLIKE '^[^@ ]+@[^@ ]+[.][a-z]{2,}$'", "None", "{}"]

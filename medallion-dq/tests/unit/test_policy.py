@@ -93,7 +93,7 @@ def test_conventions_show_names_each_settings_origin(project, monkeypatch, capsy
         ("severity: {DQC005: loud}\n", "severity of DQC005: 'loud' is not one of"),
         ("severity: {DQC999: error}\n", "severity: unknown code 'DQC999'"),
         ("strict: true\n", "unknown key 'strict'"),
-        ("severity: {DQC005: error\n", "while parsing a flow mapping"),
+        ("severity: {DQC005: error\n", "expected ',' or '}'"),
         ("- DQC005\n", "the top level must be a mapping"),
     ],
 )
@@ -235,6 +235,25 @@ def test_a_gate_task_must_name_the_pack_whose_thresholds_it_applies(
         ("quarantine: {silver: heap}\n", "'quarantine' must map layers to view or table"),
         ("required: [colour]\n", "'required' must list rule fields of description, owner"),
         ("locked: [required]\n", "locked: 'required' is no code"),
+        ("thresholds: {sliver: 0.01}\n", "thresholds: unknown layer 'sliver'"),
+        ("thresholds: {1: 0.01}\n", "thresholds: unknown layer 1"),
+        ("quarantine: {sliver: view}\n", "quarantine: unknown layer 'sliver'"),
+        ("thresholds: {silver: 1.5}\n", "thresholds.silver = 1.5 is not a fraction"),
+        ("thresholds: {silver: -0.1}\n", "thresholds.silver = -0.1 is not a fraction"),
+        ("thresholds: {silver: .nan}\n", "thresholds.silver = nan is not a fraction"),
+        ("thresholds: {silver: .inf}\n", "thresholds.silver = inf is not a fraction"),
+        ("thresholds: {silver: true}\n", "thresholds.silver = True is not a fraction"),
+        ("thresholds: {silver: null}\n", "thresholds.silver = None is not a fraction"),
+        ("thresholds: {silver: 0.1, silver: 0.2}\n", "duplicate key 'silver'"),
+        ("thresholds:\n", "'thresholds' must map layers to fractions"),
+        ("layers: [a]\n", "'layers' must list the folder names of bronze, silver and gold"),
+        ("layers: {sliver: clean}\n", "'layers' must list the folder names"),
+        ("layers: {silver: ''}\n", "layers: silver must be a folder name"),
+        ("quarantine_suffix: ''\n", "'quarantine_suffix' must be a non-empty string"),
+        ("quarantine_suffix: [a]\n", "'quarantine_suffix' must be a non-empty string"),
+        ("required: owner\n", "'required' must list rule fields"),
+        ("? [a]\n: 1\n", "unhashable key"),
+        ("[]\n", "the top level must be a mapping"),
     ],
 )
 def test_a_broken_layer_policy_is_one_line_naming_the_pack(
@@ -245,6 +264,27 @@ def test_a_broken_layer_policy_is_one_line_naming_the_pack(
     assert [(p.file, said in p.message) for p in problems] == [("pack acme policy.yml", True)], [
         str(p) for p in problems
     ]
+
+
+def test_a_wrong_pack_policy_is_the_packs_to_fix_through_the_cli(
+    project, installed_pack, monkeypatch, capsys
+):
+    """The pack's own mistake is one DQC000 line against the pack's policy.yml with the fix for
+    its owners (not the team's pyproject.toml, which cannot fix it), exit 1, no traceback; the
+    misspelt layer does not leave silver silently without its locked default."""
+    monkeypatch.chdir(project)
+    for policy_yml, said in [
+        ("thresholds: {sliver: 0.01}\nlocked: [thresholds]\n", "thresholds: unknown layer"),
+        ("layers: [a, b]\n", "'layers' must list the folder names of bronze, silver and gold"),
+        ("quarantine_suffix: 5\n", "'quarantine_suffix' must be a non-empty string"),
+    ]:
+        installed_pack(LIBRARY, policy_yml)
+        assert cli.main(["check"]) == 1
+        out, err = capsys.readouterr()
+        (line,) = [line for line in out.splitlines() if line.startswith("DQC000")]
+        assert line.startswith(f"DQC000 pack acme policy.yml: {said}"), line
+        assert line.endswith("(the pack's owners fix it: tell them, or pin the version before)")
+        assert "Traceback" not in out + err
 
 
 def test_a_project_cannot_set_what_only_the_pack_sets(project):
@@ -296,3 +336,28 @@ def test_the_report_shows_the_threshold_the_gate_applies(project, installed_pack
     assert thresholds["silver_orders"] == 0.1  # its rule file (NO_OWNER) sets none
     assert thresholds["silver_customers"] == 0.05  # its file's own
     assert set(clauses) == {"gold_order_keys.unique_order_id"}  # of the contract; silver's replaced
+
+
+@pytest.mark.parametrize(
+    ("policy_yml", "said"),
+    [
+        ("thresholds: {sliver: 0.01}\n", "thresholds: unknown layer 'sliver'"),
+        ("- thresholds\n", "the top level must be a mapping"),
+        ("thresholds: {silver: 2}\n", "thresholds.silver = 2 is not a fraction between 0 and 1"),
+    ],
+)
+def test_the_gate_refuses_what_check_refuses_in_the_packs_thresholds(
+    installed_pack, policy_yml, said
+):
+    """On Databricks the gate reads the pack's thresholds alone (no `check` before it): a
+    misspelt layer stops it, naming the pack's file, instead of leaving silver without its
+    default."""
+    from medallion_dq import library
+
+    installed_pack(LIBRARY, policy_yml)
+    with pytest.raises(library.LibraryError) as raised:
+        library.pack_thresholds("acme")
+    assert str(raised.value).startswith(f"pack acme policy.yml: {said}; ")
+    assert str(raised.value).endswith(
+        "(the pack's owners fix it: tell them, or pin the version before)"
+    )

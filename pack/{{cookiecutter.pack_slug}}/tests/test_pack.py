@@ -12,6 +12,14 @@ def test_the_policy_reads():
     assert [str(p) for p in problems] == []
 
 
+def test_every_library_rule_reads():
+    """What a team's `check` would say against this pack's library.yml, said here first: a
+    constraint a rule may not hold (reflect, a subquery), a slot naming no parameter, a
+    misspelt field."""
+    broken = library.library(PACK).broken
+    assert [str(problem) for problem in broken.values()] == []
+
+
 def test_every_rule_has_a_description_an_owner_and_examples():
     rules = library.library(PACK)
     assert rules

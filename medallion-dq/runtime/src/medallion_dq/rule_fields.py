@@ -22,6 +22,7 @@ from medallion_dq.problems import Problem
 from medallion_dq.text import MAX_NAME as MAX_NAME  # rules and profile read it here
 
 EXPECTED = ("pass", "fail")  # the keys of a rule's examples
+LAYERS = ("bronze", "silver", "gold")  # a rule file's `layer:`, a pack's layers
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")  # max_age: 90m, 36h, 2d
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REPR = reprlib.Repr()

@@ -58,7 +58,7 @@ from typing import Any, cast
 
 import yaml
 
-from medallion_dq import library
+from medallion_dq import library, rule_fields
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as rules.X)
@@ -94,7 +94,7 @@ from medallion_dq.rule_fields import spark_type as _spark_type  # noqa: F401
 from medallion_dq.user_yaml import YAMLTooLarge, load_yaml
 
 ACTIONS = ("warn", "drop", "fail")
-LAYERS = ("bronze", "silver", "gold")
+LAYERS = rule_fields.LAYERS
 QUARANTINE_FORMS = ("table", "view")
 DEFAULT_QUARANTINE = "table"  # a file that does not say: the form every project had before views
 
@@ -205,7 +205,13 @@ def _used(entry: Entry, data: dict[str, Any]) -> dict[str, Any] | None:
     try:
         fields, _ = library.expand(use)
     except library.LibraryError as error:
-        entry.add("DQ031", error.message, error.fix)
+        if error.file is None:
+            entry.add(error.code, error.message, error.fix)
+        else:  # the pack's own file is wrong: said against it, for its owners to fix
+            used_by = f"{error.message} (used by {entry.reader.file}, rule {entry.where['rule']!r})"
+            entry.reader.problems.append(
+                Problem(error.code, error.file, used_by, error.fix, error.rule)
+            )
         return None
     return {**fields, **data}
 

@@ -497,7 +497,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     conventions.add_argument("action", choices=["show", "write", "diff"])
     conventions.add_argument(
-        "--to", help="diff: the pack's new version (a wheel, its source folder, a requirement)"
+        "--to",
+        help="diff: the pack's new version (a wheel, a folder of its data, a requirement: read,"
+        " never built)",
     )
     conventions.add_argument("--landing", help="diff: landing files (default: fixtures/landing)")
     conventions.add_argument("--markdown", help="diff: write it as markdown (a pull request)")

@@ -51,7 +51,7 @@ import sqlglot
 import yaml
 from sqlglot import exp
 
-from medallion_dq import rules, user_yaml
+from medallion_dq import library, rules, user_yaml
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.project import Project
 from medallion_dq.rule_fields import Check, Column
@@ -153,30 +153,10 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
             severity[code] = value
 
     layer_of_folder = {layer: layer for layer in rules.LAYERS}
-    raw_layers = config.get("layers")
-    if raw_layers is not None:
-        if isinstance(raw_layers, list) and len(raw_layers) == len(rules.LAYERS):
-            raw_layers = dict(zip(rules.LAYERS, raw_layers, strict=True))
-        if isinstance(raw_layers, Mapping) and set(raw_layers) <= set(rules.LAYERS):
-            layer_of_folder = {}
-            for layer, folders in raw_layers.items():
-                folders = [folders] if isinstance(folders, str) else folders
-                if not isinstance(folders, list) or not all(
-                    isinstance(f, str) and f for f in folders
-                ):
-                    bad(
-                        f"layers: {layer} must be a folder name or a list of them",
-                        f'write {layer} = "{layer}"',
-                    )
-                    continue
-                layer_of_folder.update({folder: layer for folder in folders})
-            for layer in set(rules.LAYERS) - set(raw_layers):
-                layer_of_folder.setdefault(layer, layer)
-        else:
-            bad(
-                "'layers' must list the folder names of bronze, silver and gold, in that order",
-                'write layers = ["bronze", "silver", "gold"] or layers = {silver = "clean"}',
-            )
+    if config.get("layers") is not None:
+        layer_of_folder, wrong = policy.layer_folders(config["layers"])
+        for message, fix in wrong:
+            bad(message, fix)
 
     suffix = config.get("quarantine_suffix", "_quarantine")
     if not isinstance(suffix, str) or not suffix:
@@ -324,7 +304,10 @@ class _Collector:
                 else self.project.rule_set(path, dataset=lhp_dataset)
             )
         except DataQualityError as error:
-            self.problems.extend(dataclasses.replace(p, file=where) for p in error.problems)
+            self.problems.extend(
+                p if library.is_pack_file(p.file) else dataclasses.replace(p, file=where)
+                for p in error.problems
+            )
             self.unread = True
             return
         self.problems += review.review(ruleset, where, text or "")

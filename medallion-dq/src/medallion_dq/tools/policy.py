@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from medallion_dq import gate, library
+from medallion_dq import gate, library, rules
 from medallion_dq.problems import Problem
 from medallion_dq.project import Project
 from medallion_dq.rules import RuleSet
@@ -78,12 +78,13 @@ class Policy:
 
 
 def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[Problem]]:
-    """The pack's policy.yml as written (none: empty); DQC000 naming the pack when it is wrong."""
-    where = f"pack {pack} {POLICY_FILE}"
+    """The pack's policy.yml as written (none: empty); DQC000 naming the pack's file when it is
+    wrong: every key and layer it sets is one something reads (a misspelt one would leave the
+    real setting at its default, unsaid)."""
+    where = library.pack_file(pack, POLICY_FILE)
 
-    def broken(message: str) -> tuple[dict[str, Any], list[Problem]]:
-        fix = "the pack is broken: tell its owners, or pin the version before"
-        return {}, [Problem("DQC000", where, message, fix)]
+    def broken(message: str, fix: str = "correct it") -> tuple[dict[str, Any], list[Problem]]:
+        return {}, [Problem("DQC000", where, message, library.for_owners(fix))]
 
     try:
         path = library.pack_folder(pack) / POLICY_FILE
@@ -97,36 +98,108 @@ def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[P
     try:
         data = load_yaml(text) if text.strip() else {}
     except Exception as error:  # the pack's own YAML: its owners fix it
-        return broken(str(error).splitlines()[0])
+        return broken(library.yaml_said(error))
     if not isinstance(data, dict):
-        return broken("the top level must be a mapping")
+        return broken("the top level must be a mapping", "write severity:, thresholds: ... keys")
     if unknown := sorted(set(data) - _KEYS, key=str):
-        return broken(f"unknown key {unknown[0]!r} (use {', '.join(sorted(_KEYS))})")
-    severity = data.get("severity", {})
-    if not isinstance(severity, Mapping):
-        return broken("'severity' must be a mapping of codes to error, warning or off")
-    for code, value in severity.items():
-        if code not in codes:
-            return broken(f"severity: unknown code {code!r}")
-        if value not in (*RANK, "warn"):
-            return broken(f"severity of {code}: {value!r} is not one of error, warning, off")
-    locked = data.get("locked", [])
-    lockable = {*codes, "layers", "quarantine_suffix", "thresholds"}
-    if not isinstance(locked, list) or not all(isinstance(x, str) for x in locked):
-        return broken("'locked' must be a list of DQC codes, layers, quarantine_suffix, thresholds")
-    if unknown := [x for x in locked if x not in lockable]:
-        return broken(f"locked: {unknown[0]!r} is no code, layers, quarantine_suffix, thresholds")
+        return broken(f"unknown key {unknown[0]!r}", f"use {', '.join(sorted(_KEYS))}")
+    for problem in (
+        _severity_problem(data.get("severity", {}), codes),
+        _locked_problem(data.get("locked", []), codes),
+        _layered_problem(data),
+        _settings_problem(data),
+    ):
+        if problem:
+            return broken(*problem)
     try:  # the gate reads them on Databricks too: one reader
         library.pack_thresholds(pack)
     except library.LibraryError as error:
-        return broken(error.message.split(f"{POLICY_FILE}: ", 1)[-1])
+        return {}, [Problem("DQC000", where, error.message, error.fix)]
+    return data, []
+
+
+def _severity_problem(severity: object, codes: Collection[str]) -> tuple[str, str] | None:
+    if not isinstance(severity, Mapping):
+        return (
+            "'severity' must be a mapping of codes to error, warning or off",
+            "write DQC005: error",
+        )
+    for code, value in severity.items():
+        if code not in codes:
+            return (
+                f"severity: unknown code {code!r}",
+                "use a DQC code of the project's CONVENTIONS.md",
+            )
+        if value not in (*RANK, "warn"):
+            return f"severity of {code}: {value!r} is not one of error, warning, off", "use one"
+    return None
+
+
+def _locked_problem(locked: object, codes: Collection[str]) -> tuple[str, str] | None:
+    lockable = "DQC codes, layers, quarantine_suffix, thresholds"
+    if not isinstance(locked, list) or not all(isinstance(x, str) for x in locked):
+        return f"'locked' must be a list of {lockable}", "write locked: [DQC005, thresholds]"
+    if unknown := [
+        x for x in locked if x not in {*codes, "layers", "quarantine_suffix", "thresholds"}
+    ]:
+        return (
+            f"locked: {unknown[0]!r} is no code, layers, quarantine_suffix, thresholds",
+            "remove it",
+        )
+    return None
+
+
+def _layered_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """`quarantine` (by layer: view or table) and `required`; `thresholds`: `pack_thresholds`."""
     forms = data.get("quarantine", {})
     if not isinstance(forms, Mapping) or not all(v in ("view", "table") for v in forms.values()):
-        return broken("'quarantine' must map layers to view or table")
+        return "'quarantine' must map layers to view or table", "write quarantine: {silver: view}"
+    if unknown := [layer for layer in forms if layer not in rules.LAYERS]:
+        return f"quarantine: unknown layer {unknown[0]!r}", f"use {', '.join(rules.LAYERS)}"
     required = data.get("required", [])
     if not isinstance(required, list) or not all(x in REQUIRABLE for x in required):
-        return broken(f"'required' must list rule fields of {', '.join(REQUIRABLE)}")
-    return data, []
+        return f"'required' must list rule fields of {', '.join(REQUIRABLE)}", "list only those"
+    return None
+
+
+def _settings_problem(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The pack's `layers` and `quarantine_suffix`, read as a project's table reads them."""
+    if "layers" in data:
+        _, problems = layer_folders(data["layers"])
+        if problems:  # said as a project's table says it; written here in YAML
+            return problems[0][0], "write layers: [bronze, silver, gold] or layers: {silver: clean}"
+    suffix = data.get("quarantine_suffix", "_quarantine")
+    if not isinstance(suffix, str) or not suffix:
+        return (
+            "'quarantine_suffix' must be a non-empty string",
+            "write quarantine_suffix: _quarantine",
+        )
+    return None
+
+
+def layer_folders(raw: object) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """`layers` (a list of the three layers' folder names, or a mapping of layer to folder names)
+    as `folder -> layer`, and what is wrong with it (message, fix)."""
+    folders_of = {layer: layer for layer in rules.LAYERS}
+    if isinstance(raw, list) and len(raw) == len(rules.LAYERS):
+        raw = dict(zip(rules.LAYERS, raw, strict=True))
+    if not isinstance(raw, Mapping) or not set(raw) <= set(rules.LAYERS):
+        return folders_of, [
+            (
+                "'layers' must list the folder names of bronze, silver and gold, in that order",
+                'write layers = ["bronze", "silver", "gold"] or layers = {silver = "clean"}',
+            )
+        ]
+    problems = []
+    layer_of = {layer: layer for layer in rules.LAYERS if layer not in raw}
+    for layer, folders in raw.items():
+        folders = [folders] if isinstance(folders, str) else folders
+        if not isinstance(folders, list) or not all(isinstance(f, str) and f for f in folders):
+            message = f"layers: {layer} must be a folder name or a list of them"
+            problems.append((message, f'write {layer} = "{layer}"'))
+            continue
+        layer_of.update({folder: layer for folder in folders})
+    return layer_of, problems
 
 
 def _line(text: str, key: str) -> str:

@@ -1,8 +1,15 @@
 """`medallion-dq conventions diff --to <candidate>`: a new version of the project's conventions
 pack, tried on the project's own data before its pin moves.
 
-The candidate is a wheel, a pack's source folder, or a requirement (`acme-conventions==1.1.0`,
-fetched by uv or pip into a throwaway folder, never into the project's environment). Its library
+A candidate is read, never run: it is a wheel, a folder of the pack's data, or a requirement
+(`acme-conventions==1.1.0`, `acme-conventions @ <url of a .whl>`) fetched as a wheel by uv or pip
+into a throwaway folder, never into the project's environment. A folder is one of: a pack's
+package folder (its library.yml, policy.yml, named by the .dist-info beside it or the
+pyproject.toml above it), an installed one (`pip install --target`, an unzipped wheel: its
+.dist-info names it), or a pack's source folder whose pyproject.toml names the pack in its
+`[project]` table. Nothing is built: no build backend and no setup.py runs, so a source
+distribution, a requirement that resolves to one, and a source folder whose metadata only a
+build gives are refused in one line (exit 2): build the wheel and give that. Its library
 and policy stand in for the installed pack's (`library.trying`), and three things are compared:
 
 - every rule file as the installed pack and as the candidate resolve it, judged on the landing
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -77,6 +85,17 @@ class Outcome:
 # --------------------------------------------------------------------------- the candidate
 
 
+_NOT_RUN = "a candidate is read, never run"
+_BUILD = "build its wheel (uv build --wheel) and give that"
+_SDISTS = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".tar", ".zip")
+#: A wheel holding more than this, unzipped, is refused before a byte is written: a conventions
+#: pack is a few YAML files.
+MAX_UNPACKED = 100 * 1024 * 1024
+_PACKAGE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# What uv says when the requirement has no wheel (uv 0.4-0.13 words it so).
+_NO_WHEEL = re.compile(r"building (?:from )?source(?: distributions)? is disabled", re.IGNORECASE)
+
+
 def _entry_point(pairs: dict[str, str], where: str) -> tuple[str, str]:
     """(pack, package) of the one entry point of group medallion_dq.packs."""
     if len(pairs) != 1:
@@ -85,79 +104,163 @@ def _entry_point(pairs: dict[str, str], where: str) -> tuple[str, str]:
             " (a conventions pack names itself there once)"
         )
     ((pack, package),) = pairs.items()
-    return pack, package.split(":")[0].strip()
+    package = str(package).split(":")[0].strip()
+    if not _PACKAGE.fullmatch(package):  # a path would read files outside the candidate
+        raise NotAPack(f"{where}: pack {pack!r} names {package!r}, which is no package name")
+    return pack, package
 
 
-def _installed(folder: Path, where: str) -> Candidate:
-    """A pack installed (or unpacked) into `folder`: its .dist-info names it."""
+def _installed(folder: Path, where: str, package: Path | None = None) -> Candidate:
+    """A pack installed (or unpacked) into `folder`: its .dist-info names it (with `package`,
+    the one whose package folder that is: a site may hold several packs)."""
     for info in sorted(folder.glob("*.dist-info")):
         points = configparser.ConfigParser(interpolation=None)
         points.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
-        points.read(info / "entry_points.txt", encoding="utf-8")
-        if points.has_section(library.PACKS_GROUP):
-            pack, package = _entry_point(dict(points[library.PACKS_GROUP]), where)
-            version = ""
-            for line in (info / "METADATA").read_text(encoding="utf-8").splitlines():
-                if line.startswith("Version:"):
-                    version = line.split(":", 1)[1].strip()
-                    break
-            return Candidate(pack, version, folder / package.replace(".", "/"))
+        try:
+            points.read(info / "entry_points.txt", encoding="utf-8")
+            metadata = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+        except (OSError, configparser.Error) as error:
+            raise NotAPack(f"{where}: {info.name} does not read ({error})") from None
+        if not points.has_section(library.PACKS_GROUP):
+            continue
+        pack, name = _entry_point(dict(points[library.PACKS_GROUP]), where)
+        found = folder / name.replace(".", "/")
+        if package is not None and found.resolve() != package:
+            continue
+        version = next(
+            (line.split(":", 1)[1].strip() for line in metadata.splitlines()
+             if line.startswith("Version:")),
+            "",
+        )  # fmt: skip
+        return Candidate(pack, version, found)
     raise NotAPack(f"{where} is no conventions pack: no entry point of {library.PACKS_GROUP}")
 
 
 def _source_folder(folder: Path) -> Candidate:
-    """A pack's source folder: its pyproject.toml names the pack, its src/ holds the package."""
+    """A pack's source folder, read as data: its pyproject.toml's [project] table names the pack,
+    its src/ (or top) holds the package. Nothing is built."""
     try:
         data = config.load_toml(folder / "pyproject.toml")
     except (OSError, ValueError) as error:
         raise NotAPack(f"{folder}: {error}") from None
     project = data.get("project", {})
+    dynamic = project.get("dynamic", []) if isinstance(project, dict) else []
+    if not isinstance(project, dict) or not project or "entry-points" in dynamic:
+        raise NotAPack(
+            f"{folder}: its pack is named only by a build (no [project] table, or dynamic"
+            f" entry-points), and {_NOT_RUN}: {_BUILD}"
+        )
     points = project.get("entry-points", {}).get(library.PACKS_GROUP, {})
     pack, package = _entry_point(points if isinstance(points, dict) else {}, str(folder))
     path = package.replace(".", "/")
     found = next((p for p in (folder / "src" / path, folder / path) if p.is_dir()), None)
     if found is None:
         raise NotAPack(f"{folder}: no package folder {path} (in src/ or at the top)")
-    return Candidate(pack, str(project.get("version", "")), found)
+    return Candidate(pack, str(project.get("version") or "source"), found)
+
+
+def _package_folder(folder: Path) -> Candidate:
+    """A pack's package folder (its library.yml): named by the .dist-info beside it (installed)
+    or the pyproject.toml of the source folder above it."""
+    if any(folder.parent.glob("*.dist-info")):
+        found = _installed(folder.parent, str(folder), folder)
+    elif root := next((p for p in folder.parents[:2] if (p / "pyproject.toml").is_file()), None):
+        found = _source_folder(root)
+    else:
+        raise NotAPack(
+            f"{folder}: holds {library.LIBRARY_FILE}, but no .dist-info beside it nor"
+            " pyproject.toml above it names its pack: give the pack's source folder or its wheel"
+        )
+    if found.folder.resolve() != folder:
+        raise NotAPack(f"{folder}: its pack {found.pack!r} is the package in {found.folder}")
+    return found
+
+
+def _folder(folder: Path) -> Candidate:
+    """A folder of the pack's data (the module doc says which); a source folder is read, not
+    built."""
+    if (folder / library.LIBRARY_FILE).is_file():
+        return _package_folder(folder)
+    if (folder / "pyproject.toml").is_file():
+        return _source_folder(folder)
+    if any(folder.glob("*.dist-info")):
+        return _installed(folder, str(folder))
+    if (folder / "setup.py").is_file() or (folder / "setup.cfg").is_file():
+        raise NotAPack(
+            f"{folder}: a source folder whose pack only its setup.py names, and {_NOT_RUN}:"
+            f" {_BUILD}"
+        )
+    raise NotAPack(
+        f"{folder}: no conventions pack here (no library.yml, .dist-info or pyproject.toml)"
+    )
 
 
 def _unpacked(wheel: Path, into: Path) -> Candidate:
     """A wheel, unzipped as an installer would: a member that would land outside is refused."""
     try:
         with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                target = (into / member).resolve()
+            members = archive.infolist()
+            for member in members:
+                target = (into / member.filename).resolve()
                 if not target.is_relative_to(into.resolve()):
-                    raise NotAPack(f"{wheel.name}: member {member!r} would be written outside")
+                    raise NotAPack(
+                        f"{wheel.name}: member {member.filename!r} would be written outside"
+                    )
+            if sum(m.file_size for m in members) > MAX_UNPACKED:
+                raise NotAPack(f"{wheel.name}: unzips to more than {MAX_UNPACKED:,} bytes")
             archive.extractall(into)
     except (OSError, zipfile.BadZipFile) as error:
         raise NotAPack(f"{wheel}: not a readable wheel ({error})") from None
     return _installed(into, wheel.name)
 
 
+def _source_only(requirement: str) -> str:
+    """Why `requirement` names a source to build (a folder, an archive, a repository), or ""."""
+    if "@" not in requirement:
+        return ""
+    url = requirement.split("@", 1)[1].split(";", 1)[0].strip()
+    path = url.split("#", 1)[0].split("?", 1)[0]
+    return "" if path.endswith(".whl") else f"it names {url}, no wheel"
+
+
 def _fetched(requirement: str, into: Path) -> Candidate:
-    """A requirement, fetched into `into` by uv (or pip) without its dependencies."""
+    """A requirement, fetched into `into` by uv (or pip) as a wheel, without its dependencies:
+    nothing is built."""
+    if why := _source_only(requirement):
+        raise NotAPack(f"--to {requirement}: {why}; {_NOT_RUN}: {_BUILD}")
     uv = shutil.which("uv")
     command = (
-        [uv, "pip", "install", "--target", str(into), "--no-deps", "--python", sys.executable]
+        [uv, "pip", "install", "--target", str(into), "--no-deps", "--python", sys.executable,
+         "--only-binary", ":all:"]
         if uv
-        else [sys.executable, "-m", "pip", "install", "--target", str(into), "--no-deps"]
-    )
+        else [sys.executable, "-m", "pip", "install", "--target", str(into), "--no-deps",
+              "--only-binary=:all:"]
+    )  # fmt: skip
     done = subprocess.run(
         [*command, "--", requirement], capture_output=True, text=True, timeout=600
     )
     if done.returncode != 0:
+        if _NO_WHEEL.search(done.stderr):
+            raise NotAPack(
+                f"--to {requirement}: it resolves to a source distribution, no wheel;"
+                f" {_NOT_RUN}: {_BUILD}"
+            )
         said = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise NotAPack(f"--to {requirement}: it could not be fetched ({said})")
     return _installed(into, requirement)
 
 
 def candidate(given: str, scratch: Path, cwd: Path) -> Candidate:
-    """The candidate named by `--to`: a wheel file, a source folder or a requirement."""
+    """The candidate named by `--to`: a wheel file, a folder of the pack's data or a
+    requirement."""
     path = (cwd / given).expanduser()
     if path.is_dir():
-        return _source_folder(path.resolve())
+        return _folder(path.resolve())
     if path.is_file():
+        if path.name.lower().endswith(_SDISTS):
+            raise NotAPack(
+                f"--to {given}: a source distribution is built to be read, and {_NOT_RUN}: {_BUILD}"
+            )
         return _unpacked(path, scratch)
     # A requirement names a distribution, with versions or a URL (name @ file:///...whl).
     if not any(mark in given for mark in "@=<>~!;") and ("/" in given or given.endswith(".whl")):
@@ -288,7 +391,7 @@ def _pack_thresholds(pack: str) -> dict[str, float]:
     try:
         return library.pack_thresholds(pack)
     except library.LibraryError as error:  # `check` says it too; the diff cannot judge
-        raise NotAPack(f"{error.message} ({error.fix})") from None
+        raise NotAPack(str(error)) from None
 
 
 def _takes_layer_default(ruleset: RuleSet | None, moved: dict[str, Any]) -> bool:
