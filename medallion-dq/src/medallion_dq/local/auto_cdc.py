@@ -29,17 +29,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from medallion_dq.text import short_name
 
 INTERNAL = "__dq_cdc_"  # internal columns and the events table's name start with it
 SEQ, DEL, TRUNC, TRACK = (f"{INTERNAL}{n}" for n in ("seq", "del", "trunc", "track"))
 START_AT, END_AT = "__START_AT", "__END_AT"
 
 
-def events_table(target: str) -> str:
-    """The table that holds every change event an AUTO CDC target was computed from."""
-    *schema, name = target.split(".")
-    return ".".join([*schema, f"{INTERNAL}events_{name}"])
+def events_table(source: str, target: str) -> str:
+    """The table that holds every change event read from `source`, in `target`'s schema: one
+    per source, whatever number of targets it feeds."""
+    *schema, _ = target.split(".")
+    return ".".join([*schema, INTERNAL + "events_" + re.sub(r"\W", "_", source.strip("`"))])
 
 
 @dataclass
@@ -68,6 +68,7 @@ class _Pending:
 
     tables: dict[str, tuple[dict, Any, Any]] = field(default_factory=dict)  # name: (options, ...)
     flows: dict[str, CdcFlow] = field(default_factory=dict)  # by target
+    events: set[str] = field(default_factory=set)  # events tables registered
 
 
 _pending = _Pending()
@@ -129,10 +130,13 @@ def create_auto_cdc_flow(
     track_history_except_column_list: list | None = None,
     name: str | None = None,
     once: bool = False,
+    **_where: Any,  # location: where an SQL file's statement is (Python: the caller's line)
 ) -> None:
     """Databricks' create_auto_cdc_flow (see the module's doc for how it runs here)."""
     from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
+    if unknown := set(_where) - {"location"}:
+        raise AutoCdcError(f"create_auto_cdc_flow: unknown argument {', '.join(sorted(unknown))}")
     for arg, value in (("target", target), ("source", source)):
         if not isinstance(value, str) or not value.strip():
             raise AutoCdcError(f"create_auto_cdc_flow: {arg} must be a dataset name, got {value!r}")
@@ -177,7 +181,7 @@ def create_auto_cdc_flow(
             track_history_except_column_list, "track_history_except_column_list"
         ),
         ignore_null_updates=bool(ignore_null_updates),
-        location=get_caller_source_code_location(stacklevel=1),
+        location=_where.get("location") or get_caller_source_code_location(stacklevel=1),
     )
     if flow.ignore_null_updates and flow.column_list is None:
         raise AutoCdcError(
@@ -198,7 +202,6 @@ apply_changes = create_auto_cdc_flow
 
 def create_streaming_table(name: str, **options) -> None:
     """Databricks' create_streaming_table: registered once the files say what fills it."""
-    from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
     from pyspark.pipelines.source_code_location import get_caller_source_code_location
 
     if not isinstance(name, str) or not name.strip():
@@ -209,12 +212,17 @@ def create_streaming_table(name: str, **options) -> None:
             f"create_streaming_table: {', '.join(sorted(unknown))} not run locally yet"
             f" (it takes {', '.join(sorted(_TABLE_OPTIONS))})"
         )
-    registry = get_active_graph_element_registry()
-    location = get_caller_source_code_location(stacklevel=1)
+    declare_table(name, options, get_caller_source_code_location(stacklevel=1))
+
+
+def declare_table(name: str, options: dict, location: Any) -> None:
+    """A streaming table declared at `location`, with these create_streaming_table options."""
+    from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
+
     if name in _pending.flows:
         _register(_pending.flows.pop(name), options, location)
     else:
-        _pending.tables[name] = (options, registry, location)
+        _pending.tables[name] = (options, get_active_graph_element_registry(), location)
 
 
 _TABLE_OPTIONS = {"comment", "table_properties", "partition_cols", "cluster_by", "schema", "format"}
@@ -239,6 +247,7 @@ def declare(flow: CdcFlow) -> None:
 def begin() -> None:
     _pending.tables.clear()
     _pending.flows.clear()
+    _pending.events.clear()
 
 
 def finish() -> None:
@@ -280,28 +289,30 @@ def _register(flow: CdcFlow, options: dict, location: Any) -> None:
 
     registry = flow.registry
     spark = getattr(registry, "_spark", None) or SparkSession.active()
-    events = events_table(flow.target)
-    registry.register_output(
-        StreamingTable(
-            name=events,
-            comment=f"change events of {short_name(flow.target)} (medallion-dq's AUTO CDC)",
-            source_code_location=flow.location,
-            table_properties={},
-            partition_cols=None,
-            cluster_by=None,
-            schema=None,
-            format=None,
+    events = events_table(flow.source, flow.target)
+    if events not in _pending.events:  # each event read once, whatever reads it
+        _pending.events.add(events)
+        registry.register_output(
+            StreamingTable(
+                name=events,
+                comment=f"change events of {flow.source} (medallion-dq's AUTO CDC)",
+                source_code_location=flow.location,
+                table_properties={},
+                partition_cols=None,
+                cluster_by=None,
+                schema=None,
+                format=None,
+            )
         )
-    )
-    registry.register_flow(
-        Flow(
-            name=events,
-            target=events,
-            spark_conf={},
-            source_code_location=flow.location,
-            func=lambda: spark.readStream.table(flow.source),
+        registry.register_flow(
+            Flow(
+                name=events,
+                target=events,
+                spark_conf={},
+                source_code_location=flow.location,
+                func=lambda: spark.readStream.table(flow.source),
+            )
         )
-    )
     registry.register_output(
         MaterializedView(name=flow.target, source_code_location=location, **_table_options(options))
     )
@@ -443,6 +454,102 @@ def scd2(events, flow: CdcFlow):
         df,
         F.col(f"{INTERNAL}start").alias(START_AT),
         F.col(f"{INTERNAL}end").alias(END_AT),
+    )
+
+
+# -- SQL: [CREATE FLOW f AS] AUTO CDC INTO / APPLY CHANGES INTO --------------------------------
+_CDC_HEAD = re.compile(
+    r"(?:CREATE\s+FLOW\s+(?P<flow>[`\w.]+)\s+AS\s+)?(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+"
+    r"(?P<target>[`\w.]+)\s+FROM\s+",
+    re.IGNORECASE,
+)
+_CLAUSES = {
+    "keys": r"KEYS\b",
+    "ignore_null_updates": r"IGNORE\s+NULL\s+UPDATES\b",
+    "apply_as_deletes": r"APPLY\s+AS\s+DELETE\s+WHEN\b",
+    "apply_as_truncates": r"APPLY\s+AS\s+TRUNCATE\s+WHEN\b",
+    "sequence_by": r"SEQUENCE\s+BY\b",
+    "columns": r"COLUMNS\b",
+    "stored_as_scd_type": r"STORED\s+AS\s+SCD\s+TYPE\b",
+    "track_history": r"TRACK\s+HISTORY\s+ON\b",
+}
+_SOURCE = re.compile(r"(?:STREAM\s*\(\s*(?P<inner>[^()]+?)\s*\)|STREAM\s+(?P<bare>\S+)|(?P<plain>\S+))$", re.I)
+
+
+def _names(text: str, where: str, clause: str) -> tuple[list[str] | None, list[str] | None]:
+    """(columns, except columns) of `a, b` / `(a, b)` / `* EXCEPT (a, b)`."""
+    text = text.strip()
+    star = re.fullmatch(r"\*\s*EXCEPT\s*\((?P<names>[^()]*)\)", text, re.IGNORECASE | re.DOTALL)
+    if star:
+        return None, [n.strip().strip("`") for n in star["names"].split(",") if n.strip()]
+    if text == "*":
+        return None, None
+    listed = text[1:-1] if text.startswith("(") and text.endswith(")") else text
+    names = [n.strip().strip("`") for n in listed.split(",") if n.strip()]
+    if not names or not all(re.fullmatch(r"[\w.]+", n) for n in names):
+        raise AutoCdcError(f"{where}: cannot read {clause} {text!r}; write a, b or * EXCEPT (a, b)")
+    return names, None
+
+
+def sql_flow(statement: str, where: str, file: Any, line: int) -> bool:
+    """Run `statement` as create_auto_cdc_flow if it is an AUTO CDC INTO (or APPLY CHANGES
+    INTO) statement, with or without CREATE FLOW; False for any other statement."""
+    from pyspark.pipelines.source_code_location import SourceCodeLocation
+
+    arguments = sql_flow_arguments(statement, where)
+    if arguments is None:
+        return False
+    create_auto_cdc_flow(**arguments, location=SourceCodeLocation(str(file), line))
+    return True
+
+
+def sql_flow_arguments(statement: str, where: str) -> dict | None:
+    """create_auto_cdc_flow's arguments of an AUTO CDC INTO statement; None for another one."""
+    from medallion_dq.local.sql_files import _tokens, strip_comments
+
+    text = strip_comments(statement).strip()
+    head = _CDC_HEAD.match(text)
+    if not head:
+        return None
+    rest = text[head.end() :]
+    starts = [t.start for t, depth in _tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"]
+    found = []
+    for at in starts:
+        for clause, pattern in _CLAUSES.items():
+            if re.match(pattern, rest[at:], re.IGNORECASE) and clause not in dict(found):
+                found.append((clause, at))
+    if not found:
+        raise AutoCdcError(f"{where}: AUTO CDC INTO needs KEYS (...) and SEQUENCE BY ...")
+    parts = {}
+    for (clause, at), (_, end) in zip(found, [*found[1:], (None, len(rest))], strict=True):
+        keyword = re.match(_CLAUSES[clause], rest[at:], re.IGNORECASE)
+        assert keyword is not None  # found by it
+        parts[clause] = rest[at + keyword.end() : end].strip()
+    source = _SOURCE.match(rest[: found[0][1]].strip())
+    if not source or "keys" not in parts or "sequence_by" not in parts:
+        raise AutoCdcError(
+            f"{where}: AUTO CDC INTO needs FROM source, KEYS (...) and SEQUENCE BY ...; check"
+            " the spelling of its clauses"
+        )
+    name = (source["inner"] or source["bare"] or source["plain"]).strip("`")
+    name = re.sub(r"^LIVE\.", "", name, flags=re.IGNORECASE)
+    keys, _ = _names(parts["keys"], where, "KEYS")
+    columns, except_columns = _names(parts.get("columns", "*"), where, "COLUMNS")
+    tracked, untracked = _names(parts.get("track_history", "*"), where, "TRACK HISTORY ON")
+    return dict(
+        target=re.sub(r"^LIVE\.", "", head["target"].strip("`"), flags=re.IGNORECASE),
+        source=name,
+        keys=keys,
+        sequence_by=parts["sequence_by"],
+        ignore_null_updates="ignore_null_updates" in parts,
+        apply_as_deletes=parts.get("apply_as_deletes"),
+        apply_as_truncates=parts.get("apply_as_truncates"),
+        column_list=columns,
+        except_column_list=except_columns,
+        stored_as_scd_type=parts.get("stored_as_scd_type", "1"),
+        track_history_column_list=tracked if "track_history" in parts else None,
+        track_history_except_column_list=untracked,
+        name=head["flow"],
     )
 
 

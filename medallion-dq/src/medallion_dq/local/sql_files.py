@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sqlglot import Token, TokenError, TokenType, tokenize
 
+from medallion_dq.local import auto_cdc
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 from medallion_dq.problems import MedallionDQError
 
@@ -181,12 +182,15 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         (t.start for t, depth in _tokens(rest) if t.token_type == TokenType.ALIAS and not depth),
         None,
     )
-    if as_at is None:
+    kind = _KINDS[" ".join(match["kind"].upper().split())]
+    if as_at is None and kind != "StreamingTable":
         raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
+    if as_at is None:  # a streaming table its flows fill (AUTO CDC INTO, INSERT INTO)
+        as_at = len(rest)
     clauses, query = rest[:as_at], rest[as_at + 2 :]
     query_at = rest_at + as_at + 2 + _lstripped(query)
-    kind = _KINDS[" ".join(match["kind"].upper().split())]
     clauses_line = line + text.count("\n", 0, rest_at)
+    declared_only = not query.strip()
     return {
         "name": match["name"].strip("`"),
         "kind": kind,
@@ -194,8 +198,8 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         "lines": lines,  # each constraint's line in the file
         "columns": columns,
         # Without constraints the statement goes to the engine as written: it reads them.
-        "options": _options(clauses, where, clauses_line) if constraints else {},
-        "query": query.strip(),
+        "options": _options(clauses, where, clauses_line) if constraints or declared_only else {},
+        "query": None if declared_only else query.strip(),
         "query_at": query_at,
     }
 
@@ -207,7 +211,7 @@ def outputs_of(files: list[Path]) -> dict[str, str]:
         if file.suffix == ".sql":
             for statement in statements(file.read_text(encoding="utf-8")):
                 parsed = parse(statement, str(file))
-                if parsed:
+                if parsed and parsed["query"] is not None:  # else registered from Python
                     out[parsed["name"]] = parsed["kind"]
     return out
 
@@ -260,6 +264,7 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
     """Register one SQL file (``file``, at ``rel_path`` in the project), lifting CONSTRAINT
     clauses into local expectations."""
     from pyspark import pipelines as dp
+    from pyspark.pipelines.source_code_location import SourceCodeLocation
 
     sql = ""  # what goes to the engine: each statement on its lines of the file, so that
     # the engine's "line N" of an error is the file's line
@@ -269,7 +274,17 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
         sql += "\n" * (text.count("\n", 0, at) - sql.count("\n")) + piece + ";"
 
     for at, statement in _split(text, TokenType.SEMICOLON):
+        line = text.count("\n", 0, at + _lstripped(statement)) + 1
+        if auto_cdc.sql_flow(statement, f"{rel_path}:{line}", file or rel_path, line):
+            continue  # AUTO CDC INTO / APPLY CHANGES INTO: emulated (local/auto_cdc.py)
         parsed = parse(statement, str(rel_path), text.count("\n", 0, at) + 1)
+        if parsed and parsed["query"] is None:  # filled by its flows: see auto_cdc.py
+            options = {"name": parsed["name"], **parsed["options"]}
+            if parsed["columns"]:
+                options["schema"] = ", ".join(parsed["columns"])
+            where = SourceCodeLocation(str(file or rel_path), line)
+            auto_cdc.declare_table(options.pop("name"), options, where)
+            continue
         if not parsed or not parsed["constraints"]:
             place(statement, at)
             continue
