@@ -10,7 +10,6 @@ its updates share one lake (module fixtures) to keep its Spark time short.
 """
 
 import textwrap
-import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -172,7 +171,10 @@ def examples(module_lake, tmp_path_factory):
             f"{lake.schema}.{table}"
         )
     pipeline = spec(
-        lake, tmp_path_factory.mktemp("cdc"), "cdc-examples", {"p.py": EXAMPLES, "q.sql": EXAMPLES_SQL}
+        lake,
+        tmp_path_factory.mktemp("cdc"),
+        "cdc-examples",
+        {"p.py": EXAMPLES, "q.sql": EXAMPLES_SQL},
     )
     names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
     names.append("sql_history")
@@ -195,7 +197,7 @@ def examples(module_lake, tmp_path_factory):
 
 @pytest.mark.parametrize("step", ["second", "refresh"])
 def test_scd_type_1_databricks_example(examples, step):
-    """"Process SCD type 1 updates", docs.databricks.com/aws/en/ldp/cdc: 123 deleted, 125's
+    """ "Process SCD type 1 updates", docs.databricks.com/aws/en/ldp/cdc: 123 deleted, 125's
     late update at 5 ignored behind its update at 6."""
     assert examples[step]["target_scd1"] == {
         (124, "Raul", "Oaxaca"),
@@ -212,7 +214,7 @@ def test_scd_type_1_with_truncate_databricks_example(examples, step):
 
 @pytest.mark.parametrize("step", ["second", "refresh"])
 def test_scd_type_2_databricks_example(examples, step):
-    """"Process SCD type 2 updates", docs.databricks.com/aws/en/ldp/cdc: __START_AT and
+    """ "Process SCD type 2 updates", docs.databricks.com/aws/en/ldp/cdc: __START_AT and
     __END_AT from sequenceNum; the delete at 6 closes 123's last version."""
     assert examples[step]["target_scd2"] == {
         (123, "Isabel", "Monterrey", 1, 5),
@@ -234,7 +236,7 @@ def test_scd_type_2_in_sql_databricks_example(examples, step):
 
 @pytest.mark.parametrize("step", ["second", "refresh"])
 def test_scd_type_2_track_history_databricks_example(examples, step):
-    """"Process SCD type 2 updates" with track_history_except_column_list=["city"] (same page):
+    """ "Process SCD type 2 updates" with track_history_except_column_list=["city"] (same page):
     a change of city updates the version in place."""
     assert examples[step]["target_tracked"] == {
         (123, "Isabel", "Chihuahua", 1, 6),

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from medallion_dq.local import sql_files
-from medallion_dq.local.auto_cdc import AutoCdcError, events_table, sql_flow_arguments
+from medallion_dq.local.auto_cdc import AutoCdcError, events_table
+from medallion_dq.local.sql_files import auto_cdc_arguments as sql_flow_arguments
 
 SCD2 = """
 -- Databricks' SCD type 2 example, history tracked on all but city
@@ -56,7 +57,11 @@ def test_the_older_apply_changes_form_with_every_other_clause():
         "f.sql:1",
     )
     assert arguments is not None
-    assert (arguments["target"], arguments["source"], arguments["name"]) == ("target", "users", None)
+    assert (arguments["target"], arguments["source"], arguments["name"]) == (
+        "target",
+        "users",
+        None,
+    )
     assert arguments["keys"] == ["userId", "region"]
     assert arguments["sequence_by"] == "struct(ts, (id))"  # parentheses hold no clause
     assert arguments["ignore_null_updates"] is True
@@ -87,10 +92,16 @@ def test_a_flow_statement_missing_a_clause_is_refused_in_one_line(statement):
 
 
 def test_a_streaming_table_without_a_query_is_declared():
-    statement = "CREATE OR REFRESH STREAMING TABLE users_current (userId INT, city STRING)\nCOMMENT 'now'"
+    statement = (
+        "CREATE OR REFRESH STREAMING TABLE users_current (userId INT, city STRING)\nCOMMENT 'now'"
+    )
     parsed = sql_files.parse(statement, "f.sql")
     assert parsed is not None
-    assert (parsed["name"], parsed["kind"], parsed["query"]) == ("users_current", "StreamingTable", None)
+    assert (parsed["name"], parsed["kind"], parsed["query"]) == (
+        "users_current",
+        "StreamingTable",
+        None,
+    )
     assert parsed["options"] == {"comment": "now"}
     assert parsed["columns"] == ["userId INT", "city STRING"]
     with pytest.raises(ValueError, match="no AS <query>"):  # a view still needs its query
@@ -100,3 +111,25 @@ def test_a_streaming_table_without_a_query_is_declared():
 def test_one_events_table_per_source_in_the_targets_schema():
     assert events_table("users", "users_current") == "__dq_cdc_events_users"
     assert events_table("cdc.users", "silver.users_history") == "silver.__dq_cdc_events_cdc_users"
+
+
+PYTHON_TARGET = """
+from pyspark import pipelines as dp
+
+dp.create_streaming_table("users_current")
+dp.create_auto_cdc_flow(target="users_current", source="users", keys=["id"], sequence_by="n")
+"""
+
+
+def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_path):
+    import ast
+
+    from medallion_dq.local.pipeline_files import datasets_defined
+    from medallion_dq.tools.pipeline_ast import PipelineModule
+
+    python, sql = tmp_path / "users.py", tmp_path / "history.sql"
+    python.write_text(PYTHON_TARGET)
+    sql.write_text(f"CREATE OR REFRESH STREAMING TABLE users_history;\n{SCD2};\n")
+    assert datasets_defined([python, sql]) == {"users_current", "users_history"}
+    assert "users_current" in PipelineModule(ast.parse(PYTHON_TARGET)).defined_names()
+    assert sql_files.outputs_of([sql]) == {}  # registered from Python: its kind is the engine's

@@ -29,7 +29,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-
 INTERNAL = "__dq_cdc_"  # internal columns and the events table's name start with it
 SEQ, DEL, TRUNC, TRACK = (f"{INTERNAL}{n}" for n in ("seq", "del", "trunc", "track"))
 START_AT, END_AT = "__START_AT", "__END_AT"
@@ -457,102 +456,6 @@ def scd2(events, flow: CdcFlow):
     )
 
 
-# -- SQL: [CREATE FLOW f AS] AUTO CDC INTO / APPLY CHANGES INTO --------------------------------
-_CDC_HEAD = re.compile(
-    r"(?:CREATE\s+FLOW\s+(?P<flow>[`\w.]+)\s+AS\s+)?(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+"
-    r"(?P<target>[`\w.]+)\s+FROM\s+",
-    re.IGNORECASE,
-)
-_CLAUSES = {
-    "keys": r"KEYS\b",
-    "ignore_null_updates": r"IGNORE\s+NULL\s+UPDATES\b",
-    "apply_as_deletes": r"APPLY\s+AS\s+DELETE\s+WHEN\b",
-    "apply_as_truncates": r"APPLY\s+AS\s+TRUNCATE\s+WHEN\b",
-    "sequence_by": r"SEQUENCE\s+BY\b",
-    "columns": r"COLUMNS\b",
-    "stored_as_scd_type": r"STORED\s+AS\s+SCD\s+TYPE\b",
-    "track_history": r"TRACK\s+HISTORY\s+ON\b",
-}
-_SOURCE = re.compile(r"(?:STREAM\s*\(\s*(?P<inner>[^()]+?)\s*\)|STREAM\s+(?P<bare>\S+)|(?P<plain>\S+))$", re.I)
-
-
-def _names(text: str, where: str, clause: str) -> tuple[list[str] | None, list[str] | None]:
-    """(columns, except columns) of `a, b` / `(a, b)` / `* EXCEPT (a, b)`."""
-    text = text.strip()
-    star = re.fullmatch(r"\*\s*EXCEPT\s*\((?P<names>[^()]*)\)", text, re.IGNORECASE | re.DOTALL)
-    if star:
-        return None, [n.strip().strip("`") for n in star["names"].split(",") if n.strip()]
-    if text == "*":
-        return None, None
-    listed = text[1:-1] if text.startswith("(") and text.endswith(")") else text
-    names = [n.strip().strip("`") for n in listed.split(",") if n.strip()]
-    if not names or not all(re.fullmatch(r"[\w.]+", n) for n in names):
-        raise AutoCdcError(f"{where}: cannot read {clause} {text!r}; write a, b or * EXCEPT (a, b)")
-    return names, None
-
-
-def sql_flow(statement: str, where: str, file: Any, line: int) -> bool:
-    """Run `statement` as create_auto_cdc_flow if it is an AUTO CDC INTO (or APPLY CHANGES
-    INTO) statement, with or without CREATE FLOW; False for any other statement."""
-    from pyspark.pipelines.source_code_location import SourceCodeLocation
-
-    arguments = sql_flow_arguments(statement, where)
-    if arguments is None:
-        return False
-    create_auto_cdc_flow(**arguments, location=SourceCodeLocation(str(file), line))
-    return True
-
-
-def sql_flow_arguments(statement: str, where: str) -> dict | None:
-    """create_auto_cdc_flow's arguments of an AUTO CDC INTO statement; None for another one."""
-    from medallion_dq.local.sql_files import _tokens, strip_comments
-
-    text = strip_comments(statement).strip()
-    head = _CDC_HEAD.match(text)
-    if not head:
-        return None
-    rest = text[head.end() :]
-    starts = [t.start for t, depth in _tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"]
-    found = []
-    for at in starts:
-        for clause, pattern in _CLAUSES.items():
-            if re.match(pattern, rest[at:], re.IGNORECASE) and clause not in dict(found):
-                found.append((clause, at))
-    if not found:
-        raise AutoCdcError(f"{where}: AUTO CDC INTO needs KEYS (...) and SEQUENCE BY ...")
-    parts = {}
-    for (clause, at), (_, end) in zip(found, [*found[1:], (None, len(rest))], strict=True):
-        keyword = re.match(_CLAUSES[clause], rest[at:], re.IGNORECASE)
-        assert keyword is not None  # found by it
-        parts[clause] = rest[at + keyword.end() : end].strip()
-    source = _SOURCE.match(rest[: found[0][1]].strip())
-    if not source or "keys" not in parts or "sequence_by" not in parts:
-        raise AutoCdcError(
-            f"{where}: AUTO CDC INTO needs FROM source, KEYS (...) and SEQUENCE BY ...; check"
-            " the spelling of its clauses"
-        )
-    name = (source["inner"] or source["bare"] or source["plain"]).strip("`")
-    name = re.sub(r"^LIVE\.", "", name, flags=re.IGNORECASE)
-    keys, _ = _names(parts["keys"], where, "KEYS")
-    columns, except_columns = _names(parts.get("columns", "*"), where, "COLUMNS")
-    tracked, untracked = _names(parts.get("track_history", "*"), where, "TRACK HISTORY ON")
-    return dict(
-        target=re.sub(r"^LIVE\.", "", head["target"].strip("`"), flags=re.IGNORECASE),
-        source=name,
-        keys=keys,
-        sequence_by=parts["sequence_by"],
-        ignore_null_updates="ignore_null_updates" in parts,
-        apply_as_deletes=parts.get("apply_as_deletes"),
-        apply_as_truncates=parts.get("apply_as_truncates"),
-        column_list=columns,
-        except_column_list=except_columns,
-        stored_as_scd_type=parts.get("stored_as_scd_type", "1"),
-        track_history_column_list=tracked if "track_history" in parts else None,
-        track_history_except_column_list=untracked,
-        name=head["flow"],
-    )
-
-
 def install() -> bool:
     """Provide Databricks' AUTO CDC functions locally; False (nothing changed) where the
     module has them natively (SCD type 2 in its create_auto_cdc_flow)."""
@@ -566,7 +469,7 @@ def install() -> bool:
         if "track_history_column_list" in parameters and "apply_as_truncates" in parameters:
             return False
     for func in (create_auto_cdc_flow, create_streaming_table):
-        func.__dq_local__ = True  # type: ignore[attr-defined]
+        func.__dq_local__ = True  # type: ignore[union-attr]
         setattr(dp, func.__name__, func)
     dp.apply_changes = create_auto_cdc_flow  # type: ignore[attr-defined]
     return True
