@@ -111,6 +111,14 @@ dp.create_auto_cdc_flow(
 )
 
 
+# A streaming table no AUTO CDC flow fills stays a streaming table: its append flow adds rows.
+dp.create_streaming_table("appended")
+
+
+@dp.append_flow(target="appended")
+def append_users():
+    return spark.readStream.table("users")
+
 
 @dp.view
 def partial_users():
@@ -177,7 +185,7 @@ def examples(module_lake, tmp_path_factory):
         {"p.py": EXAMPLES, "q.sql": EXAMPLES_SQL},
     )
     names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
-    names.append("sql_history")
+    names += ["sql_history", "appended"]
     steps = {}
     for step, delivery, partial in (
         ("first", FIRST, PARTIAL[0]),
@@ -256,6 +264,12 @@ def test_first_delivery_alone(examples):
 
 
 @pytest.mark.parametrize("step", ["second", "refresh"])
+def test_a_streaming_table_filled_by_an_append_flow(examples):
+    """Declared the same way, but not an AUTO CDC target: it keeps every event appended."""
+    assert len(examples["second"]["appended"]) == len(FIRST + SECOND)
+    assert examples["refresh"]["appended"] == examples["second"]["appended"]
+
+
 def test_column_list_and_ignore_null_updates(examples, step):
     """ignore_null_updates, as Databricks' "create_auto_cdc_flow" page says it: a NULL in an update keeps the target's value; column_list keeps the
     columns named (operation and sequenceNum are left out)."""

@@ -133,3 +133,20 @@ def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_
     assert datasets_defined([python, sql]) == {"users_current", "users_history"}
     assert "users_current" in PipelineModule(ast.parse(PYTHON_TARGET)).defined_names()
     assert sql_files.outputs_of([sql]) == {}  # registered from Python: its kind is the engine's
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        ("create_auto_cdc_from_snapshot_flow", "does not run locally yet"),
+        ("create_streaming_table", "row_filter not run locally yet"),
+    ],
+)
+def test_what_does_not_run_locally_yet_is_refused_in_one_line(call, said):
+    """Not a Python TypeError or AttributeError: one line saying what to do."""
+    from medallion_dq.local import auto_cdc
+
+    function = getattr(auto_cdc, call)
+    with pytest.raises(AutoCdcError, match=said) as caught:
+        function("t", row_filter="ROW FILTER f ON (c)")
+    assert "\n" not in str(caught.value)

@@ -199,6 +199,14 @@ def create_auto_cdc_flow(
 apply_changes = create_auto_cdc_flow
 
 
+def create_auto_cdc_from_snapshot_flow(*_args: Any, **_kwargs: Any) -> None:
+    """Databricks' AUTO CDC FROM SNAPSHOT: refused in one line until it runs locally."""
+    raise AutoCdcError(
+        "create_auto_cdc_from_snapshot_flow does not run locally yet: land the snapshots' changes"
+        " as events and use create_auto_cdc_flow, or run this pipeline on Databricks"
+    )
+
+
 def create_streaming_table(name: str, **options) -> None:
     """Databricks' create_streaming_table: registered once the files say what fills it."""
     from pyspark.pipelines.source_code_location import get_caller_source_code_location
@@ -468,8 +476,9 @@ def install() -> bool:
         parameters = inspect.signature(native).parameters
         if "track_history_column_list" in parameters and "apply_as_truncates" in parameters:
             return False
-    for func in (create_auto_cdc_flow, create_streaming_table):
+    for func in (create_auto_cdc_flow, create_streaming_table, create_auto_cdc_from_snapshot_flow):
         func.__dq_local__ = True  # type: ignore[union-attr]
         setattr(dp, func.__name__, func)
     dp.apply_changes = create_auto_cdc_flow  # type: ignore[attr-defined]
+    dp.apply_changes_from_snapshot = create_auto_cdc_from_snapshot_flow  # type: ignore[attr-defined]
     return True
