@@ -263,13 +263,13 @@ def test_first_delivery_alone(examples):
     assert examples["first"]["target_partial"] == {(1, "Ana", "Lima"), (2, "Bo", "Rome")}
 
 
-@pytest.mark.parametrize("step", ["second", "refresh"])
 def test_a_streaming_table_filled_by_an_append_flow(examples):
     """Declared the same way, but not an AUTO CDC target: it keeps every event appended."""
     assert len(examples["second"]["appended"]) == len(FIRST + SECOND)
     assert examples["refresh"]["appended"] == examples["second"]["appended"]
 
 
+@pytest.mark.parametrize("step", ["second", "refresh"])
 def test_column_list_and_ignore_null_updates(examples, step):
     """ignore_null_updates, as Databricks' "create_auto_cdc_flow" page says it: a NULL in an update keeps the target's value; column_list keeps the
     columns named (operation and sequenceNum are left out)."""
