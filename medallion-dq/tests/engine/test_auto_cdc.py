@@ -198,8 +198,6 @@ def examples(module_lake, tmp_path_factory):
         result = lake.project.runner.run(pipeline, full_refresh=step == "refresh")
         assert_update_ok(result)
         steps[step] = {name: rows(lake, name) for name in names}
-        steps[step]["timings"] = result.timings
-        print(step, result.timings)
     return steps
 
 
@@ -295,7 +293,6 @@ def test_a_failing_flow_says_the_engines_error(module_lake, tmp_path_factory):
     result = lake.project.runner.run(pipeline)
     assert not result.ok
     assert result.error is not None
-    print(result.error.message)
     assert "UNRESOLVED_COLUMN" in result.error.message
     assert "sequence_no" in result.error.message
     assert "has FAILED" not in result.error.message
