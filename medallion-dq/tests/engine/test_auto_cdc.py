@@ -138,12 +138,12 @@ dp.create_auto_cdc_flow(
 """
 
 # The SQL form of the SCD type 2 example ("AUTO CDC INTO (pipelines)"), the table declared
-# without a query; its source read as a stream of the table itself.
+# without a query; its source the Python file's view (one events table for both).
 EXAMPLES_SQL = """
 CREATE OR REFRESH STREAMING TABLE sql_history;
 
 CREATE FLOW sql_history_flow AS AUTO CDC INTO sql_history
-FROM stream(users_cdf)
+FROM stream(users)
 KEYS (userId)
 APPLY AS DELETE WHEN operation = "DELETE"
 SEQUENCE BY sequenceNum
