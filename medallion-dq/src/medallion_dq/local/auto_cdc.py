@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from medallion_dq.problems import MedallionDQError
+
 INTERNAL = "__dq_cdc_"  # internal columns and the events table's name start with it
 SEQ, DEL, TRUNC, TRACK = (f"{INTERNAL}{n}" for n in ("seq", "del", "trunc", "track"))
 START_AT, END_AT = "__START_AT", "__END_AT"
@@ -73,7 +75,7 @@ class _Pending:
 _pending = _Pending()
 
 
-class AutoCdcError(ValueError):
+class AutoCdcError(MedallionDQError, ValueError):
     """An AUTO CDC call this engine cannot run as written: one line, what to do instead."""
 
 
