@@ -10,14 +10,15 @@ Databricks' result of AUTO CDC is a function of every change event ever read, or
 `sequence_by` whatever order they came in (a late event older than a delete is ignored: the
 delete left a tombstone). So a target is computed here in two datasets:
 
-    source --(streaming append flow: each event read once, checkpointed)--> __dq_cdc_events_<t>
-    __dq_cdc_events_<t> --(materialized view, window functions, one pass)--> <t>
+    source --(streaming append flow: each event read once, checkpointed)--> __dq_cdc_events_<source>
+    __dq_cdc_events_<source> --(materialized view, window functions, one pass)--> <t>
 
-The events table holds every event read so far (Databricks keeps state and tombstones in its
+The events table (one per source) holds every event read so far (Databricks keeps state and tombstones in its
 own backing table, `__apply_changes_storage_<t>`); the target is recomputed from all of them in
 each update, so it holds Databricks' rows after every update and after a full refresh. Nothing
 here analyses a DataFrame (the engine refuses that in a query function): columns are chosen by
-name (`drop`, `colRegex`), never listed.
+name pattern (`colRegex`), never listed, and never with drop() or withColumns(), whose input the
+server's planner analyses at once.
 
 `create_streaming_table(t)` comes before the flow that fills `t`, so its registration waits
 until the flow (or the end of the files, `finish()`) says whether `t` is an AUTO CDC target.
@@ -173,8 +174,12 @@ def create_auto_cdc_flow(
         keys=key_columns,
         sequence_by=_column(sequence_by, "sequence_by"),
         scd_type=scd,
-        apply_as_deletes=None if apply_as_deletes is None else _column(apply_as_deletes, "x"),
-        apply_as_truncates=None if apply_as_truncates is None else _column(apply_as_truncates, "x"),
+        apply_as_deletes=None
+        if apply_as_deletes is None
+        else _column(apply_as_deletes, "apply_as_deletes"),
+        apply_as_truncates=None
+        if apply_as_truncates is None
+        else _column(apply_as_truncates, "apply_as_truncates"),
         column_list=_columns(column_list, "column_list"),
         except_column_list=_columns(except_column_list, "except_column_list"),
         track_history_column_list=_columns(track_history_column_list, "track_history_column_list"),
