@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medallion_dq.constraints import constraint_errors
+from medallion_dq.local import auto_cdc
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rules import ACTIONS
 from medallion_dq.text import short_name
@@ -59,9 +60,12 @@ def registering(update_id: str):
     """Name observations after `update_id` and record which expectations each dataset has."""
     previous = dict(_update)
     _update.update(id=update_id, datasets={})
+    auto_cdc.begin()
     try:
         yield _update["datasets"]
+        auto_cdc.finish()  # the streaming tables no AUTO CDC flow fills
     finally:
+        auto_cdc.begin()
         _update.clear()
         _update.update(previous)
 
@@ -255,9 +259,11 @@ def _wrap_dataset_decorator(original: Callable) -> Callable:
 
 
 def install() -> bool:
-    """Provide dp.expect* locally; return False (and change nothing) where they are native."""
+    """Provide dp.expect* (and AUTO CDC, see auto_cdc.py) locally; return False (and change
+    nothing) where the expectations are native."""
     import pyspark.pipelines as dp
 
+    auto_cdc.install()
     native = getattr(dp, "expect", None)
     if native is not None and not getattr(native, "__dq_local__", False):
         return False
@@ -275,6 +281,8 @@ def install() -> bool:
         current = getattr(dp, name)
         if not getattr(current, "__dq_local__", False):
             setattr(dp, name, _wrap_dataset_decorator(current))
+    if getattr(dp, "view", None) is None:  # Databricks' name of a temporary view
+        dp.view = dp.temporary_view  # type: ignore[attr-defined]
     return True
 
 

@@ -118,6 +118,12 @@ def datasets_defined(files: Iterable[Path], *, views: bool = False) -> set[str]:
             }
         else:
             names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
+            # dp.create_streaming_table("users_current"): an AUTO CDC target's declaration
+            names |= set(
+                re.findall(
+                    r"""create_streaming_table\(\s*["'](?:[\w.]*\.)?([A-Za-z_]\w*)["']""", text
+                )
+            )
     return names
 
 

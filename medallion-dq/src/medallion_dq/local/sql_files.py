@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sqlglot import Token, TokenError, TokenType, tokenize
 
+from medallion_dq.local import auto_cdc
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 from medallion_dq.problems import MedallionDQError
 
@@ -181,12 +182,15 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         (t.start for t, depth in _tokens(rest) if t.token_type == TokenType.ALIAS and not depth),
         None,
     )
-    if as_at is None:
+    kind = _KINDS[" ".join(match["kind"].upper().split())]
+    if as_at is None and kind != "StreamingTable":
         raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
+    if as_at is None:  # a streaming table its flows fill (AUTO CDC INTO, INSERT INTO)
+        as_at = len(rest)
     clauses, query = rest[:as_at], rest[as_at + 2 :]
     query_at = rest_at + as_at + 2 + _lstripped(query)
-    kind = _KINDS[" ".join(match["kind"].upper().split())]
     clauses_line = line + text.count("\n", 0, rest_at)
+    declared_only = not query.strip()
     return {
         "name": match["name"].strip("`"),
         "kind": kind,
@@ -194,8 +198,8 @@ def parse(statement: str, where: str, line: int = 1) -> dict | None:
         "lines": lines,  # each constraint's line in the file
         "columns": columns,
         # Without constraints the statement goes to the engine as written: it reads them.
-        "options": _options(clauses, where, clauses_line) if constraints else {},
-        "query": query.strip(),
+        "options": _options(clauses, where, clauses_line) if constraints or declared_only else {},
+        "query": None if declared_only else query.strip(),
         "query_at": query_at,
     }
 
@@ -207,7 +211,7 @@ def outputs_of(files: list[Path]) -> dict[str, str]:
         if file.suffix == ".sql":
             for statement in statements(file.read_text(encoding="utf-8")):
                 parsed = parse(statement, str(file))
-                if parsed:
+                if parsed and parsed["query"] is not None:  # else registered from Python
                     out[parsed["name"]] = parsed["kind"]
     return out
 
@@ -227,6 +231,94 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
                 replace = f"CREATE OR REPLACE VIEW {match['name']} {head[match.end() :].strip()}"
                 out[match["name"].strip("`")] = replace
     return out
+
+
+# -- SQL: [CREATE FLOW f AS] AUTO CDC INTO / APPLY CHANGES INTO --------------------------------
+_CDC_HEAD = re.compile(
+    r"(?:CREATE\s+FLOW\s+(?P<flow>[`\w.]+)\s+AS\s+)?(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+"
+    r"(?P<target>[`\w.]+)\s+FROM\s+",
+    re.IGNORECASE,
+)
+_CLAUSES = {
+    "keys": r"KEYS\b",
+    "ignore_null_updates": r"IGNORE\s+NULL\s+UPDATES\b",
+    "apply_as_deletes": r"APPLY\s+AS\s+DELETE\s+WHEN\b",
+    "apply_as_truncates": r"APPLY\s+AS\s+TRUNCATE\s+WHEN\b",
+    "sequence_by": r"SEQUENCE\s+BY\b",
+    "columns": r"COLUMNS\b",
+    "stored_as_scd_type": r"STORED\s+AS\s+SCD\s+TYPE\b",
+    "track_history": r"TRACK\s+HISTORY\s+ON\b",
+}
+_SOURCE = re.compile(
+    r"(?:STREAM\s*\(\s*(?P<inner>[^()]+?)\s*\)|STREAM\s+(?P<bare>\S+)|(?P<plain>\S+))$", re.I
+)
+
+
+def _names(text: str, where: str, clause: str) -> tuple[list[str] | None, list[str] | None]:
+    """(columns, except columns) of `a, b` / `(a, b)` / `* EXCEPT (a, b)`."""
+    text = text.strip()
+    star = re.fullmatch(r"\*\s*EXCEPT\s*\((?P<names>[^()]*)\)", text, re.IGNORECASE | re.DOTALL)
+    if star:
+        return None, [n.strip().strip("`") for n in star["names"].split(",") if n.strip()]
+    if text == "*":
+        return None, None
+    listed = text[1:-1] if text.startswith("(") and text.endswith(")") else text
+    names = [n.strip().strip("`") for n in listed.split(",") if n.strip()]
+    if not names or not all(re.fullmatch(r"[\w.]+", n) for n in names):
+        raise auto_cdc.AutoCdcError(
+            f"{where}: cannot read {clause} {text!r}; write a, b or * EXCEPT (a, b)"
+        )
+    return names, None
+
+
+def auto_cdc_arguments(statement: str, where: str) -> dict | None:
+    """create_auto_cdc_flow's arguments of an AUTO CDC INTO statement; None for another one."""
+    text = strip_comments(statement).strip()
+    head = _CDC_HEAD.match(text)
+    if not head:
+        return None
+    rest = text[head.end() :]
+    starts = [
+        t.start for t, depth in _tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"
+    ]
+    found: list[tuple[str, int]] = []
+    for at in starts:
+        for clause, pattern in _CLAUSES.items():
+            if re.match(pattern, rest[at:], re.IGNORECASE) and clause not in dict(found):
+                found.append((clause, at))
+    if not found:
+        raise auto_cdc.AutoCdcError(f"{where}: AUTO CDC INTO needs KEYS (...) and SEQUENCE BY ...")
+    parts = {}
+    for (clause, at), (_, end) in zip(found, [*found[1:], (None, len(rest))], strict=True):
+        keyword = re.match(_CLAUSES[clause], rest[at:], re.IGNORECASE)
+        assert keyword is not None  # found by it
+        parts[clause] = rest[at + keyword.end() : end].strip()
+    source = _SOURCE.match(rest[: found[0][1]].strip())
+    if not source or "keys" not in parts or "sequence_by" not in parts:
+        raise auto_cdc.AutoCdcError(
+            f"{where}: AUTO CDC INTO needs FROM source, KEYS (...) and SEQUENCE BY ...; check"
+            " the spelling of its clauses"
+        )
+    name = (source["inner"] or source["bare"] or source["plain"]).strip("`")
+    name = re.sub(r"^LIVE\.", "", name, flags=re.IGNORECASE)
+    keys, _ = _names(parts["keys"], where, "KEYS")
+    columns, except_columns = _names(parts.get("columns", "*"), where, "COLUMNS")
+    tracked, untracked = _names(parts.get("track_history", "*"), where, "TRACK HISTORY ON")
+    return dict(
+        target=re.sub(r"^LIVE\.", "", head["target"].strip("`"), flags=re.IGNORECASE),
+        source=name,
+        keys=keys,
+        sequence_by=parts["sequence_by"],
+        ignore_null_updates="ignore_null_updates" in parts,
+        apply_as_deletes=parts.get("apply_as_deletes"),
+        apply_as_truncates=parts.get("apply_as_truncates"),
+        column_list=columns,
+        except_column_list=except_columns,
+        stored_as_scd_type=parts.get("stored_as_scd_type", "1"),
+        track_history_column_list=tracked if "track_history" in parts else None,
+        track_history_except_column_list=untracked,
+        name=head["flow"],
+    )
 
 
 class ParseException(MedallionDQError, SyntaxError):
@@ -260,6 +352,7 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
     """Register one SQL file (``file``, at ``rel_path`` in the project), lifting CONSTRAINT
     clauses into local expectations."""
     from pyspark import pipelines as dp
+    from pyspark.pipelines.source_code_location import SourceCodeLocation
 
     sql = ""  # what goes to the engine: each statement on its lines of the file, so that
     # the engine's "line N" of an error is the file's line
@@ -269,7 +362,20 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
         sql += "\n" * (text.count("\n", 0, at) - sql.count("\n")) + piece + ";"
 
     for at, statement in _split(text, TokenType.SEMICOLON):
+        line = text.count("\n", 0, at + _lstripped(statement)) + 1
+        arguments = auto_cdc_arguments(statement, f"{rel_path}:{line}")
+        if arguments is not None:  # AUTO CDC INTO / APPLY CHANGES INTO: see local/auto_cdc.py
+            where = SourceCodeLocation(str(file or rel_path), line)
+            auto_cdc.create_auto_cdc_flow(**arguments, location=where)
+            continue
         parsed = parse(statement, str(rel_path), text.count("\n", 0, at) + 1)
+        if parsed and parsed["query"] is None:  # filled by its flows: see auto_cdc.py
+            options = {"name": parsed["name"], **parsed["options"]}
+            if parsed["columns"]:
+                options["schema"] = ", ".join(parsed["columns"])
+            where = SourceCodeLocation(str(file or rel_path), line)
+            auto_cdc.declare_table(options.pop("name"), options, where)
+            continue
         if not parsed or not parsed["constraints"]:
             place(statement, at)
             continue

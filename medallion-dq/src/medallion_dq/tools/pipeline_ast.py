@@ -123,6 +123,13 @@ class PipelineModule:
                     for key in ("name", "target"):
                         if (value := kwarg_str(node, key)) is not None:
                             names.add(short_name(value))
+                first = node.args[0] if node.args else None
+                if (  # create_streaming_table("users_current"), as Databricks writes it
+                    kind == "create_streaming_table"
+                    and isinstance(first, ast.Constant)
+                    and isinstance(first.value, str)
+                ):
+                    names.add(short_name(first.value))
         return names
 
     def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:

@@ -1,0 +1,417 @@
+"""AUTO CDC (SCD type 1 and 2) on the real open-source pipeline engine, with Databricks' rows.
+
+Databricks' own worked examples are the tests (their input and output tables, as written in the
+pages named in each test), then a property test: random change events, out of order, cut into
+random deliveries; after every update each target equals a plain Python reference.
+
+Its own module, hence its own server when modules run in parallel: AUTO CDC targets need sources
+that grow between updates of one pipeline (deliveries), which no other module's pipelines do, and
+its updates share one lake (module fixtures) to keep its Spark time short.
+"""
+
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from medallion_dq.local.runner import PipelineSpec
+from medallion_dq.project.settings import PROPERTY_EXAMPLES
+from medallion_dq.testing import assert_update_ok
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "userId INT, name STRING, city STRING, operation STRING, sequenceNum INT"
+# The input records of "The AUTO CDC APIs: Simplify change data capture with pipelines"
+# (docs.databricks.com/aws/en/ldp/cdc), in their order: two deliveries.
+FIRST = [
+    (124, "Raul", "Oaxaca", "INSERT", 1),
+    (123, "Isabel", "Monterrey", "INSERT", 1),
+    (125, "Mercedes", "Tijuana", "INSERT", 2),
+    (126, "Lily", "Cancun", "INSERT", 2),
+]
+SECOND = [
+    (123, None, None, "DELETE", 6),
+    (125, "Mercedes", "Guadalajara", "UPDATE", 6),
+    (125, "Mercedes", "Mexicali", "UPDATE", 5),
+    (123, "Isabel", "Chihuahua", "UPDATE", 5),
+]
+TRUNCATE = [(None, None, None, "TRUNCATE", 3)]
+# Updates that carry only what changed (NULL: unchanged), for ignore_null_updates.
+PARTIAL = [
+    [(1, "Ana", "Lima", "INSERT", 1), (2, "Bo", "Rome", "INSERT", 1)],
+    [
+        (1, "Ann", None, "UPDATE", 3),
+        (1, None, "Cusco", "UPDATE", 2),  # late: its city stays, its NULL name does not win
+        (2, None, None, "DELETE", 2),
+        (2, None, "Oslo", "UPDATE", 4),  # after the delete: nothing of Bo's row is left
+    ],
+]
+
+EXAMPLES = """
+from pyspark import pipelines as dp
+from pyspark.sql.functions import col, expr
+
+
+@dp.view
+def users():
+    return spark.readStream.table("users_cdf")
+
+
+@dp.view
+def users_with_truncate():
+    return spark.readStream.table("users_cdf_truncate")
+
+
+dp.create_streaming_table("target_scd1")
+dp.create_auto_cdc_flow(
+    target="target_scd1",
+    source="users",
+    keys=["userId"],
+    sequence_by=col("sequenceNum"),
+    apply_as_deletes=expr("operation = 'DELETE'"),
+    apply_as_truncates=expr("operation = 'TRUNCATE'"),
+    except_column_list=["operation", "sequenceNum"],
+    stored_as_scd_type=1,
+)
+
+dp.create_streaming_table("target_truncated")
+dp.apply_changes(  # the older name
+    target="target_truncated",
+    source="users_with_truncate",
+    keys=["userId"],
+    sequence_by=col("sequenceNum"),
+    apply_as_deletes=expr("operation = 'DELETE'"),
+    apply_as_truncates=expr("operation = 'TRUNCATE'"),
+    except_column_list=["operation", "sequenceNum"],
+    stored_as_scd_type="1",
+)
+
+dp.create_auto_cdc_flow(  # before its table: the order of the calls does not matter
+    target="target_scd2",
+    source="users",
+    keys=["userId"],
+    sequence_by=col("sequenceNum"),
+    apply_as_deletes=expr("operation = 'DELETE'"),
+    except_column_list=["operation", "sequenceNum"],
+    stored_as_scd_type="2",
+)
+dp.create_streaming_table("target_scd2")
+
+dp.create_streaming_table("target_tracked")
+dp.create_auto_cdc_flow(
+    target="target_tracked",
+    source="users",
+    keys=["userId"],
+    sequence_by=col("sequenceNum"),
+    apply_as_deletes=expr("operation = 'DELETE'"),
+    except_column_list=["operation", "sequenceNum"],
+    stored_as_scd_type=2,
+    track_history_except_column_list=["city"],
+)
+
+
+# A streaming table no AUTO CDC flow fills stays a streaming table: its append flow adds rows.
+dp.create_streaming_table("appended")
+
+
+@dp.append_flow(target="appended")
+def append_users():
+    return spark.readStream.table("users")
+
+
+@dp.view
+def partial_users():
+    return spark.readStream.table("partial_cdf")
+
+
+dp.create_streaming_table("target_partial")
+dp.create_auto_cdc_flow(
+    target="target_partial",
+    source="partial_users",
+    keys=["userId"],
+    sequence_by="sequenceNum",
+    apply_as_deletes="operation = 'DELETE'",
+    column_list=["userId", "name", "city"],
+    ignore_null_updates=True,
+)
+"""
+
+# The SQL form of the SCD type 2 example ("AUTO CDC INTO (pipelines)"), the table declared
+# without a query; its source the Python file's view (one events table for both).
+EXAMPLES_SQL = """
+CREATE OR REFRESH STREAMING TABLE sql_history;
+
+CREATE FLOW sql_history_flow AS AUTO CDC INTO sql_history
+FROM stream(users)
+KEYS (userId)
+APPLY AS DELETE WHEN operation = "DELETE"
+SEQUENCE BY sequenceNum
+COLUMNS * EXCEPT (operation, sequenceNum)
+STORED AS SCD TYPE 2;
+"""
+
+
+def spec(lake, folder, name, files: dict[str, str]) -> PipelineSpec:
+    folder.mkdir(exist_ok=True)
+    for file, text in files.items():
+        (folder / file).write_text(textwrap.dedent(text))
+    return PipelineSpec(name, sorted(folder.iterdir()), folder, {}, None, lake.schema)
+
+
+def append(lake, table, rows, schema=SCHEMA):
+    lake.spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(
+        f"{lake.schema}.{table}"
+    )
+
+
+def rows(lake, table) -> set[tuple]:
+    return {tuple(r) for r in lake.table(table).collect()}
+
+
+@pytest.fixture(scope="module")
+def examples(module_lake, tmp_path_factory):
+    """The examples' pipeline, updated after each delivery and then fully refreshed: the
+    targets after each step."""
+    lake = module_lake
+    for table in ("users_cdf", "users_cdf_truncate", "partial_cdf"):
+        lake.spark.createDataFrame([], SCHEMA).write.format("delta").saveAsTable(
+            f"{lake.schema}.{table}"
+        )
+    pipeline = spec(
+        lake,
+        tmp_path_factory.mktemp("cdc"),
+        "cdc-examples",
+        {"p.py": EXAMPLES, "q.sql": EXAMPLES_SQL},
+    )
+    names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
+    names += ["sql_history", "appended"]
+    steps = {}
+    for step, delivery, partial in (
+        ("first", FIRST, PARTIAL[0]),
+        ("second", SECOND, PARTIAL[1]),
+        ("refresh", [], []),
+    ):
+        append(lake, "users_cdf", delivery)
+        append(lake, "partial_cdf", partial)
+        append(lake, "users_cdf_truncate", delivery + (TRUNCATE if step == "second" else []))
+        result = lake.project.runner.run(pipeline, full_refresh=step == "refresh")
+        assert_update_ok(result)
+        steps[step] = {name: rows(lake, name) for name in names}
+    return steps
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_scd_type_1_databricks_example(examples, step):
+    """ "Process SCD type 1 updates", docs.databricks.com/aws/en/ldp/cdc: 123 deleted, 125's
+    late update at 5 ignored behind its update at 6."""
+    assert examples[step]["target_scd1"] == {
+        (124, "Raul", "Oaxaca"),
+        (125, "Mercedes", "Guadalajara"),
+        (126, "Lily", "Cancun"),
+    }
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_scd_type_1_with_truncate_databricks_example(examples, step):
+    """The same page, with the TRUNCATE record at sequenceNum 3: 124 and 126 are truncated."""
+    assert examples[step]["target_truncated"] == {(125, "Mercedes", "Guadalajara")}
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_scd_type_2_databricks_example(examples, step):
+    """ "Process SCD type 2 updates", docs.databricks.com/aws/en/ldp/cdc: __START_AT and
+    __END_AT from sequenceNum; the delete at 6 closes 123's last version."""
+    assert examples[step]["target_scd2"] == {
+        (123, "Isabel", "Monterrey", 1, 5),
+        (123, "Isabel", "Chihuahua", 5, 6),
+        (124, "Raul", "Oaxaca", 1, None),
+        (125, "Mercedes", "Tijuana", 2, 5),
+        (125, "Mercedes", "Mexicali", 5, 6),
+        (125, "Mercedes", "Guadalajara", 6, None),
+        (126, "Lily", "Cancun", 2, None),
+    }
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_scd_type_2_in_sql_databricks_example(examples, step):
+    """The same example written as "AUTO CDC INTO (pipelines)" writes it, in a SQL file."""
+    assert examples[step]["sql_history"] == examples[step]["target_scd2"]
+    assert len(examples[step]["sql_history"]) == 7
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_scd_type_2_track_history_databricks_example(examples, step):
+    """ "Process SCD type 2 updates" with track_history_except_column_list=["city"] (same page):
+    a change of city updates the version in place."""
+    assert examples[step]["target_tracked"] == {
+        (123, "Isabel", "Chihuahua", 1, 6),
+        (124, "Raul", "Oaxaca", 1, None),
+        (125, "Mercedes", "Guadalajara", 2, None),
+        (126, "Lily", "Cancun", 2, None),
+    }
+
+
+def test_first_delivery_alone(examples):
+    """After the first delivery (four inserts) every target holds them, current."""
+    first = {(k, n, c) for k, n, c, _, _ in FIRST}
+    assert examples["first"]["target_scd1"] == first
+    assert examples["first"]["target_truncated"] == first
+    assert examples["first"]["target_scd2"] == {(k, n, c, s, None) for k, n, c, _, s in FIRST}
+    assert examples["first"]["target_partial"] == {(1, "Ana", "Lima"), (2, "Bo", "Rome")}
+
+
+def test_a_streaming_table_filled_by_an_append_flow(examples):
+    """Declared the same way, but not an AUTO CDC target: it keeps every event appended."""
+    assert len(examples["second"]["appended"]) == len(FIRST + SECOND)
+    assert examples["refresh"]["appended"] == examples["second"]["appended"]
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_column_list_and_ignore_null_updates(examples, step):
+    """ignore_null_updates, as Databricks' "create_auto_cdc_flow" page says it: a NULL in an update keeps the target's value; column_list keeps the
+    columns named (operation and sequenceNum are left out)."""
+    assert examples[step]["target_partial"] == {(1, "Ann", "Cusco"), (2, None, "Oslo")}
+
+
+def test_a_failing_flow_says_the_engines_error(module_lake, tmp_path_factory):
+    """A sequence column that does not exist: the update's error carries the engine's error
+    class and the column, not "Flow has FAILED"; the target is not left half made."""
+    lake = module_lake
+    lake.spark.createDataFrame(FIRST, SCHEMA).write.format("delta").saveAsTable(
+        f"{lake.schema}.bad_cdf"
+    )
+    source = """
+    from pyspark import pipelines as dp
+
+    dp.create_streaming_table("bad_target")
+    dp.create_auto_cdc_flow(
+        target="bad_target", source="bad_cdf", keys=["userId"], sequence_by="sequence_no"
+    )
+    """
+    pipeline = spec(lake, tmp_path_factory.mktemp("bad"), "cdc-bad", {"p.py": source})
+    result = lake.project.runner.run(pipeline)
+    assert not result.ok
+    assert result.error is not None
+    assert "UNRESOLVED_COLUMN" in result.error.message
+    assert "sequence_no" in result.error.message
+    assert "has FAILED" not in result.error.message
+
+
+# -- property: random change events, out of order, in random deliveries ------------------------
+PROPERTY = """
+from pyspark import pipelines as dp
+from pyspark.sql.functions import expr, struct
+
+
+@dp.view
+def events_{n}():
+    return spark.readStream.table("feed_{n}")
+
+
+dp.create_streaming_table("current_{n}")
+dp.create_auto_cdc_flow(
+    target="current_{n}",
+    source="events_{n}",
+    keys=["id"],
+    sequence_by=struct("ts", "tie"),  # ties on ts broken by tie
+    apply_as_deletes=expr("op = 'D'"),
+    except_column_list=["op", "ts", "tie"],
+)
+dp.create_streaming_table("history_{n}")
+dp.create_auto_cdc_flow(
+    target="history_{n}",
+    source="events_{n}",
+    keys=["id"],
+    sequence_by=struct("ts", "tie"),
+    apply_as_deletes=expr("op = 'D'"),
+    except_column_list=["op", "ts", "tie"],
+    stored_as_scd_type=2,
+    track_history_column_list=["a"],
+)
+"""
+FEED = "id INT, a INT, b STRING, op STRING, ts INT, tie INT"
+change_events = st.lists(
+    st.tuples(
+        st.integers(1, 3),  # id
+        st.one_of(st.none(), st.integers(0, 2)),  # a: tracked in the history
+        st.sampled_from([None, "x", "y"]),  # b: updated in place
+        st.sampled_from(["U", "U", "D"]),  # op: upsert or delete
+        st.integers(0, 4),  # ts: ties are common
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def reference(events) -> tuple[set, set]:
+    """Databricks' SCD type 1 and type 2 (history tracked on a) of these events, applied one by
+    one in sequence order: (current rows, history rows)."""
+    current, history = {}, {}
+    for key, a, b, op, ts, tie in sorted(events, key=lambda e: (e[4], e[5])):
+        versions = history.setdefault(key, [])
+        open_version = versions[-1] if versions and versions[-1][3] is None else None
+        if op == "D":
+            current.pop(key, None)
+            if open_version:
+                open_version[3] = (ts, tie)
+            continue
+        current[key] = (a, b)
+        if open_version and open_version[0] == a:
+            open_version[1] = b  # an untracked change: in place
+            continue
+        if open_version:
+            open_version[3] = (ts, tie)
+        versions.append([a, b, (ts, tie), None])
+    return (
+        {(key, *row) for key, row in current.items()},
+        {(key, *version) for key, versions in history.items() for version in versions},
+    )
+
+
+@pytest.fixture(scope="module")
+def property_pipeline(module_lake, tmp_path_factory):
+    """One pipeline for every example: each starts with a full refresh of its first delivery."""
+    module_lake.spark.createDataFrame([], FEED).write.format("delta").saveAsTable(
+        f"{module_lake.schema}.feed_p"
+    )
+    folder = tmp_path_factory.mktemp("prop")
+    return spec(module_lake, folder, "cdc-prop", {"p.py": PROPERTY.format(n="p")})
+
+
+@settings(
+    max_examples=max(1, PROPERTY_EXAMPLES.get() // 2),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(streams=st.lists(change_events, min_size=1, max_size=3), data=st.data())
+def test_targets_equal_a_plain_reference_after_each_delivery(
+    module_lake, property_pipeline, streams, data
+):
+    """Several independent streams per example (keys apart), each out of order and cut in two
+    deliveries at its own point: an update costs seconds, so each one checks several."""
+    lake, first, second = module_lake, [], []
+    for number, stream in enumerate(streams):
+        events = [(number * 10 + key, *rest, tie) for tie, (key, *rest) in enumerate(stream)]
+        arrival = data.draw(st.permutations(events))  # out of order
+        cut = data.draw(st.integers(0, len(arrival)))  # the first part may be empty
+        first += arrival[:cut]
+        second += arrival[cut:]
+    table = f"{lake.schema}.feed_p"
+    lake.spark.createDataFrame(first, FEED).write.format("delta").mode("overwrite").saveAsTable(
+        table
+    )
+    delivered = []
+    for delivery in (first, second):
+        if delivery is second:
+            append(lake, "feed_p", second, FEED)
+        delivered += delivery
+        result = lake.project.runner.run(property_pipeline, full_refresh=delivery is first)
+        assert_update_ok(result)
+        current, history = reference(delivered)
+        assert rows(lake, "current_p") == current
+        got = {
+            (key, a, b, tuple(start), end if end is None else tuple(end))
+            for key, a, b, start, end in lake.table("history_p").collect()
+        }
+        assert got == history
