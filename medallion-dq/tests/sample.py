@@ -8,12 +8,51 @@ import atexit
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parents[2]  # the template repository holding this package
+
+
+# The previous release: medallion-dq 0.5.0, "the template pins ~=0.5.0" (what `upgrade` upgrades).
+PREVIOUS_RELEASE = "5915495"
+
+
+def previous_release(folder: Path) -> Path:
+    """The template repository at PREVIOUS_RELEASE (git archive), in `folder` (skipped in a
+    clone without that commit: a shallow one)."""
+    import pytest
+
+    git = ["git", "-C", str(TEMPLATE)]
+    if subprocess.run([*git, "cat-file", "-e", PREVIOUS_RELEASE]).returncode:
+        pytest.skip(f"this checkout has no commit {PREVIOUS_RELEASE} (a shallow clone)")
+    folder.mkdir(exist_ok=True)
+    tar = subprocess.run(
+        [*git, "archive", "--format=tar", PREVIOUS_RELEASE], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=tar.stdout, check=True)
+    return folder
+
+
+def bake_release(template: Path, out: Path, **answers: str) -> Path:
+    """A project baked from `template` (a release's folder) into `out`, with `answers`."""
+    from cookiecutter.main import cookiecutter
+
+    out.mkdir()
+    config = out / "cookiecutter.yaml"
+    config.write_text(
+        f"cookiecutters_dir: {json.dumps(str(out / 'cc'))}\nreplay_dir: {json.dumps(str(out / 'r'))}\n",
+        encoding="utf-8",
+    )
+    return Path(
+        cookiecutter(
+            str(template), no_input=True, extra_context=answers, output_dir=str(out / "baked"),
+            config_file=str(config),
+        )
+    )  # fmt: skip
 
 
 @cache

@@ -21,41 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from sample import TEMPLATE
+from sample import TEMPLATE, bake_release, previous_release
 
-RELEASE = "5915495"  # "medallion-dq 0.5.0: the template pins ~=0.5.0"
 PYSPARK_WHEELS = Path.home() / ".cache" / "medallion-dq" / "wheels"  # noxfile: pyspark_wheel
 
 pytestmark = pytest.mark.spark
-
-
-def previous_release(folder: Path) -> Path:
-    """The template repository at RELEASE (git archive), in `folder`."""
-    folder.mkdir()
-    tar = subprocess.run(
-        ["git", "-C", str(TEMPLATE), "archive", "--format=tar", RELEASE],
-        capture_output=True,
-        check=True,
-    )
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=tar.stdout, check=True)
-    return folder
-
-
-def bake(template: Path, out: Path, **answers: str) -> Path:
-    from cookiecutter.main import cookiecutter
-
-    config = out / "cookiecutter.yaml"
-    out.mkdir()
-    config.write_text(f"cookiecutters_dir: {json.dumps(str(out / 'cc'))}\n", encoding="utf-8")
-    return Path(
-        cookiecutter(
-            str(template),
-            no_input=True,
-            extra_context=answers,
-            output_dir=str(out),
-            config_file=str(config),
-        )
-    )
 
 
 def old_engine(release: Path, venv: Path) -> Path:
@@ -122,7 +92,7 @@ def lake(tmp_path_factory):
     """The 0.5 project after two deliveries by 0.5.0's engine; (project, rows per delivery)."""
     root = tmp_path_factory.mktemp("upgrade")
     release = previous_release(root / "0.5.0")
-    project = bake(release, root / "baked")
+    project = bake_release(release, root / "bake")
     python = old_engine(release, root / "venv-0.5")
     landing = project / "fixtures" / "landing"
     deliveries = project / "deliveries"

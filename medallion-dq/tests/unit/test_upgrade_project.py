@@ -5,42 +5,19 @@ tests/system/test_upgrade.py)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from medallion_dq.tools import cli, conventions
-from sample import TEMPLATE
+from sample import TEMPLATE, bake_release, previous_release
 
-RELEASE = "5915495"  # "medallion-dq 0.5.0: the template pins ~=0.5.0"
 HERE = str(TEMPLATE / "medallion-dq")
 
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("0.5.0")
-    tar = subprocess.run(
-        ["git", "-C", str(TEMPLATE), "archive", "--format=tar", RELEASE],
-        capture_output=True,
-        check=True,
-    )
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=tar.stdout, check=True)
-    return folder
-
-
-def bake(release: Path, out: Path, **answers: str) -> Path:
-    from cookiecutter.main import cookiecutter
-
-    out.mkdir()
-    config = out / "cookiecutter.yaml"
-    config.write_text(f"cookiecutters_dir: {out / 'cc'}\nreplay_dir: {out / 'r'}\n", "utf-8")
-    return Path(
-        cookiecutter(
-            str(release), no_input=True, extra_context=answers, output_dir=str(out / "baked"),
-            config_file=str(config),
-        )
-    )  # fmt: skip
+    return previous_release(tmp_path_factory.mktemp("0.5.0"))
 
 
 @pytest.mark.parametrize(
@@ -54,7 +31,7 @@ def bake(release: Path, out: Path, **answers: str) -> Path:
 def test_a_05_project_passes_check_after_the_upgrade(
     release, tmp_path, monkeypatch, capsys, answers
 ):
-    project = bake(release, tmp_path / "out", **answers)
+    project = bake_release(release, tmp_path / "out", **answers)
     monkeypatch.chdir(project)
     assert [p.code for p in conventions.check(project) if p.severity == "error"] == [
         "DQC016",
@@ -84,7 +61,7 @@ def test_a_05_project_passes_check_after_the_upgrade(
 def test_a_source_it_cannot_move_is_refused_in_one_line_and_nothing_is_written(
     release, tmp_path, monkeypatch, capsys
 ):
-    project = bake(release, tmp_path / "out")
+    project = bake_release(release, tmp_path / "out")
     monkeypatch.chdir(project)
     before = {p: p.read_bytes() for p in project.rglob("*") if p.is_file()}
     assert cli.main(["upgrade"]) == 2  # the baked folder is 0.5's: it has no runtime/
@@ -110,7 +87,7 @@ def test_a_source_it_cannot_move_is_refused_in_one_line_and_nothing_is_written(
 
 
 def test_a_silver_query_it_cannot_find_is_refused(release, tmp_path, monkeypatch, capsys):
-    project = bake(release, tmp_path / "out", medallion_dq_source="index")
+    project = bake_release(release, tmp_path / "out", medallion_dq_source="index")
     monkeypatch.chdir(project)
     silver = project / "src" / "pipelines" / "validation" / "silver" / "customers.py"
     text = silver.read_text(encoding="utf-8")

@@ -249,16 +249,7 @@ def _chars(node: object) -> frozenset[str]:
     """Every character `node` can match."""
     if isinstance(node, Chars):
         return node.chars
-    parts = (
-        node.items
-        if isinstance(node, Seq)
-        else node.branches
-        if isinstance(node, Alt)
-        else (node.item,)
-        if isinstance(node, Rep)
-        else ()
-    )
-    return frozenset().union(*map(_chars, parts))
+    return frozenset().union(*map(_chars, _parts(node)))
 
 
 def _within(node: object, alphabet: frozenset[str]) -> bool:
@@ -383,19 +374,22 @@ def _few(loop: Rep, high: int | None, low: int) -> bool:
 
 def _walk(node: object) -> Iterator[object]:
     yield node
-    parts = (
-        node.items
-        if isinstance(node, Seq)
-        else node.branches
-        if isinstance(node, Alt)
-        else (node.item,)
-        if isinstance(node, Rep)
-        else (node.inside,)
-        if isinstance(node, Empty) and node.inside is not None
-        else ()
-    )
-    for part in parts:
+    for part in _parts(node, lookarounds=True):
         yield from _walk(part)
+
+
+def _parts(node: object, lookarounds: bool = False) -> tuple:
+    """The nodes `node` is made of; a lookaround's pattern only with `lookarounds` (it is
+    checked, but matches no character)."""
+    if isinstance(node, Seq):
+        return tuple(node.items)
+    if isinstance(node, Alt):
+        return tuple(node.branches)
+    if isinstance(node, Rep):
+        return (node.item,)
+    if lookarounds and isinstance(node, Empty) and node.inside is not None:
+        return (node.inside,)
+    return ()
 
 
 def problem(pattern: str) -> tuple[str, str] | None:
