@@ -214,7 +214,9 @@ with console.opened(quiet="-q" in sys.argv):
         time.sleep(1.5)
     with console.waiting("job medallion", {"validation": ["bronze_orders", "silver_orders"]}):
         updates.info("[validation] update u1: 4 pipeline files")
+        updates.debug("[validation] bronze_orders: RUNNING")
         updates.info("[validation] bronze_orders: COMPLETED")
+        updates.debug("[validation] silver_orders: RUNNING")
         time.sleep(1.5)
         updates.info("[validation] silver_orders: COMPLETED")
     console.result("job medallion: SUCCESS in 3.0 s")
@@ -235,7 +237,8 @@ def test_a_terminal_shows_what_a_command_waits_for_live_on_stderr():
     raw = terminal.plain(seen.raw)
     assert "Spark (0 s): starting a Spark server: its JVM loads Spark and Delta" in raw
     assert "Spark (1 s): starting a Spark server: its JVM loads Spark and Delta" in raw
-    assert "job medallion (1 s): update validation: 1 of 2 dataset(s) done; waiting for s" in raw
+    assert "job medallion (1 s): update validation: 1 of 2 dataset(s) done; running silve" in raw
+    assert "RUNNING" not in seen.stdout  # a running flow feeds the status, it is no line
     assert max(map(len, seen.drawn)) <= 80  # cut short, never wrapped
 
 
@@ -254,4 +257,5 @@ def test_in_ci_or_quiet_a_wait_is_a_plain_line_every_few_seconds(how):
     waits = [line for line in done.stderr.splitlines() if line.startswith("medallion-dq: Spark")]
     assert 2 <= len(waits) <= 4, done.stderr  # 1.5 s at most every 0.4 s
     assert "\x1b" not in done.stderr  # no colours, no cursor moves
-    assert any("waiting for silver_orders" in line for line in done.stderr.splitlines())
+    assert any("running silver_orders" in line for line in done.stderr.splitlines())
+    assert "RUNNING" not in done.stdout + done.stderr

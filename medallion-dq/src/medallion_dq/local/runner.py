@@ -483,8 +483,11 @@ class Runner:
                     flow, state = short_name(match["flow"]), match["state"]
                     flows[flow] = state
                     update.phases.event(state, _event_time(event))
-                    if state in ("COMPLETED", "FAILED", "SKIPPED"):
-                        updates.info(f"[{spec.name}] {flow}: {state}")
+                    # An ended flow is a line for the user; a running one feeds a status only.
+                    ended = state in ("COMPLETED", "FAILED", "SKIPPED")
+                    updates.log(
+                        logging.INFO if ended else logging.DEBUG, f"[{spec.name}] {flow}: {state}"
+                    )
                     if state == "FAILED":
                         messages.append(message)
         except (KeyboardInterrupt, Interrupted) as stop:

@@ -303,6 +303,8 @@ class _UpdateLines(_Lines):
     def say(self, record: logging.LogRecord, line: str) -> None:
         stream = sys.stdout if self.to == "stdout" else sys.stderr
         _status.update_line(record.getMessage())
+        if record.levelno < logging.INFO:  # a flow still running: for the status alone
+            return
         if record.levelno < logging.WARNING and _quiet:
             return
         gate = getattr(record, "gate", None)  # the quality gate's verdict (local.project)
@@ -382,11 +384,12 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
 # ------------------------------------------------------------------ while a user waits
 
 # The engine's update lines the status reads: `[pipeline] update <id>: ...` starts an update,
-# `[pipeline] <flow>: COMPLETED | FAILED | SKIPPED` ends a flow.
+# `[pipeline] <flow>: <STATE>` says a flow's state: COMPLETED, FAILED or SKIPPED end it (a line
+# for the user), any other (QUEUED, PLANNING, STARTING, RUNNING) is logged at DEBUG, for the
+# status alone, while one waits.
 _UPDATE_START = re.compile(r"^\[(?P<pipeline>[^\]]+)\] update (?P<id>\S+):")
-_FLOW_END = re.compile(
-    r"^\[(?P<pipeline>[^\]]+)\] (?P<flow>\S+): (?P<state>COMPLETED|FAILED|SKIPPED)$"
-)
+_FLOW_STATE = re.compile(r"^\[(?P<pipeline>[^\]]+)\] (?P<flow>\S+): (?P<state>[A-Z_]+)$")
+_ENDED = ("COMPLETED", "FAILED", "SKIPPED")
 
 
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -405,6 +408,7 @@ class _Status:
         self.stop = threading.Event()
         self.pipeline = ""
         self.done: list[str] = []
+        self.running: list[str] = []
         self.expected: dict[str, list[str]] = {}
 
     # what feeds it
@@ -416,15 +420,23 @@ class _Status:
         if not self.what:
             return
         if started := _UPDATE_START.match(message):
-            self.pipeline, self.done = started["pipeline"], []
-        elif ended := _FLOW_END.match(message):
-            self.pipeline = ended["pipeline"]
-            self.done.append(ended["flow"].split(".")[-1])
+            self.pipeline, self.done, self.running = started["pipeline"], [], []
+        elif flow := _FLOW_STATE.match(message):
+            self.pipeline, name = flow["pipeline"], flow["flow"].split(".")[-1]
+            if name in self.running:
+                self.running.remove(name)
+            if flow["state"] in _ENDED:
+                self.done.append(name)
+            elif name not in self.done:
+                self.running.append(name)
         else:
             return
-        waiting = [d for d in self.expected.get(self.pipeline, []) if d not in self.done]
+        seen = {*self.done, *self.running}
+        waiting = [d for d in self.expected.get(self.pipeline, []) if d not in seen]
         total = f" of {len(self.expected[self.pipeline])}" if self.pipeline in self.expected else ""
         self.detail = f"update {self.pipeline}: {len(self.done)}{total} dataset(s) done"
+        if self.running:
+            self.detail += f"; running {', '.join(self.running)}"
         if waiting:
             self.detail += f"; waiting for {', '.join(waiting)}"
 
@@ -456,7 +468,7 @@ class _Status:
 
     def start(self, what: str, expected: dict[str, list[str]]) -> None:
         self.what, self.detail, self.since = what, "", time.monotonic()
-        self.pipeline, self.done, self.expected = "", [], expected
+        self.pipeline, self.done, self.running, self.expected = "", [], [], expected
         if _terminal(sys.stderr) and not _quiet and not os.environ.get("CI"):
             from rich.live import Live
 
@@ -502,8 +514,12 @@ def waiting(what: str, expected: dict[str, list[str]] | None = None) -> Iterator
     if _status.what:
         yield
         return
+    updates = logging.getLogger(UPDATES)
+    level = updates.level
+    updates.setLevel(logging.DEBUG)  # the flows still running too, for the status alone
     _status.start(what, expected or {})
     try:
         yield
     finally:
         _status.end()
+        updates.setLevel(level)
