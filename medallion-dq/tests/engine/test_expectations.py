@@ -163,7 +163,8 @@ def test_temporary_view_expectations_are_enforced(lake, tmp_path):
 
 
 def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
-    """The engine suggests the columns by their qualified names; the line gives them bare."""
+    """The line gives every column of the dataset's input, bare and in the input's order (the
+    engine suggests five at most, by their qualified names)."""
     lake.seed("amounts", [(1, 10)], "id INT, amount INT")
     query = f"SELECT * FROM {lake.schema}.amounts"
     rule = '@dp.expect_or_drop("valid_amount", "amout >= 0")'
@@ -172,7 +173,7 @@ def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):
     assert (result.error.kind, result.error.message) == (
         "UNKNOWN_COLUMN",
         "DQ011 typo: rule 'valid_amount': unknown column `amout` in constraint 'amout >= 0'; "
-        "fix: the dataset has amount, id",
+        "fix: the dataset has id, amount",
     )
     assert (
         not lake.spark.catalog.tableExists(f"{lake.schema}.typo") or lake.table("typo").count() == 0
