@@ -91,8 +91,11 @@ def drift(project: Project | Path, translation: Translation) -> list[str]:
         where = rules.display_path(found_file)
         try:
             now = project.rule_set(found_file)
-        except DataQualityError as error:
-            lines += [str(p) for p in error.problems]
+        except DataQualityError as error:  # its own problems are said by `check`, once
+            lines.append(
+                f"{where}: its rules do not load ({len(error.problems)} problem(s), the first: "
+                f"{error.problems[0].code}): the contract is compared with it once they do"
+            )
             continue
         data, _ = merge(made, raw(project, found_file))
         want = rules.parse(render(data), where)
