@@ -378,7 +378,7 @@ def _walk(node: object) -> Iterator[object]:
         yield from _walk(part)
 
 
-def _parts(node: object, lookarounds: bool = False) -> tuple:
+def _parts(node: object, lookarounds: bool = False) -> tuple[object, ...]:
     """The nodes `node` is made of; a lookaround's pattern only with `lookarounds` (it is
     checked, but matches no character)."""
     if isinstance(node, Seq):
