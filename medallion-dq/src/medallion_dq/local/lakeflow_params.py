@@ -1,0 +1,133 @@
+"""Databricks' dataset, flow and sink parameters that open-source `pyspark.pipelines` 4.2 lacks.
+
+Databricks' `@dp.table`, `@dp.materialized_view` and `dp.create_streaming_table` take `private`
+(older name `temporary`), `path`, `row_filter` and `cluster_by_auto`; the open-source functions
+end with a Python TypeError on each. Here each is accepted, the dataset runs, and what differs
+locally is warned once per update (a `LocalDifference` warning at the line that gave it):
+
+- `private` / `temporary`: the table is a table of the pipeline's schema, so it is visible
+  outside the pipeline here (Databricks keeps it inside). Its rows are the same.
+- `path`: the open-source engine stores a pipeline's tables in its own location only.
+- `row_filter`, `cluster_by_auto`: Unity Catalog / Databricks features; not applied here.
+
+What cannot run is refused at the call, in one line with what to do instead (and before Spark
+by the preflight, `pipeline_files.unsupported_constructs`, RUN019):
+
+- `@dp.append_flow(once=True)`: the 4.2 server refuses one-time flows
+  (`DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED`);
+- `dp.create_sink(format="kafka")`: no Kafka client (`spark-sql-kafka`) nor broker here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from medallion_dq.problems import MedallionDQError
+
+DIFFERENCES = {
+    "private": "the table is published in the pipeline's schema here (Databricks keeps a private"
+    " table inside the pipeline); its rows are the same",
+    "temporary": "the table is published in the pipeline's schema here (Databricks keeps a"
+    " temporary, now private, table inside the pipeline); its rows are the same",
+    "path": "the table is stored in the local lake, not at this path (open-source Spark's"
+    " pipeline tables take no path)",
+    "row_filter": "the row filter is not applied here: every row is visible (a Unity Catalog"
+    " feature)",
+    "cluster_by_auto": "no automatic liquid clustering here (a Databricks feature); the rows are"
+    " the same",
+}
+
+# (what does not run and why, what to do instead): raised at the call, and RUN019 before Spark.
+ONCE = (
+    "append_flow(once=True) does not run locally (open-source Spark refuses one-time flows)",
+    "drop once=True and read the backfill's source with spark.readStream (a streaming append"
+    " flow reads each row once, and again on a full refresh), or run it on Databricks",
+)
+SQL_ONCE = (
+    "CREATE FLOW ... INSERT INTO ONCE does not run locally (open-source Spark has no one-time"
+    " flows)",
+    "drop ONCE and read the backfill's source with STREAM(...) (a streaming flow reads each row"
+    " once, and again on a full refresh), or run it on Databricks",
+)
+ONCE_IN_SQL = re.compile(r"\bINSERT\s+INTO\s+ONCE\b", re.IGNORECASE)
+KAFKA = (
+    "create_sink(format='kafka') does not run locally (no Kafka client or broker is part of the"
+    " local engine)",
+    "write to a Delta sink here (format='delta', options={'path': ...}) and keep the Kafka sink"
+    " for Databricks",
+)
+
+
+class LakeflowError(MedallionDQError, ValueError):
+    """A Lakeflow construct the local engine cannot run as written: one line, what to do."""
+
+
+class LocalDifference(UserWarning):
+    """A Databricks parameter accepted locally, with what differs here."""
+
+
+_warned: set[str] = set()
+
+
+def begin() -> None:
+    """A new update: each difference is warned again once."""
+    _warned.clear()
+
+
+def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
+    """`kwargs` without Databricks' parameters the open-source `call` lacks; each one given
+    (not None / False) is warned once per update, at `location` (file and line)."""
+    rest = {k: v for k, v in kwargs.items() if k not in DIFFERENCES}
+    for key in DIFFERENCES.keys() & kwargs.keys():
+        value = kwargs[key]
+        if value is None or value is False or key in _warned:
+            continue
+        _warned.add(key)
+        warnings.warn_explicit(
+            f"{call}({key}=...): accepted; local difference: {DIFFERENCES[key]}",
+            LocalDifference,
+            getattr(location, "filename", None) or "<pipeline>",
+            getattr(location, "line_number", None) or 0,
+        )
+    return rest
+
+
+def _append_flow(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def append_flow(*, once: bool = False, **kwargs):
+        if once:
+            raise LakeflowError(f"{ONCE[0]}: {ONCE[1]}")
+        return original(**kwargs)
+
+    return append_flow
+
+
+def _create_sink(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def create_sink(name: str, format: str, options: dict | None = None):  # noqa: A002
+        if isinstance(format, str) and format.strip().lower() == "kafka":
+            raise LakeflowError(f"{KAFKA[0]}: {KAFKA[1]}")
+        return original(name, format, options)
+
+    return create_sink
+
+
+def install() -> None:
+    """Put the refusing `append_flow` and `create_sink` in `pyspark.pipelines` (once)."""
+    import inspect
+
+    import pyspark.pipelines as dp
+
+    for name, wrap in (("append_flow", _append_flow), ("create_sink", _create_sink)):
+        current = getattr(dp, name, None)
+        if current is None or getattr(current, "__dq_local__", False):
+            continue
+        if name == "append_flow" and "once" in inspect.signature(current).parameters:
+            continue  # a later pyspark runs one-time flows itself
+        wrapped = wrap(current)
+        wrapped.__dq_local__ = True  # type: ignore[attr-defined]
+        setattr(dp, name, wrapped)
