@@ -59,11 +59,15 @@ def test_the_preflight_names_each_construct_with_its_line_and_fix(tmp_path):
 
 def test_a_flow_named_once_or_a_comment_is_not_refused(tmp_path):
     sql = tmp_path / "f.sql"
-    sql.write_text("-- INSERT INTO ONCE is Databricks' backfill\nCREATE FLOW once AS INSERT INTO t"
-                   " BY NAME SELECT * FROM STREAM(s);\n")
+    sql.write_text(
+        "-- INSERT INTO ONCE is Databricks' backfill\nCREATE FLOW once AS INSERT INTO t"
+        " BY NAME SELECT * FROM STREAM(s);\n"
+    )
     python = tmp_path / "f.py"
-    python.write_text("from pyspark import pipelines as dp\n\n@dp.append_flow(target='t', once=False)"
-                      "\ndef f():\n    return spark.readStream.table('s')\n")
+    python.write_text(
+        "from pyspark import pipelines as dp\n\n@dp.append_flow(target='t', once=False)"
+        "\ndef f():\n    return spark.readStream.table('s')\n"
+    )
     assert check_pipeline_code([sql, python], tmp_path) == []
 
 
@@ -73,7 +77,10 @@ def test_run_and_check_refuse_them_before_spark(project):
     path.write_text(path.read_text(encoding="utf-8") + REFUSED, encoding="utf-8")
     run = subprocess.run(
         [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation"],
-        cwd=project, capture_output=True, text=True, timeout=300,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     output = run.stdout + run.stderr
     assert run.returncode == 2, output
@@ -81,7 +88,10 @@ def test_run_and_check_refuse_them_before_spark(project):
     assert "kafka" in output and "Traceback" not in output and "Spark (" not in output
     check = subprocess.run(
         [sys.executable, "-m", "medallion_dq", "check"],
-        cwd=project, capture_output=True, text=True, timeout=300,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert check.returncode == 1
     assert [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln] == ["RUN019"] * 2
@@ -105,15 +115,24 @@ def test_at_the_call_they_are_refused_in_one_line():
 def test_accepted_parameters_are_warned_once_per_update():
     location = type("Where", (), {"filename": "silver/x.py", "line_number": 7})()
     lakeflow_params.begin()
-    given = {"name": "t", "private": True, "path": "/p", "row_filter": "ROW FILTER f ON (c)",
-             "cluster_by_auto": True, "comment": "c"}
+    given = {
+        "name": "t",
+        "private": True,
+        "path": "/p",
+        "row_filter": "ROW FILTER f ON (c)",
+        "cluster_by_auto": True,
+        "comment": "c",
+    }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         rest = lakeflow_params.accept(dict(given), "@dp.table", location)
         again = lakeflow_params.accept({"private": True, "cluster_by_auto": False}, "@dp.table", 0)
     assert rest == {"name": "t", "comment": "c"} and again == {}
     assert sorted(str(w.message).split("(")[1].split("=")[0] for w in caught) == [
-        "cluster_by_auto", "path", "private", "row_filter"
+        "cluster_by_auto",
+        "path",
+        "private",
+        "row_filter",
     ]
     assert {(w.filename, w.lineno, w.category) for w in caught} == {
         ("silver/x.py", 7, lakeflow_params.LocalDifference)

@@ -271,10 +271,10 @@ def install() -> bool:
     import pyspark.pipelines as dp
 
     auto_cdc.install()
-    lakeflow_params.install()
     native = getattr(dp, "expect", None)
     if native is not None and not getattr(native, "__dq_local__", False):
-        return False
+        return False  # Databricks: its own functions, nothing wrapped
+    lakeflow_params.install()
     for func in (
         expect,
         expect_or_drop,

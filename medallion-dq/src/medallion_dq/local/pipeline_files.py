@@ -346,6 +346,4 @@ def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
                 and str(form.value).strip().lower() == "kafka"
             ):
                 found.append((call.lineno, lakeflow_params.KAFKA))
-    return [
-        Problem("RUN019", f"{rel}:{line}", what, fix, line=line) for line, (what, fix) in found
-    ]
+    return [Problem("RUN019", f"{rel}:{line}", what, fix, line=line) for line, (what, fix) in found]
