@@ -182,6 +182,19 @@ def cities():
     return spark.read.table("private_users").groupBy("city").count()
 
 
+dp.create_streaming_table("backfilled")
+
+
+@dp.append_flow(target="backfilled")
+def live_users():
+    return spark.readStream.table("users")
+
+
+@dp.append_flow(target="backfilled", once=True)
+def backfill():
+    return spark.read.table("users_2019")
+
+
 dp.create_sink("users_sink", "delta", {"path": "SINK_PATH"})
 
 
@@ -189,6 +202,9 @@ dp.create_sink("users_sink", "delta", {"path": "SINK_PATH"})
 def users_to_sink():
     return spark.readStream.table("users")
 """
+# A backfill's source: a year of old users, one more row arriving before the second update.
+OLD = [(1, "Old", "Rome", "INSERT", 0)]
+LATE_OLD = [(2, "Older", "Pisa", "INSERT", 0)]
 PARAMETERS_SQL = """
 CREATE FLOW all_users_sql AS INSERT INTO all_users BY NAME
 SELECT * FROM STREAM(users_cdf_truncate);
@@ -217,7 +233,7 @@ def examples(module_lake, tmp_path_factory):
     """The examples' pipeline, updated after each delivery and then fully refreshed: the
     targets after each step."""
     lake = module_lake
-    for table in ("users_cdf", "users_cdf_truncate", "partial_cdf"):
+    for table in ("users_cdf", "users_cdf_truncate", "partial_cdf", "users_2019"):
         lake.spark.createDataFrame([], SCHEMA).write.format("delta").saveAsTable(
             f"{lake.schema}.{table}"
         )
@@ -234,7 +250,7 @@ def examples(module_lake, tmp_path_factory):
         },
     )
     names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
-    names += ["sql_history", "appended", "all_users", "private_users", "cities"]
+    names += ["sql_history", "appended", "all_users", "private_users", "cities", "backfilled"]
     steps: dict = {}
     for step, delivery, partial in (
         ("first", FIRST, PARTIAL[0]),
@@ -243,6 +259,7 @@ def examples(module_lake, tmp_path_factory):
     ):
         append(lake, "users_cdf", delivery)
         append(lake, "partial_cdf", partial)
+        append(lake, "users_2019", {"first": OLD, "second": LATE_OLD}.get(step, []))
         append(lake, "users_cdf_truncate", delivery + (TRUNCATE if step == "second" else []))
         with warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
@@ -250,6 +267,7 @@ def examples(module_lake, tmp_path_factory):
         assert_update_ok(result)
         steps[step] = {name: rows(lake, name) for name in names}
         steps[step]["count"] = lake.table("all_users").count()
+        steps[step]["backfilled rows"] = lake.table("backfilled").count()
         steps[step]["sink"] = [tuple(r) for r in lake.spark.read.format("delta").load(str(sink))]
         steps[step]["warned"] = [
             str(w.message) for w in warned if "local difference" in str(w.message)
@@ -351,6 +369,17 @@ def test_private_path_row_filter_and_cluster_by_auto_run_with_a_warned_differenc
     for step in ("first", "second", "refresh"):
         said = sorted(m.split("(")[1].split("=")[0] for m in examples[step]["warned"])
         assert said == ["cluster_by_auto", "path", "private", "row_filter"], examples[step]
+
+
+def test_a_one_time_flow_runs_once_and_again_on_a_full_refresh(examples):
+    """ "append_flow" with once=True (a backfill): its rows are appended in the first update
+    only, a row added to its source later is not read by the next update, and a full refresh
+    runs it again (with that row)."""
+    assert examples["first"]["backfilled"] == set(FIRST + OLD)
+    assert examples["second"]["backfilled"] == set(FIRST + SECOND + OLD)
+    assert examples["second"]["backfilled rows"] == len(FIRST + SECOND + OLD)
+    assert examples["refresh"]["backfilled"] == set(FIRST + SECOND + OLD + LATE_OLD)
+    assert examples["refresh"]["backfilled rows"] == len(FIRST + SECOND + OLD + LATE_OLD)
 
 
 def test_a_delta_sink_filled_by_an_append_flow(examples):

@@ -1,7 +1,7 @@
 """Databricks' Lakeflow parameters open-source `pyspark.pipelines` 4.2 lacks, without Spark:
 what does not run locally is refused before Spark in one line (RUN019: `check` and `run` say it),
 and at the call when the preflight did not run; what runs with a difference is accepted and
-warned once. The parameters as Databricks' Python reference pages name them ("table",
+warned once. (`append_flow(once=True)` runs: tests/engine/test_auto_cdc.py.) The parameters as Databricks' Python reference pages name them ("table",
 "materialized_view", "create_streaming_table", "append_flow", "create_sink")."""
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from sample import sample_project
 
 SILVER = Path("src/pipelines/validation/silver/orders.py")
 
-# A backfill and a Kafka sink, as Databricks' pages write them.
+# A backfill (it runs), a Kafka sink (refused) and a Delta sink (it runs), as Databricks'
+# pages write them.
 REFUSED = """
 
 @dp.append_flow(target="orders_all", once=True)
@@ -38,6 +39,10 @@ SELECT * FROM orders_2019;
 """
 
 
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), start=1) if needle in ln)
+
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     copy = tmp_path / "project"
@@ -51,10 +56,9 @@ def test_the_preflight_names_each_construct_with_its_line_and_fix(tmp_path):
     sql.write_text(SQL_ONCE)
     said = [str(p) for p in check_pipeline_code([python, sql], tmp_path) if p.code == "RUN019"]
     assert said == [
-        f"RUN019 flows.py:4: {lakeflow_params.ONCE[0]}; fix: {lakeflow_params.ONCE[1]}",
         f"RUN019 flows.py:9: {lakeflow_params.KAFKA[0]}; fix: {lakeflow_params.KAFKA[1]}",
         f"RUN019 backfill.sql:3: {lakeflow_params.SQL_ONCE[0]}; fix: {lakeflow_params.SQL_ONCE[1]}",
-    ]  # the Delta sink runs: not said
+    ]  # the backfill and the Delta sink run: not said
 
 
 def test_a_flow_named_once_or_a_comment_is_not_refused(tmp_path):
@@ -84,7 +88,7 @@ def test_run_and_check_refuse_them_before_spark(project):
     )
     output = run.stdout + run.stderr
     assert run.returncode == 2, output
-    assert f"RUN019 {SILVER.as_posix()}:" in output and "once=True" in output
+    assert f"RUN019 {SILVER.as_posix()}:{line_of(path, 'kafka')}:" in output
     assert "kafka" in output and "Traceback" not in output and "Spark (" not in output
     check = subprocess.run(
         [sys.executable, "-m", "medallion_dq", "check"],
@@ -94,22 +98,25 @@ def test_run_and_check_refuse_them_before_spark(project):
         timeout=300,
     )
     assert check.returncode == 1
-    assert [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln] == ["RUN019"] * 2
+    assert [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln] == ["RUN019"]
 
 
-def test_at_the_call_they_are_refused_in_one_line():
+def test_at_the_call_a_kafka_sink_is_refused_in_one_line():
     """Where no preflight ran (the harness): the call itself, not a Python TypeError."""
     from medallion_dq.local import expectations
 
     expectations.install()
     import pyspark.pipelines as dp
 
-    with pytest.raises(lakeflow_params.LakeflowError) as once:
-        dp.append_flow(target="t", once=True)
     with pytest.raises(lakeflow_params.LakeflowError) as kafka:
         dp.create_sink("s", "Kafka", {"topic": "t"})
-    for caught in (once, kafka):
-        assert "\n" not in str(caught.value) and "does not run locally" in str(caught.value)
+    assert "\n" not in str(kafka.value) and "does not run locally" in str(kafka.value)
+    from medallion_dq.local import sql_files
+
+    with pytest.raises(lakeflow_params.LakeflowError) as once:
+        sql_files.register(SQL_ONCE, Path("backfill.sql"), registry=None, spark=None)
+    assert str(once.value).startswith("backfill.sql:3: CREATE FLOW ... INSERT INTO ONCE")
+    assert "\n" not in str(once.value)
 
 
 def test_accepted_parameters_are_warned_once_per_update():

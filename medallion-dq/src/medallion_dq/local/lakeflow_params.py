@@ -10,11 +10,13 @@ locally is warned once per update (a `LocalDifference` warning at the line that 
 - `path`: the open-source engine stores a pipeline's tables in its own location only.
 - `row_filter`, `cluster_by_auto`: Unity Catalog / Databricks features; not applied here.
 
+`@dp.append_flow(once=True)` (a backfill) is emulated: the 4.2 server refuses one-time flows
+(`DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED`); see `_register_once`.
+
 What cannot run is refused at the call, in one line with what to do instead (and before Spark
 by the preflight, `pipeline_files.unsupported_constructs`, RUN019):
 
-- `@dp.append_flow(once=True)`: the 4.2 server refuses one-time flows
-  (`DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED`);
+- SQL `CREATE FLOW ... INSERT INTO ONCE`: the 4.2 SQL parser has no one-time flows;
 - `dp.create_sink(format="kafka")`: no Kafka client (`spark-sql-kafka`) nor broker here.
 """
 
@@ -42,16 +44,10 @@ DIFFERENCES = {
 }
 
 # (what does not run and why, what to do instead): raised at the call, and RUN019 before Spark.
-ONCE = (
-    "append_flow(once=True) does not run locally (open-source Spark refuses one-time flows)",
-    "drop once=True and read the backfill's source with spark.readStream (a streaming append"
-    " flow reads each row once, and again on a full refresh), or run it on Databricks",
-)
 SQL_ONCE = (
     "CREATE FLOW ... INSERT INTO ONCE does not run locally (open-source Spark has no one-time"
     " flows)",
-    "drop ONCE and read the backfill's source with STREAM(...) (a streaming flow reads each row"
-    " once, and again on a full refresh), or run it on Databricks",
+    "write the backfill in Python, @dp.append_flow(target=..., once=True), which runs here",
 )
 ONCE_IN_SQL = re.compile(r"\bINSERT\s+INTO\s+ONCE\b", re.IGNORECASE)
 KAFKA = (
@@ -96,14 +92,67 @@ def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
     return rest
 
 
+ONCE_PREFIX = "__dq_once_"  # the materialized view a one-time flow's query is computed into
+
+
+def once_table(target: str, flow: str) -> str:
+    """The materialized view holding one-time flow `flow`'s rows, in `target`'s schema."""
+    *schema, _ = target.split(".")
+    return ".".join([*schema, ONCE_PREFIX + re.sub(r"\W", "_", flow)])
+
+
 def _append_flow(original: Callable) -> Callable:
     @functools.wraps(original)
-    def append_flow(*, once: bool = False, **kwargs):
-        if once:
-            raise LakeflowError(f"{ONCE[0]}: {ONCE[1]}")
-        return original(**kwargs)
+    def append_flow(*, target: str, name: str | None = None, once: bool = False, **kwargs):
+        if not once:
+            return original(target=target, name=name, **kwargs)
+        from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
+        location = get_caller_source_code_location(stacklevel=1)
+
+        def outer(func: Callable) -> None:
+            _register_once(original, target, name or func.__name__, func, kwargs, location)
+
+        return outer
 
     return append_flow
+
+
+def _register_once(original, target, flow, func, kwargs, location) -> None:
+    """A one-time flow, as Databricks runs it: its (batch) query's rows are appended to
+    `target` in the first update and again after a full refresh only. Here the query is a
+    materialized view, recomputed in each update, that `target` reads as a stream skipping
+    rewrites (`skipChangeCommits`): its first version is read once, and again when the full
+    refresh resets the stream."""
+    from pyspark.pipelines.flow import Flow
+    from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
+    from pyspark.pipelines.output import MaterializedView
+    from pyspark.sql import SparkSession
+
+    registry = get_active_graph_element_registry()
+    spark = getattr(registry, "_spark", None) or SparkSession.active()
+    rows = once_table(target, flow)
+    registry.register_output(
+        MaterializedView(
+            name=rows,
+            comment=f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))",
+            source_code_location=location,
+            table_properties={},
+            partition_cols=None,
+            cluster_by=None,
+            schema=None,
+            format=None,
+        )
+    )
+    registry.register_flow(
+        Flow(name=rows, target=rows, spark_conf={}, source_code_location=location, func=func)
+    )
+
+    def appended():
+        return spark.readStream.option("skipChangeCommits", "true").table(rows)
+
+    appended.__name__ = flow
+    original(target=target, name=flow, **kwargs)(appended)
 
 
 def _create_sink(original: Callable) -> Callable:

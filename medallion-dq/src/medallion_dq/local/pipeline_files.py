@@ -317,8 +317,8 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
 
 def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
     """RUN019: what Databricks runs and the local engine refuses at the call, found in the text
-    so that ``check`` and a run say it before Spark: ``append_flow(once=True)`` (and SQL
-    ``INSERT INTO ONCE``), ``create_sink(..., "kafka")``. See local/lakeflow_params.py."""
+    so that ``check`` and a run say it before Spark: SQL ``INSERT INTO ONCE`` (Python's
+    ``append_flow(once=True)`` runs), ``create_sink(..., "kafka")``. See local/lakeflow_params.py."""
     rel = relative(file, root)
     found: list[tuple[int, tuple[str, str]]] = []
     if file.suffix == ".sql":
@@ -336,9 +336,6 @@ def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
             func = call.func
             name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
             keywords = {k.arg: k.value for k in call.keywords}
-            flag = keywords.get("once")
-            if name == "append_flow" and isinstance(flag, ast.Constant) and flag.value:
-                found.append((call.lineno, lakeflow_params.ONCE))
             form = keywords.get("format", call.args[1] if len(call.args) > 1 else None)
             if (
                 name == "create_sink"

@@ -363,10 +363,10 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
 
     for at, statement in _split(text, TokenType.SEMICOLON):
         line = text.count("\n", 0, at + _lstripped(statement)) + 1
-        if lakeflow_params.ONCE_IN_SQL.search(strip_comments(statement)):
-            raise lakeflow_params.LakeflowError(
-                f"{rel_path}:{line}: {lakeflow_params.SQL_ONCE[0]}: {lakeflow_params.SQL_ONCE[1]}"
-            )
+        if once := lakeflow_params.ONCE_IN_SQL.search(strip_comments(statement)):
+            what, fix = lakeflow_params.SQL_ONCE
+            at_once = text.count("\n", 0, at + once.start()) + 1
+            raise lakeflow_params.LakeflowError(f"{rel_path}:{at_once}: {what}: {fix}")
         arguments = auto_cdc_arguments(statement, f"{rel_path}:{line}")
         if arguments is not None:  # AUTO CDC INTO / APPLY CHANGES INTO: see local/auto_cdc.py
             where = SourceCodeLocation(str(file or rel_path), line)

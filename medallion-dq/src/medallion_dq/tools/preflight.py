@@ -39,7 +39,7 @@ RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or dat
 RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
         (``--ungated`` publishes them all the same)
 RUN019  a pipeline file uses a Lakeflow construct the local engine does not run:
-        ``append_flow(once=True)`` / ``INSERT INTO ONCE``, ``create_sink(..., "kafka")``
+        SQL ``CREATE FLOW ... INSERT INTO ONCE``, ``create_sink(..., "kafka")``
 ======  ==========================================================================================
 
 Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``
