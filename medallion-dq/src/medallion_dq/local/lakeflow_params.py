@@ -62,8 +62,9 @@ class LakeflowError(MedallionDQError, ValueError):
     """A Lakeflow construct the local engine cannot run as written: one line, what to do."""
 
 
-class LocalDifference(UserWarning):
-    """A Databricks parameter accepted locally, with what differs here."""
+class LocalDifference(MedallionDQError, UserWarning):
+    """A Databricks parameter accepted locally, with what differs here (a warning, never
+    raised; rooted as every class the package defines)."""
 
 
 _warned: set[str] = set()
