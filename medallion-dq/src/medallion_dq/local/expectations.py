@@ -56,12 +56,13 @@ _update: dict[str, Any] = {"id": "adhoc", "datasets": {}}
 
 
 @contextmanager
-def registering(update_id: str):
-    """Name observations after `update_id` and record which expectations each dataset has."""
+def registering(update_id: str, *, full_refresh: bool = False, database: str | None = None):
+    """Name observations after `update_id` and record which expectations each dataset has
+    (`full_refresh`, `database`: the update's, for the one-time flows of lakeflow_params)."""
     previous = dict(_update)
     _update.update(id=update_id, datasets={})
     auto_cdc.begin()
-    lakeflow_params.begin()
+    lakeflow_params.begin(full_refresh=full_refresh, database=database)
     try:
         yield _update["datasets"]
         auto_cdc.finish()  # the streaming tables no AUTO CDC flow fills

@@ -68,11 +68,14 @@ class LocalDifference(MedallionDQError, UserWarning):
 
 
 _warned: set[str] = set()
+_update: dict[str, Any] = {"full_refresh": False, "database": None}
 
 
-def begin() -> None:
-    """A new update: each difference is warned again once."""
+def begin(*, full_refresh: bool = False, database: str | None = None) -> None:
+    """A new update (a full refresh or not, of a pipeline whose default schema is `database`):
+    each difference is warned again once."""
     _warned.clear()
+    _update.update(full_refresh=full_refresh, database=database)
 
 
 def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
@@ -121,10 +124,13 @@ def _append_flow(original: Callable) -> Callable:
 
 def _register_once(original, target, flow, func, kwargs, location) -> None:
     """A one-time flow, as Databricks runs it: its (batch) query's rows are appended to
-    `target` in the first update and again after a full refresh only. Here the query is a
-    materialized view, recomputed in each update, that `target` reads as a stream skipping
-    rewrites (`skipChangeCommits`): its first version is read once, and again when the full
-    refresh resets the stream."""
+    `target` in the first update and again after a full refresh only.
+
+    Here the query is computed into a materialized view `__dq_once_<flow>` in those updates
+    only (the view's table exists, and the update is no full refresh: it has run), and `target`
+    reads that table as a stream: its rows once, and again when a full refresh resets the
+    stream. A failed first update is put back by the runner, its table with it: it runs again.
+    """
     from pyspark.pipelines.flow import Flow
     from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
     from pyspark.pipelines.output import MaterializedView
@@ -133,23 +139,25 @@ def _register_once(original, target, flow, func, kwargs, location) -> None:
     registry = get_active_graph_element_registry()
     spark = getattr(registry, "_spark", None) or SparkSession.active()
     rows = once_table(target, flow)
-    registry.register_output(
-        MaterializedView(
-            name=rows,
-            comment=f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))",
-            source_code_location=location,
-            table_properties={},
-            partition_cols=None,
-            cluster_by=None,
-            schema=None,
-            format=None,
+    database = None if "." in rows else _update["database"]
+    if _update["full_refresh"] or not spark.catalog.tableExists(rows, database):
+        registry.register_output(
+            MaterializedView(
+                name=rows,
+                comment=f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))",
+                source_code_location=location,
+                table_properties={},
+                partition_cols=None,
+                cluster_by=None,
+                schema=None,
+                format=None,
+            )
         )
-    )
-    registry.register_flow(
-        Flow(name=rows, target=rows, spark_conf={}, source_code_location=location, func=func)
-    )
+        registry.register_flow(
+            Flow(name=rows, target=rows, spark_conf={}, source_code_location=location, func=func)
+        )
 
-    def appended():
+    def appended():  # skipChangeCommits: a rewrite of the view is never read as new rows
         return spark.readStream.option("skipChangeCommits", "true").table(rows)
 
     appended.__name__ = flow

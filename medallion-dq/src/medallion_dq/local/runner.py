@@ -417,7 +417,9 @@ class Runner:
         )
         registry = _RecordingRegistry(session, update.graph_id)
         try:
-            with expectations.registering(update.id) as declared:
+            with expectations.registering(
+                update.id, full_refresh=full_refresh, database=spec.database
+            ) as declared:
                 self._register(spec, session, registry, update.graph_id)
         except BaseException:
             watchdog.cancel()
