@@ -56,7 +56,7 @@ _update: dict[str, Any] = {"id": "adhoc", "datasets": {}}
 
 
 @contextmanager
-def registering(update_id: str, *, full_refresh: bool = False, database: str | None = None):
+def registering(update_id: str, full_refresh: bool = False, database: str | None = None):
     """Name observations after `update_id` and record which expectations each dataset has
     (`full_refresh`, `database`: the update's, for the one-time flows of lakeflow_params)."""
     previous = dict(_update)
