@@ -268,7 +268,9 @@ def examples(module_lake, tmp_path_factory):
         steps[step] = {name: rows(lake, name) for name in names}
         steps[step]["count"] = lake.table("all_users").count()
         steps[step]["backfilled rows"] = lake.table("backfilled").count()
-        steps[step]["sink"] = [tuple(r) for r in lake.spark.read.format("delta").load(str(sink))]
+        steps[step]["sink"] = [
+            tuple(r) for r in lake.spark.read.format("delta").load(str(sink)).collect()
+        ]
         steps[step]["warned"] = [
             str(w.message) for w in warned if "local difference" in str(w.message)
         ]
