@@ -127,9 +127,10 @@ def _register_once(original, target, flow, func, kwargs, location) -> None:
     `target` in the first update and again after a full refresh only.
 
     Here the query is computed into a materialized view `__dq_once_<flow>` in those updates
-    only (the view's table exists, and the update is no full refresh: it has run), and `target`
-    reads that table as a stream: its rows once, and again when a full refresh resets the
-    stream. A failed first update is put back by the runner, its table with it: it runs again.
+    only (a later update that is no full refresh finds its table: the flow has run), and
+    `target` reads that table as a stream: its rows once, and again when a full refresh resets
+    the stream. A failed first update removes the tables it created (the runner's journal),
+    that one too: the next update runs the flow.
     """
     from pyspark.pipelines.flow import Flow
     from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
