@@ -10,6 +10,7 @@ its updates share one lake (module fixtures) to keep its Spark time short.
 """
 
 import textwrap
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -151,6 +152,54 @@ COLUMNS * EXCEPT (operation, sequenceNum)
 STORED AS SCD TYPE 2;
 """
 
+# Databricks' parameters the open-source engine lacks ("table", "materialized_view",
+# "create_streaming_table" reference pages), several append flows into one streaming table
+# ("append_flow"; one of them in SQL, "CREATE FLOW (pipelines)") and a Delta sink
+# ("create_sink"): all in the examples' pipeline, so they cost no update of their own.
+PARAMETERS = """
+from pyspark import pipelines as dp
+
+dp.create_streaming_table("all_users", cluster_by_auto=True, private=True)
+
+
+@dp.append_flow(target="all_users")
+def all_users_cdf():
+    return spark.readStream.table("users")
+
+
+@dp.materialized_view(
+    private=True,
+    path="/not/used/locally",
+    row_filter="ROW FILTER f ON (userId)",
+    cluster_by_auto=True,
+)
+def cities():
+    return spark.read.table("all_users").groupBy("city").count()
+
+
+dp.create_streaming_table("backfilled")
+
+
+@dp.append_flow(target="backfilled", once=True)
+def backfill():
+    return spark.read.table("users_2019")
+
+
+dp.create_sink("users_sink", "delta", {"path": "SINK_PATH"})
+
+
+@dp.append_flow(target="users_sink")
+def users_to_sink():
+    return spark.readStream.table("users")
+"""
+# A backfill's source: a year of old users, one more row arriving before the second update.
+OLD = [(1, "Old", "Rome", "INSERT", 0)]
+LATE_OLD = [(2, "Older", "Pisa", "INSERT", 0)]
+PARAMETERS_SQL = """
+CREATE FLOW all_users_sql AS INSERT INTO all_users BY NAME
+SELECT * FROM STREAM(users_cdf_truncate);
+"""
+
 
 def spec(lake, folder, name, files: dict[str, str]) -> PipelineSpec:
     folder.mkdir(exist_ok=True)
@@ -174,19 +223,25 @@ def examples(module_lake, tmp_path_factory):
     """The examples' pipeline, updated after each delivery and then fully refreshed: the
     targets after each step."""
     lake = module_lake
-    for table in ("users_cdf", "users_cdf_truncate", "partial_cdf"):
+    for table in ("users_cdf", "users_cdf_truncate", "partial_cdf", "users_2019"):
         lake.spark.createDataFrame([], SCHEMA).write.format("delta").saveAsTable(
             f"{lake.schema}.{table}"
         )
+    sink = tmp_path_factory.mktemp("sink") / "users"
     pipeline = spec(
         lake,
         tmp_path_factory.mktemp("cdc"),
         "cdc-examples",
-        {"p.py": EXAMPLES, "q.sql": EXAMPLES_SQL},
+        {
+            "p.py": EXAMPLES,
+            "q.sql": EXAMPLES_SQL,
+            "r.py": PARAMETERS.replace("SINK_PATH", sink.as_posix()),
+            "s.sql": PARAMETERS_SQL,
+        },
     )
     names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
-    names += ["sql_history", "appended"]
-    steps = {}
+    names += ["sql_history", "appended", "all_users", "cities", "backfilled"]
+    steps: dict = {}
     for step, delivery, partial in (
         ("first", FIRST, PARTIAL[0]),
         ("second", SECOND, PARTIAL[1]),
@@ -194,10 +249,21 @@ def examples(module_lake, tmp_path_factory):
     ):
         append(lake, "users_cdf", delivery)
         append(lake, "partial_cdf", partial)
+        append(lake, "users_2019", {"first": OLD, "second": LATE_OLD}.get(step, []))
         append(lake, "users_cdf_truncate", delivery + (TRUNCATE if step == "second" else []))
-        result = lake.project.runner.run(pipeline, full_refresh=step == "refresh")
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            result = lake.project.runner.run(pipeline, full_refresh=step == "refresh")
         assert_update_ok(result)
         steps[step] = {name: rows(lake, name) for name in names}
+        steps[step]["count"] = lake.table("all_users").count()
+        steps[step]["backfilled rows"] = lake.table("backfilled").count()
+        steps[step]["sink"] = [
+            tuple(r) for r in lake.spark.read.format("delta").load(str(sink)).collect()
+        ]
+        steps[step]["warned"] = [
+            str(w.message) for w in warned if "local difference" in str(w.message)
+        ]
     return steps
 
 
@@ -265,6 +331,46 @@ def test_a_streaming_table_filled_by_an_append_flow(examples):
     """Declared the same way, but not an AUTO CDC target: it keeps every event appended."""
     assert len(examples["second"]["appended"]) == len(FIRST + SECOND)
     assert examples["refresh"]["appended"] == examples["second"]["appended"]
+
+
+def test_several_append_flows_fill_one_streaming_table(examples):
+    """A Python append flow and a SQL one (`CREATE FLOW ... INSERT INTO ... BY NAME`) into one
+    declared streaming table: each flow's rows once, again after a full refresh."""
+    flows = [FIRST + SECOND, FIRST + SECOND + TRUNCATE]
+    assert examples["second"]["all_users"] == {r for rows in flows for r in rows}
+    assert examples["second"]["count"] == sum(map(len, flows))
+    assert examples["first"]["count"] == len(FIRST + FIRST)
+    assert examples["refresh"]["all_users"] == examples["second"]["all_users"]
+    assert examples["refresh"]["count"] == examples["second"]["count"]
+
+
+def test_private_path_row_filter_and_cluster_by_auto_run_with_a_warned_difference(examples):
+    """A private streaming table runs and is read by the pipeline (every row of both its
+    flows counted by city); `path`, `row_filter` and `cluster_by_auto` are accepted (not
+    applied here), each parameter warned once per update."""
+    cities = {c for _, _, c, _, _ in FIRST + SECOND if c is not None}
+    assert examples["second"]["cities"] == {(c, 2) for c in cities} | {(None, 3)}
+    for step in ("first", "second", "refresh"):
+        said = sorted(m.split("(")[1].split("=")[0] for m in examples[step]["warned"])
+        assert said == ["cluster_by_auto", "path", "private", "row_filter"], examples[step]
+
+
+def test_a_one_time_flow_runs_once_and_again_on_a_full_refresh(examples):
+    """ "append_flow" with once=True (a backfill): its rows are appended in the first update
+    only, a row added to its source later is not read by the next update, and a full refresh
+    runs it again (with that row)."""
+    assert examples["first"]["backfilled"] == set(OLD)
+    assert examples["second"]["backfilled"] == set(OLD)
+    assert examples["second"]["backfilled rows"] == len(OLD)
+    assert examples["refresh"]["backfilled"] == set(OLD + LATE_OLD)
+    assert examples["refresh"]["backfilled rows"] == len(OLD + LATE_OLD)
+
+
+def test_a_delta_sink_filled_by_an_append_flow(examples):
+    """ "create_sink": a Delta sink at a path gets the flow's rows; a full refresh does not
+    clear it, the rows read again are appended (Databricks' note on sinks)."""
+    assert sorted(examples["second"]["sink"], key=repr) == sorted(FIRST + SECOND, key=repr)
+    assert sorted(examples["refresh"]["sink"], key=repr) == sorted(2 * (FIRST + SECOND), key=repr)
 
 
 @pytest.mark.parametrize("step", ["second", "refresh"])

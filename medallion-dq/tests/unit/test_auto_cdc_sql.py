@@ -136,17 +136,17 @@ def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_
 
 
 @pytest.mark.parametrize(
-    ("call", "said"),
+    ("call", "arguments", "said"),
     [
-        ("create_auto_cdc_from_snapshot_flow", "does not run locally yet"),
-        ("create_streaming_table", "row_filter not run locally yet"),
+        ("create_auto_cdc_from_snapshot_flow", {}, "does not run locally yet"),
+        ("create_streaming_table", {"expect_all": {"a": "x > 0"}}, "expect_all not run locally"),
     ],
 )
-def test_what_does_not_run_locally_yet_is_refused_in_one_line(call, said):
+def test_what_does_not_run_locally_yet_is_refused_in_one_line(call, arguments, said):
     """Not a Python TypeError or AttributeError: one line saying what to do."""
     from medallion_dq.local import auto_cdc
 
     function = getattr(auto_cdc, call)
     with pytest.raises(AutoCdcError, match=said) as caught:
-        function("t", row_filter="ROW FILTER f ON (c)")
+        function("t", **arguments)
     assert "\n" not in str(caught.value)

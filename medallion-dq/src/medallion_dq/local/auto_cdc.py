@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from medallion_dq.local import lakeflow_params
 from medallion_dq.problems import MedallionDQError
 
 INTERNAL = "__dq_cdc_"  # internal columns and the events table's name start with it
@@ -220,13 +221,15 @@ def create_streaming_table(name: str, **options) -> None:
 
     if not isinstance(name, str) or not name.strip():
         raise AutoCdcError(f"create_streaming_table: name must be a string, got {name!r}")
+    location = get_caller_source_code_location(stacklevel=1)
+    options = lakeflow_params.accept(options, "dp.create_streaming_table", location)
     unknown = set(options) - _TABLE_OPTIONS
     if unknown:
         raise AutoCdcError(
             f"create_streaming_table: {', '.join(sorted(unknown))} not run locally yet"
             f" (it takes {', '.join(sorted(_TABLE_OPTIONS))})"
         )
-    declare_table(name, options, get_caller_source_code_location(stacklevel=1))
+    declare_table(name, options, location)
 
 
 def declare_table(name: str, options: dict, location: Any) -> None:

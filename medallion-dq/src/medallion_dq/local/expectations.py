@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from medallion_dq.constraints import constraint_errors
-from medallion_dq.local import auto_cdc
+from medallion_dq.local import auto_cdc, lakeflow_params
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rules import ACTIONS
 from medallion_dq.text import short_name
@@ -56,11 +56,13 @@ _update: dict[str, Any] = {"id": "adhoc", "datasets": {}}
 
 
 @contextmanager
-def registering(update_id: str):
-    """Name observations after `update_id` and record which expectations each dataset has."""
+def registering(update_id: str, full_refresh: bool = False, database: str | None = None):
+    """Name observations after `update_id` and record which expectations each dataset has
+    (`full_refresh`, `database`: the update's, for the one-time flows of lakeflow_params)."""
     previous = dict(_update)
     _update.update(id=update_id, datasets={})
     auto_cdc.begin()
+    lakeflow_params.begin(full_refresh=full_refresh, database=database)
     try:
         yield _update["datasets"]
         auto_cdc.finish()  # the streaming tables no AUTO CDC flow fills
@@ -247,8 +249,14 @@ def _with_expectations(func: Callable, dataset: str) -> Callable:
 def _wrap_dataset_decorator(original: Callable) -> Callable:
     """Wrap dp.table & co. so the query function is returned with its expectations applied."""
 
+    from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
     @functools.wraps(original)
     def decorator(query_function=None, **kwargs):
+        if original.__name__ in ("table", "materialized_view"):  # Databricks' extra parameters
+            where = get_caller_source_code_location(stacklevel=1)
+            kwargs = lakeflow_params.accept(kwargs, f"@dp.{original.__name__}", where)
+
         def outer(func):
             return original(**kwargs)(_with_expectations(func, kwargs.get("name") or func.__name__))
 
@@ -266,7 +274,8 @@ def install() -> bool:
     auto_cdc.install()
     native = getattr(dp, "expect", None)
     if native is not None and not getattr(native, "__dq_local__", False):
-        return False
+        return False  # Databricks: its own functions, nothing wrapped
+    lakeflow_params.install()
     for func in (
         expect,
         expect_or_drop,

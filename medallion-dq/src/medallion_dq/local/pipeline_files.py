@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from medallion_dq.local import sql_files
+from medallion_dq.local import lakeflow_params, sql_files
 from medallion_dq.local.loading import source_and_caret
 from medallion_dq.problems import Problem
 
@@ -216,14 +216,16 @@ def check_pipeline_code(
     files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
 ) -> list[Problem]:
     """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
-    .py files of ``files``.
+    .py files of ``files``; RUN015 (an undefined name) and RUN019 (a Lakeflow construct the
+    local engine does not run) for all of them.
 
     Only top-level absolute imports are checked, against ``sys.path`` plus ``search_paths``
     (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
     would fail the run with ModuleNotFoundError.
     """
     root = Path(root).resolve()
-    files = [Path(f) for f in files if Path(f).suffix == ".py"]
+    all_files = [Path(f) for f in files]
+    files = [f for f in all_files if f.suffix == ".py"]
     problems = compile_pipeline_files(files, root)
     broken = {p.file.split(":")[0] for p in problems}
     extra = [str(p) for p in search_paths if Path(p).is_dir()]
@@ -254,6 +256,8 @@ def check_pipeline_code(
                 )
             )
         problems += undefined_names(file, root)
+    for file in (Path(f) for f in all_files):
+        problems += unsupported_constructs(file, root)
     return problems
 
 
@@ -309,3 +313,34 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
             )
         )
     return problems
+
+
+def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
+    """RUN019: what Databricks runs and the local engine refuses at the call, found in the text
+    so that ``check`` and a run say it before Spark: SQL ``INSERT INTO ONCE`` (Python's
+    ``append_flow(once=True)`` runs), ``create_sink(..., "kafka")``. See local/lakeflow_params.py."""
+    rel = relative(file, root)
+    found: list[tuple[int, tuple[str, str]]] = []
+    if file.suffix == ".sql":
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return []  # RUN012 / DQC000 say it
+        for match in lakeflow_params.ONCE_IN_SQL.finditer(sql_files.strip_comments(text)):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((line, lakeflow_params.SQL_ONCE))
+    elif (tree := parse_python(file)) is not None:
+        for call in ast.walk(tree):
+            if not isinstance(call, ast.Call):
+                continue
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            keywords = {k.arg: k.value for k in call.keywords}
+            form = keywords.get("format", call.args[1] if len(call.args) > 1 else None)
+            if (
+                name == "create_sink"
+                and isinstance(form, ast.Constant)
+                and str(form.value).strip().lower() == "kafka"
+            ):
+                found.append((call.lineno, lakeflow_params.KAFKA))
+    return [Problem("RUN019", f"{rel}:{line}", what, fix, line=line) for line, (what, fix) in found]

@@ -417,7 +417,7 @@ class Runner:
         )
         registry = _RecordingRegistry(session, update.graph_id)
         try:
-            with expectations.registering(update.id) as declared:
+            with expectations.registering(update.id, full_refresh, spec.database) as declared:
                 self._register(spec, session, registry, update.graph_id)
         except BaseException:
             watchdog.cancel()
@@ -433,7 +433,7 @@ class Runner:
         update.tables = {
             name: self._qualified(spec, name)
             for name, kind in outputs.items()
-            if kind != "TemporaryView"
+            if kind not in ("TemporaryView", "Sink")  # a sink is outside the pipeline's lake
         }
         update.before = lake.versions(self.spark, update.tables, self._warehouse())
         update.log_offset = failures.log_size(self.local.log)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlglot import Token, TokenError, TokenType, tokenize
 
-from medallion_dq.local import auto_cdc
+from medallion_dq.local import auto_cdc, lakeflow_params
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 from medallion_dq.problems import MedallionDQError
 
@@ -363,6 +363,10 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
 
     for at, statement in _split(text, TokenType.SEMICOLON):
         line = text.count("\n", 0, at + _lstripped(statement)) + 1
+        if once := lakeflow_params.ONCE_IN_SQL.search(strip_comments(statement)):
+            what, fix = lakeflow_params.SQL_ONCE
+            at_once = text.count("\n", 0, at + once.start()) + 1
+            raise lakeflow_params.LakeflowError(f"{rel_path}:{at_once}: {what}: {fix}")
         arguments = auto_cdc_arguments(statement, f"{rel_path}:{line}")
         if arguments is not None:  # AUTO CDC INTO / APPLY CHANGES INTO: see local/auto_cdc.py
             where = SourceCodeLocation(str(file or rel_path), line)

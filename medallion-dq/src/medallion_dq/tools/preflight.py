@@ -38,6 +38,8 @@ RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or dat
         cut or disagreeing with its checksum, a streaming checkpoint ahead of its table...)
 RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
         (``--ungated`` publishes them all the same)
+RUN019  a pipeline file uses a Lakeflow construct the local engine does not run:
+        SQL ``CREATE FLOW ... INSERT INTO ONCE``, ``create_sink(..., "kafka")``
 ======  ==========================================================================================
 
 Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``

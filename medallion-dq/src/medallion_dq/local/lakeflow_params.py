@@ -1,0 +1,192 @@
+"""Databricks' dataset, flow and sink parameters that open-source `pyspark.pipelines` 4.2 lacks.
+
+Databricks' `@dp.table`, `@dp.materialized_view` and `dp.create_streaming_table` take `private`
+(older name `temporary`), `path`, `row_filter` and `cluster_by_auto`; the open-source functions
+end with a Python TypeError on each. Here each is accepted, the dataset runs, and what differs
+locally is warned once per update (a `LocalDifference` warning at the line that gave it):
+
+- `private` / `temporary`: the table is a table of the pipeline's schema, so it is visible
+  outside the pipeline here (Databricks keeps it inside). Its rows are the same.
+- `path`: the open-source engine stores a pipeline's tables in its own location only.
+- `row_filter`, `cluster_by_auto`: Unity Catalog / Databricks features; not applied here.
+
+`@dp.append_flow(once=True)` (a backfill) is emulated: the 4.2 server refuses one-time flows
+(`DEFINE_FLOW_ONCE_OPTION_NOT_SUPPORTED`); see `_register_once`.
+
+What cannot run is refused at the call, in one line with what to do instead (and before Spark
+by the preflight, `pipeline_files.unsupported_constructs`, RUN019):
+
+- SQL `CREATE FLOW ... INSERT INTO ONCE`: the 4.2 SQL parser has no one-time flows;
+- `dp.create_sink(format="kafka")`: no Kafka client (`spark-sql-kafka`) nor broker here.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from medallion_dq.problems import MedallionDQError
+
+DIFFERENCES = {
+    "private": "the table is published in the pipeline's schema here (Databricks keeps a private"
+    " table inside the pipeline); its rows are the same",
+    "temporary": "the table is published in the pipeline's schema here (Databricks keeps a"
+    " temporary, now private, table inside the pipeline); its rows are the same",
+    "path": "the table is stored in the local lake, not at this path (open-source Spark's"
+    " pipeline tables take no path)",
+    "row_filter": "the row filter is not applied here: every row is visible (a Unity Catalog"
+    " feature)",
+    "cluster_by_auto": "no automatic liquid clustering here (a Databricks feature); the rows are"
+    " the same",
+}
+
+# (what does not run and why, what to do instead): raised at the call, and RUN019 before Spark.
+SQL_ONCE = (
+    "CREATE FLOW ... INSERT INTO ONCE does not run locally (open-source Spark has no one-time"
+    " flows)",
+    "write the backfill in Python, @dp.append_flow(target=..., once=True), which runs here",
+)
+ONCE_IN_SQL = re.compile(r"\bINSERT\s+INTO\s+ONCE\b", re.IGNORECASE)
+KAFKA = (
+    "create_sink(format='kafka') does not run locally (no Kafka client or broker is part of the"
+    " local engine)",
+    "write to a Delta sink here (format='delta', options={'path': ...}) and keep the Kafka sink"
+    " for Databricks",
+)
+
+
+class LakeflowError(MedallionDQError, ValueError):
+    """A Lakeflow construct the local engine cannot run as written: one line, what to do."""
+
+
+class LocalDifference(MedallionDQError, UserWarning):
+    """A Databricks parameter accepted locally, with what differs here (a warning, never
+    raised; rooted as every class the package defines)."""
+
+
+_warned: set[str] = set()
+_update: dict[str, Any] = {"full_refresh": False, "database": None}
+
+
+def begin(*, full_refresh: bool = False, database: str | None = None) -> None:
+    """A new update (a full refresh or not, of a pipeline whose default schema is `database`):
+    each difference is warned again once."""
+    _warned.clear()
+    _update.update(full_refresh=full_refresh, database=database)
+
+
+def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
+    """`kwargs` without Databricks' parameters the open-source `call` lacks; each one given
+    (not None / False) is warned once per update, at `location` (file and line)."""
+    rest = {k: v for k, v in kwargs.items() if k not in DIFFERENCES}
+    for key in DIFFERENCES.keys() & kwargs.keys():
+        value = kwargs[key]
+        if value is None or value is False or key in _warned:
+            continue
+        _warned.add(key)
+        warnings.warn_explicit(
+            f"{call}({key}=...): accepted; local difference: {DIFFERENCES[key]}",
+            LocalDifference,
+            getattr(location, "filename", None) or "<pipeline>",
+            getattr(location, "line_number", None) or 0,
+        )
+    return rest
+
+
+ONCE_PREFIX = "__dq_once_"  # the materialized view a one-time flow's query is computed into
+
+
+def once_table(target: str, flow: str) -> str:
+    """The materialized view holding one-time flow `flow`'s rows, in `target`'s schema."""
+    *schema, _ = target.split(".")
+    return ".".join([*schema, ONCE_PREFIX + re.sub(r"\W", "_", flow)])
+
+
+def _append_flow(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def append_flow(*, target: str, name: str | None = None, once: bool = False, **kwargs):
+        if not once:
+            return original(target=target, name=name, **kwargs)
+        from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
+        location = get_caller_source_code_location(stacklevel=1)
+
+        def outer(func: Callable) -> None:
+            _register_once(original, target, name or func.__name__, func, kwargs, location)
+
+        return outer
+
+    return append_flow
+
+
+def _register_once(original, target, flow, func, kwargs, location) -> None:
+    """A one-time flow, as Databricks runs it: its (batch) query's rows are appended to
+    `target` in the first update and again after a full refresh only.
+
+    Here the query is computed into a materialized view `__dq_once_<flow>` in those updates
+    only (a later update that is no full refresh finds its table: the flow has run), and
+    `target` reads that table as a stream: its rows once, and again when a full refresh resets
+    the stream. A failed first update removes the tables it created (the runner's journal),
+    that one too: the next update runs the flow.
+    """
+    from pyspark.pipelines.flow import Flow
+    from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
+    from pyspark.pipelines.output import MaterializedView
+    from pyspark.sql import SparkSession
+
+    registry = get_active_graph_element_registry()
+    spark = getattr(registry, "_spark", None) or SparkSession.active()
+    rows = once_table(target, flow)
+    database = None if "." in rows else _update["database"]
+    if _update["full_refresh"] or not spark.catalog.tableExists(rows, database):
+        registry.register_output(
+            MaterializedView(
+                name=rows,
+                comment=f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))",
+                source_code_location=location,
+                table_properties={},
+                partition_cols=None,
+                cluster_by=None,
+                schema=None,
+                format=None,
+            )
+        )
+        registry.register_flow(
+            Flow(name=rows, target=rows, spark_conf={}, source_code_location=location, func=func)
+        )
+
+    def appended():  # skipChangeCommits: a rewrite of the view is never read as new rows
+        return spark.readStream.option("skipChangeCommits", "true").table(rows)
+
+    appended.__name__ = flow
+    original(target=target, name=flow, **kwargs)(appended)
+
+
+def _create_sink(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def create_sink(name: str, format: str, options: dict | None = None):  # noqa: A002
+        if isinstance(format, str) and format.strip().lower() == "kafka":
+            raise LakeflowError(f"{KAFKA[0]}: {KAFKA[1]}")
+        return original(name, format, options)
+
+    return create_sink
+
+
+def install() -> None:
+    """Put the refusing `append_flow` and `create_sink` in `pyspark.pipelines` (once)."""
+    import inspect
+
+    import pyspark.pipelines as dp
+
+    for name, wrap in (("append_flow", _append_flow), ("create_sink", _create_sink)):
+        current = getattr(dp, name, None)
+        if current is None or getattr(current, "__dq_local__", False):
+            continue
+        if name == "append_flow" and "once" in inspect.signature(current).parameters:
+            continue  # a later pyspark runs one-time flows itself
+        wrapped = wrap(current)
+        wrapped.__dq_local__ = True  # type: ignore[attr-defined]
+        setattr(dp, name, wrapped)
