@@ -459,8 +459,8 @@ def test_a_server_out_of_memory_says_so_and_names_its_log(tmp_path):
     )
     log = tmp_path / "spark-server.log"
     assert died.stdout.strip() == (
-        "the Spark server ran out of memory (DQ_DRIVER_MEMORY=512m): raise DQ_DRIVER_MEMORY,"
-        f" e.g. 1024m; its log: {log}"
+        "the Spark server died: out of memory (Java heap space) (DQ_DRIVER_MEMORY=512m); fix:"
+        f" raise DQ_DRIVER_MEMORY, e.g. 1024m; its log: {log}"
     ), died.stdout + died.stderr[-3000:]
     assert "java.lang.OutOfMemoryError" in log.read_text()
 

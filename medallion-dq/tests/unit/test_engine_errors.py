@@ -153,7 +153,7 @@ def test_a_server_that_died_judging_examples_names_the_rule_and_why(tmp_path, mo
     )
     line = str(local.lost(gone, *examples.judging(cases)))
     assert line.startswith(
-        "the Spark server died of out of memory (Java heap space) while judging the examples "
+        "the Spark server died: out of memory (Java heap space) while judging the examples "
         "of 2 rules in one query; the one that builds the most is rule 'padded' "
         "(rules/silver/orders.yml): up to 14 characters or elements per row"
     ), line
@@ -186,7 +186,7 @@ def test_a_server_that_died_in_an_update_names_the_flow_its_rule_and_why(tmp_pat
     during = judging("validation", flows, declared, ACTIVE_FLOW_STATES)
     line = str(_dead_server(tmp_path, log).lost(Py4JNetworkError("gone"), *during))
     assert line.startswith(
-        "the Spark server died of an overflow (integer overflow) while updating silver_orders "
+        "the Spark server died: an overflow (integer overflow) while updating silver_orders "
         "(pipeline validation); of the rules it judged, rule 'huge' of silver_orders builds the "
         "most: up to 1,000 characters or elements per row"
     ), line

@@ -275,7 +275,7 @@ class LocalSpark:
                 else "make the rule build less (DQ032's bounds) or correct the data"
             )
             return ServerLost(
-                f"the Spark server died of {died}{during} (DQ_DRIVER_MEMORY={memory}); fix: "
+                f"the Spark server died: {died}{during} (DQ_DRIVER_MEMORY={memory}); fix: "
                 f"{fix}; its log: {self.log}"
             )
         docker = self.backend in ("container", "cluster")
