@@ -309,26 +309,14 @@ def _register(flow: CdcFlow, options: dict, location: Any) -> None:
     events = events_table(flow.source, flow.target)
     if events not in _pending.events:  # each event read once, whatever reads it
         _pending.events.add(events)
-        registry.register_output(
-            StreamingTable(
-                name=events,
-                comment=f"change events of {flow.source} (medallion-dq's AUTO CDC)",
-                source_code_location=flow.location,
-                table_properties={},
-                partition_cols=None,
-                cluster_by=None,
-                schema=None,
-                format=None,
-            )
-        )
-        registry.register_flow(
-            Flow(
-                name=events,
-                target=events,
-                spark_conf={},
-                source_code_location=flow.location,
-                func=lambda: spark.readStream.table(flow.source),
-            )
+        comment = f"change events of {flow.source} (medallion-dq's AUTO CDC)"
+        lakeflow_params.register_internal(
+            registry,
+            StreamingTable,
+            events,
+            comment,
+            flow.location,
+            lambda: spark.readStream.table(flow.source),
         )
     registry.register_output(
         MaterializedView(name=flow.target, source_code_location=location, **_table_options(options))

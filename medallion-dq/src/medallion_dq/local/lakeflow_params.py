@@ -122,6 +122,28 @@ def _append_flow(original: Callable) -> Callable:
     return append_flow
 
 
+def register_internal(registry, kind, name: str, comment: str, location, func) -> None:
+    """A dataset of the local engine's own (`kind`: StreamingTable or MaterializedView, with
+    no options) and the one flow that fills it from `func`."""
+    from pyspark.pipelines.flow import Flow
+
+    registry.register_output(
+        kind(
+            name=name,
+            comment=comment,
+            source_code_location=location,
+            table_properties={},
+            partition_cols=None,
+            cluster_by=None,
+            schema=None,
+            format=None,
+        )
+    )
+    registry.register_flow(
+        Flow(name=name, target=name, spark_conf={}, source_code_location=location, func=func)
+    )
+
+
 def _register_once(original, target, flow, func, kwargs, location) -> None:
     """A one-time flow, as Databricks runs it: its (batch) query's rows are appended to
     `target` in the first update and again after a full refresh only.
@@ -132,7 +154,6 @@ def _register_once(original, target, flow, func, kwargs, location) -> None:
     the stream. A failed first update removes the tables it created (the runner's journal),
     that one too: the next update runs the flow.
     """
-    from pyspark.pipelines.flow import Flow
     from pyspark.pipelines.graph_element_registry import get_active_graph_element_registry
     from pyspark.pipelines.output import MaterializedView
     from pyspark.sql import SparkSession
@@ -142,21 +163,8 @@ def _register_once(original, target, flow, func, kwargs, location) -> None:
     rows = once_table(target, flow)
     database = None if "." in rows else _update["database"]
     if _update["full_refresh"] or not spark.catalog.tableExists(rows, database):
-        registry.register_output(
-            MaterializedView(
-                name=rows,
-                comment=f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))",
-                source_code_location=location,
-                table_properties={},
-                partition_cols=None,
-                cluster_by=None,
-                schema=None,
-                format=None,
-            )
-        )
-        registry.register_flow(
-            Flow(name=rows, target=rows, spark_conf={}, source_code_location=location, func=func)
-        )
+        comment = f"the rows of one-time flow {flow} (medallion-dq's append_flow(once=True))"
+        register_internal(registry, MaterializedView, rows, comment, location, func)
 
     def appended():  # skipChangeCommits: a rewrite of the view is never read as new rows
         return spark.readStream.option("skipChangeCommits", "true").table(rows)
