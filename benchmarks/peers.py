@@ -24,6 +24,8 @@ import statistics
 import time
 from pathlib import Path
 
+from progress import say
+
 TOOLS = ("a", "b'", "v", "e", "gx", "soda")
 LABELS = {
     "a": "(a) no rules: the update writes the table",
@@ -278,7 +280,7 @@ def bench(run, project, args, work: Path) -> dict:
     interleaved, after one untimed run each; every tool's counts checked against ours."""
     _quiet_peers()
     memory = os.environ.get("DQ_DRIVER_MEMORY") or run.BENCH_DRIVER_MEMORY
-    print(f"\n== peers (a Spark server of its own, driver {memory})", flush=True)
+    say(f"\n== peers (a Spark server of its own, driver {memory})")
     os.environ["DQ_DRIVER_MEMORY"] = memory
     local = run.start(project, work / "spark-peers")
     runner = project.runner.Runner(local)
@@ -343,11 +345,11 @@ def bench(run, project, args, work: Path) -> dict:
         deequ = {"version": run.version("pydeequ")}
         with contextlib.redirect_stdout(io.StringIO()):
             deequ.update(_try(lambda: deequ_attempt(spark, run.RAW)))
-        print(f"   PyDeequ: {deequ}", flush=True)
+        say(f"   PyDeequ: {deequ}")
         for index, rows in enumerate(sorted(args.rows)):
             load_before = run.load()
             data = run.generate(spark, rows)
-            print(f"   {rows:,} rows generated ({data['dropped']:,} to drop)", flush=True)
+            say(f"   {rows:,} rows generated ({data['dropped']:,} to drop)")
             if index == 0:
                 for tool in TOOLS:  # untimed: tables created, the JVM and the peers warmed
                     one(tool)
@@ -356,7 +358,7 @@ def bench(run, project, args, work: Path) -> dict:
                 for tool in TOOLS:
                     runs[tool].append({**one(tool), "load_average": run.load()[0]})
                 line = "  ".join(f"{t}={runs[t][-1]['wall']:.1f}s" for t in TOOLS)
-                print(f"   repeat {repeat + 1}/{args.repeats}: {line}", flush=True)
+                say(f"   repeat {repeat + 1}/{args.repeats}: {line}")
             sizes.append(
                 {
                     "rows": rows,

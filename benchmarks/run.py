@@ -58,6 +58,8 @@ from pathlib import Path
 import anomalies  # beside this script
 import peers
 import session_ready
+from medallion_dq.tools import console
+from progress import say
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "bench"
@@ -401,7 +403,8 @@ class Quiet(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        if record.levelno >= logging.INFO:  # DEBUG: a flow still running, for the status
+            self.lines.append(record.getMessage())
 
     def tail(self) -> str:
         return "\n".join(self.lines[-30:])
@@ -597,7 +600,7 @@ def summary(runs: dict[str, list[dict]], checks: dict) -> dict:
 def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
     """Every size on one Spark server (its own, apart from the test loop's), smallest first."""
     memory = os.environ.get("DQ_DRIVER_MEMORY") or BENCH_DRIVER_MEMORY
-    print(f"\n== cost of expectations (a Spark server of its own, driver {memory})", flush=True)
+    say(f"\n== cost of expectations (a Spark server of its own, driver {memory})")
     os.environ["DQ_DRIVER_MEMORY"] = memory
     local = start(project, work / "spark-sizes")
     runner = project.runner.Runner(local)
@@ -607,10 +610,7 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
         for index, rows in enumerate(sorted(args.rows)):
             load_before = load()
             data = generate(local.spark, rows)
-            print(
-                f"   {rows:,} rows generated ({data['dropped']:,} to drop) in {data['seconds']} s",
-                flush=True,
-            )
+            say(f"   {rows:,} rows generated ({data['dropped']:,} to drop) in {data['seconds']} s")
             if index == 0:  # one untimed update per variant: creates its tables, warms the JVM
                 for variant, file in files.items():
                     run_variant(project, runner, variant, file)
@@ -622,7 +622,7 @@ def bench_sizes(project: Project, args, work: Path, package: str) -> list[dict]:
                     last[variant] = run.pop("result")
                     runs[variant].append({k: round(x, 2) for k, x in run.items()})
                 line = "  ".join(f"{v}={runs[v][-1]['wall']:.1f}s" for v in files)
-                print(f"   repeat {repeat + 1}/{args.repeats}: {line}", flush=True)
+                say(f"   repeat {repeat + 1}/{args.repeats}: {line}")
             sizes.append(
                 {
                     "rows": rows,
@@ -668,9 +668,7 @@ def bench_checks(project: Project, rows: int, repeats: int, work: Path, package:
     gate = importlib.import_module("medallion_dq.gate")
     from pyspark.sql import functions as F
 
-    print(
-        f"\n== dataset checks after a {rows:,}-row update (a Spark server of its own)", flush=True
-    )
+    say(f"\n== dataset checks after a {rows:,}-row update (a Spark server of its own)")
     local = start(project, work / "spark-checks")
     runner = project.runner.Runner(local)
     file = write_pipelines(work / "pipelines-checks", package, ["b'"])["b'"]
@@ -703,10 +701,9 @@ def bench_checks(project: Project, rows: int, repeats: int, work: Path, package:
                 out.append(time.perf_counter() - started)
             for check in verdict.checks:
                 kinds.setdefault(check.kind, []).append(check.seconds)
-            print(
+            say(
                 f"   repeat {repeat + 1}/{repeats}: update {updates[-1]:.1f} s, gate "
-                f"{plain[-1]:.1f} s, with the checks {gates[-1]:.1f} s",
-                flush=True,
+                f"{plain[-1]:.1f} s, with the checks {gates[-1]:.1f} s"
             )
         update, without, with_checks = map(statistics.median, (updates, plain, gates))
         cost = with_checks - without
@@ -799,7 +796,7 @@ def bench_large_file(project: Project, size: int, work: Path) -> dict:
     pipeline (bronze and silver), on a server of its own at the default driver memory: wall
     time, the server JVM's peak resident memory, and the rows each table got."""
     memory = os.environ.get("DQ_DRIVER_MEMORY", "2g (default)")
-    print(f"\n== one {size / 1e9:.1f} GB JSON-lines file, driver memory {memory}", flush=True)
+    say(f"\n== one {size / 1e9:.1f} GB JSON-lines file, driver memory {memory}")
     local = start(project, work / "spark-large")
     try:
         lake = project.testing.Lake(local, project.root)
@@ -807,7 +804,7 @@ def bench_large_file(project: Project, size: int, work: Path) -> dict:
         started = time.perf_counter()
         records = write_large_file(file, size)
         written = time.perf_counter() - started
-        print(f"   wrote {file.stat().st_size:,} bytes, {records:,} records", flush=True)
+        say(f"   wrote {file.stat().st_size:,} bytes, {records:,} records")
         before, load_before = jvm_peak_mb(), load()
         cpu, started = jvm_cpu_seconds(), time.perf_counter()
         result = lake.run("validation")
@@ -877,7 +874,7 @@ def bench_cluster(project: Project, rows: int, repeats: int, work: Path, package
     """One silver update of `rows` rows, variant (b) (ten expectations + the quarantine table),
     on the embedded server and on the cluster backend (a master and two one-core workers in
     Docker, the Spark Connect server as driver), interleaved; both must keep and count alike."""
-    print(f"\n== cluster vs embedded: a {rows:,}-row silver update, variant (b)", flush=True)
+    say(f"\n== cluster vs embedded: a {rows:,}-row silver update, variant (b)")
     file = write_pipelines(work / "pipelines-cluster", package, ["b"])["b"]
     backends = {}
     try:
@@ -897,10 +894,9 @@ def bench_cluster(project: Project, rows: int, repeats: int, work: Path, package
                 run = run_variant(project, b["runner"], "b", file)
                 walls[backend].append(run["wall"])
                 engines[backend].append(run["engine"])
-            print(
+            say(
                 f"   repeat {repeat + 1}/{repeats}: "
-                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in walls.items()),
-                flush=True,
+                + ", ".join(f"{k} {v[-1]:.1f} s" for k, v in walls.items())
             )
         outputs = {
             backend: check_outputs(b["local"].spark, {"b": b["first"]["result"]}, b["data"])["b"]
@@ -986,7 +982,7 @@ def bench_profile(project: Project, rows: int, work: Path) -> dict:
     profile = importlib.import_module("medallion_dq.tools.profile")
     from pyspark.sql import functions as F
 
-    print(f"\n== profile of {rows:,} landed rows (a Spark server of its own)", flush=True)
+    say(f"\n== profile of {rows:,} landed rows (a Spark server of its own)")
     local = start(project, work / "spark-profile")
     try:
         spark = local.spark
@@ -998,7 +994,7 @@ def bench_profile(project: Project, rows: int, work: Path) -> dict:
         landed = time.perf_counter() - started
         files = profile.landing_files(folder, "json")
         size = sum(f.stat().st_size for f in files)
-        print(f"   landed {len(files)} files, {size / 1e6:.0f} MB, in {landed:.1f} s", flush=True)
+        say(f"   landed {len(files)} files, {size / 1e6:.0f} MB, in {landed:.1f} s")
         source = profile.landing_input(spark, folder, "json")
         query, _ = profile.aggregate(source.frame)
         scans = _plan_scans(query)
@@ -1008,7 +1004,7 @@ def bench_profile(project: Project, rows: int, work: Path) -> dict:
             started = time.perf_counter()
             value = action()
             seconds = time.perf_counter() - started
-            print(f"   {label}: {seconds:.1f} s", flush=True)
+            say(f"   {label}: {seconds:.1f} s")
             return round(seconds, 1), value
 
         read_only, counts = timed(
@@ -1089,7 +1085,7 @@ PHASE_LABELS = {
 def test_loop(project: Project, repeats: int, work: Path) -> dict:
     """What a developer waits for: the first session, then each pipeline run of the fixtures.
     The first round of updates warms the JVM and is not counted in the medians."""
-    print("\n== test loop of the baked project (sample fixtures)", flush=True)
+    say("\n== test loop of the baked project (sample fixtures)")
     load_before = load()
     local = start(project, work / "spark-loop", codegen=False)
     runs: dict[str, list[dict]] = {"validation": [], "publish": []}
@@ -1115,12 +1111,12 @@ def test_loop(project: Project, repeats: int, work: Path) -> dict:
                         },
                     }
                 )
-                print(f"   {pipeline}: {_phase_line(done[-1])}", flush=True)
+                say(f"   {pipeline}: {_phase_line(done[-1])}")
         memory = {"process_peak_mb": round(own_peak_mb()), "jvm_peak_mb": jvm_peak_mb()}
     finally:
         local.stop()
     walls = {name: [r["wall"] for r in done] for name, done in runs.items()}
-    print(f"   first session in {local.started_in:.1f} s; runs (s) {walls}", flush=True)
+    say(f"   first session in {local.started_in:.1f} s; runs (s) {walls}")
     return {
         "started_in": round(local.started_in, 2),
         "runs": runs,
@@ -1160,11 +1156,11 @@ def nox_loop(project_dir: Path) -> dict:
     session_ready.stop_all(project_dir)  # cold: no venv, no Spark server
     out = {}
     for name, extra in (("cold", []), ("warm", ["-R"])):
-        print(f"\n== nox ({name}) in {project_dir.relative_to(ROOT)}", flush=True)
+        say(f"\n== nox ({name}) in {project_dir.relative_to(ROOT)}")
         started = time.perf_counter()
         done = subprocess.run([nox, *extra], cwd=project_dir, env=env, check=False)
         out[name] = {"seconds": round(time.perf_counter() - started, 1), "exit": done.returncode}
-        print(f"   nox {name}: {out[name]}", flush=True)
+        say(f"   nox {name}: {out[name]}")
     return out
 
 
@@ -1179,7 +1175,7 @@ def cli_loop(project_dir: Path, repeats: int) -> dict:
     --full-refresh, so the edited rule judges every row), on the lake's warm server and on a
     server of its own (`--own-server`, every run before 0.5.0), interleaved pair by pair. The
     first round warms the lake's server and is not counted."""
-    print("\n== command-line loop of the baked project (new process per run)", flush=True)
+    say("\n== command-line loop of the baked project (new process per run)")
     (rules,) = (project_dir / "src").glob("*/rules/silver/orders.yml")
     original = rules.read_text("utf-8")
     env = {**os.environ, "DQ_SERVER_IDLE_TIMEOUT": "600"}
@@ -1199,7 +1195,7 @@ def cli_loop(project_dir: Path, repeats: int) -> dict:
                     seconds = time.perf_counter() - started
                     if done.returncode != 0:
                         raise RuntimeError(f"{name} ({server}) failed:\n{done.stdout}{done.stderr}")
-                    print(f"   {name} ({server}): {seconds:.1f} s", flush=True)
+                    say(f"   {name} ({server}): {seconds:.1f} s")
                     if round_:
                         runs[name][server].append(round(seconds, 2))
     finally:
@@ -1248,7 +1244,7 @@ def jit_loop(project_dir: Path, repeats: int, warm_runs: int = 6) -> dict:
     """The server JVM's compilers (DQ_JIT quick: C1 only; full: C1 then C2), in turns: the
     servers stopped, one `run --pipeline validation` that starts the lake's server (cold), then
     ``warm_runs`` more on it; the wall time of each and the server JVM's CPU of each part."""
-    print("\n== the server JVM's compilers: DQ_JIT quick against full", flush=True)
+    say("\n== the server JVM's compilers: DQ_JIT quick against full")
     command = [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation"]
     stop = [sys.executable, "-m", "medallion_dq", "spark", "stop"]
     figures: dict[str, dict[str, list[float]]] = {
@@ -1277,11 +1273,10 @@ def jit_loop(project_dir: Path, repeats: int, warm_runs: int = 6) -> dict:
                 got["cold_cpu"].append(round(cold_cpu, 2))
                 got["warm_wall"].append(round(statistics.median(walls[1:]), 2))
                 got["warm_cpu"].append(round(warm_cpu / warm_runs, 2))
-                print(
+                say(
                     f"   round {round_ + 1}, DQ_JIT={mode}: cold {walls[0]:.1f} s (server CPU "
                     f"{cold_cpu:.1f} s), warm median {statistics.median(walls[1:]):.1f} s "
-                    f"({warm_cpu / warm_runs:.1f} s of server CPU a run)",
-                    flush=True,
+                    f"({warm_cpu / warm_runs:.1f} s of server CPU a run)"
                 )
     finally:
         subprocess.run(stop, cwd=project_dir, capture_output=True, check=False)
@@ -1609,7 +1604,7 @@ def _merge_loop(path: Path, loop_only: dict, baseline: str | None) -> dict:
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def measure(argv: list[str] | None = None) -> int:
     Quiet.kept()  # the engine's update lines: kept for a failure's message, not printed
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -1711,14 +1706,14 @@ def main(argv: list[str] | None = None) -> int:
         args.loop_repeats = 7 if args.loop else 3
 
     env = environment()
-    print(f"environment: {env_line(env)}", flush=True)
+    say(f"environment: {env_line(env)}")
     started = time.perf_counter()
     BUILD.mkdir(parents=True, exist_ok=True)
     project_dir = args.project.resolve()
     package = load_project(project_dir)
     project = Project(package, project_dir)
     EngineClock.install()
-    print(f"baked {project_dir.relative_to(ROOT)} (package {package})", flush=True)
+    say(f"baked {project_dir.relative_to(ROOT)} (package {package})")
     given = " ".join(argv if argv is not None else sys.argv[1:])
     via_nox = os.environ.get("NOX_CURRENT_SESSION") == "bench"
     if via_nox:  # the session adds --project: report what the user typed
@@ -1776,7 +1771,7 @@ def main(argv: list[str] | None = None) -> int:
             "peers": lambda r: peers.markdown(r["peers"]),
             "pieces": _pieces_md,
         }
-        print("\n" + "\n".join(shown[key](results)))
+        console.result("\n" + "\n".join(shown[key](results)))
         return 0
     try:
         if not args.no_loop:
@@ -1806,9 +1801,16 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n", "utf-8")
     text = markdown(results)
     (args.out / "results.md").write_text(text, "utf-8")
-    print("\n" + text)
-    print(f"wrote {args.out / 'results.md'} and {args.out / 'results.json'}")
+    console.result("\n" + text)
+    console.result(f"wrote {args.out / 'results.md'} and {args.out / 'results.json'}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The measurements, with their progress on stderr (a live status on a terminal) and their
+    results on stdout; the engine's update lines feed the status alone."""
+    with console.opened(update_lines=None), console.waiting("bench"):
+        return measure(argv)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from progress import say
+
 CLIENT = """
 import json, sys, time
 started = time.perf_counter()
@@ -48,7 +50,7 @@ def stop_all(root: Path) -> None:
 
 def measure(root: Path, repeats: int = 3) -> dict:
     """Seconds from `spark.start` to a first answer (imports apart), cold, warm and unshared."""
-    print("\n== Spark session of a test process: cold, warm, reuse off", flush=True)
+    say("\n== Spark session of a test process: cold, warm, reuse off")
     stop_all(root)
     try:
         cold = _client(root, DQ_REUSE="1")
@@ -63,10 +65,9 @@ def measure(root: Path, repeats: int = 3) -> dict:
         "reuse_off": round(own["ready"], 2),
         "imports": round(statistics.median(w["imports"] for w in [cold, *warm, own]), 2),
     }
-    print(
+    say(
         f"   cold {out['cold']} s, warm {out['warm']} s (runs {out['warm_runs']}), "
-        f"reuse off {out['reuse_off']} s; imports {out['imports']} s each",
-        flush=True,
+        f"reuse off {out['reuse_off']} s; imports {out['imports']} s each"
     )
     return out
 

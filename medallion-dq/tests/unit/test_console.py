@@ -259,3 +259,35 @@ def test_in_ci_or_quiet_a_wait_is_a_plain_line_every_few_seconds(how):
     assert "\x1b" not in done.stderr  # no colours, no cursor moves
     assert any("running silver_orders" in line for line in done.stderr.splitlines())
     assert "RUNNING" not in done.stdout + done.stderr
+
+
+BENCH_SCRIPT = """
+import logging, sys, time
+from medallion_dq.tools import console
+
+updates = logging.getLogger(console.UPDATES)
+with console.opened(update_lines=None), console.waiting("bench"):
+    console.step("== cost of expectations")
+    console.step("   repeat 1/3: a=1.0s  b'=1.4s")
+    time.sleep(1.2)
+    with console.waiting("nested: no second status"):
+        updates.info("[bench] update u1: 1 pipeline file")
+        updates.debug("[bench] silver_orders: RUNNING")
+        time.sleep(1.2)
+        updates.info("[bench] silver_orders: COMPLETED")
+    console.result("| rows | a s |")
+"""
+
+
+def test_bench_says_its_steps_and_updates_live_and_keeps_stdout_for_results():
+    """`nox -s bench`'s way (benchmarks/progress.py): its sections and repeats are the status's
+    detail and stderr lines, the engine's update lines feed the status alone, and stdout holds
+    the results only."""
+    seen = terminal.run([sys.executable, "-c", BENCH_SCRIPT], stdout_pipe=True)
+    assert seen.returncode == 0, seen.raw
+    assert seen.stdout.splitlines() == ["| rows | a s |"]
+    raw = terminal.plain(seen.raw)
+    assert "bench (1 s): repeat 1/3: a=1.0s  b'=1.4s" in raw
+    assert "bench (2 s): update bench: 0 dataset(s) done; running silver_orders" in raw
+    assert "== cost of expectations" in raw  # a line of its own, above the status
+    assert "nested" not in raw

@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: and .project log to it): shown bare, where the command that started the update reads it.
 UPDATES = "medallion_dq.local.updates"
 LIBRARY = "medallion_dq"
+#: Where the engine's update lines go; None: nowhere, the live status alone reads them.
+UpdatesTo: TypeAlias = 'Literal["stdout", "stderr"] | None'
 PREFIX = "medallion-dq: "
 
 _quiet = False
@@ -86,6 +88,13 @@ def progress(line: str) -> None:
 def info(line: str) -> None:
     if not _quiet:
         _write(sys.stderr, line)
+
+
+def step(line: str) -> None:
+    """A step of what is waited for (`bench`'s sections and repeats): an `info` line, and the
+    live status's detail."""
+    _status.said(line.strip())
+    info(line)
 
 
 def warning(line: str) -> None:
@@ -296,15 +305,15 @@ class _LibraryLines(_Lines):
 class _UpdateLines(_Lines):
     """The engine's update lines (logger `UPDATES`), bare, on the stream `to` names."""
 
-    def __init__(self, to: Literal["stdout", "stderr"]) -> None:
+    def __init__(self, to: UpdatesTo) -> None:
         super().__init__()
         self.to = to
 
     def say(self, record: logging.LogRecord, line: str) -> None:
-        stream = sys.stdout if self.to == "stdout" else sys.stderr
         _status.update_line(record.getMessage())
-        if record.levelno < logging.INFO:  # a flow still running: for the status alone
+        if record.levelno < logging.INFO or self.to is None:  # for the status alone
             return
+        stream = sys.stdout if self.to == "stdout" else sys.stderr
         if record.levelno < logging.WARNING and _quiet:
             return
         gate = getattr(record, "gate", None)  # the quality gate's verdict (local.project)
@@ -324,9 +333,9 @@ def gate_blocks(gate: Any) -> list[Block]:
     return [*blocks, *gate.summary().splitlines()]
 
 
-def show_update_lines(to: Literal["stdout", "stderr"] = "stdout") -> None:
+def show_update_lines(to: UpdatesTo = "stdout") -> None:
     """Show the engine's update lines on `to` from now on (the pytest plugin: in a test's
-    output; a command: stdout, as `run` shows them)."""
+    output; a command: stdout, as `run` shows them; None: the live status alone reads them)."""
     _update_lines().to = to
 
 
@@ -354,9 +363,12 @@ def _update_lines() -> _UpdateLines:
 
 
 @contextlib.contextmanager
-def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
+def opened(
+    *, quiet: bool = False, verbose: bool = False, update_lines: UpdatesTo = "stdout"
+) -> Iterator[None]:
     """A command's console: sys.stdout and sys.stderr wrapped (`Stream`), the library's lines
-    and the engine's update lines shown, quiet mode as asked; all put back after it."""
+    and the engine's update lines shown (on `update_lines`), quiet mode as asked; all put back
+    after it."""
     library = logging.getLogger(LIBRARY)
     if not any(isinstance(handler, _LibraryLines) for handler in library.handlers):
         library.addHandler(_LibraryLines())
@@ -368,7 +380,7 @@ def opened(*, quiet: bool = False, verbose: bool = False) -> Iterator[None]:
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     if not any(isinstance(f, _Py4jOnRoot) for f in logging.root.filters):
         logging.root.addFilter(_Py4jOnRoot())
-    show_update_lines("stdout")
+    show_update_lines(update_lines)
     was_quiet = _quiet
     set_quiet(quiet)
     stdout, stderr = sys.stdout, sys.stderr
