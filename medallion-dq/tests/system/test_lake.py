@@ -243,17 +243,18 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
 
 def test_fresh_lakes_are_pruned_to_the_last_few(tmp_path):
     """--fresh makes a lake per run in .local/runs/: the oldest go, one a run holds stays."""
-    from medallion_dq.local import lake
-    from medallion_dq.tools.run_command import KEEP_FRESH
+    from medallion_dq.local import LakeFolder, LakeSession, lake
+    from medallion_dq.project.config import FRESH_KEPT
 
-    runs = tmp_path / "runs"
-    made = [runs / f"20261101-0000{i:02d}-abcdef" for i in range(KEEP_FRESH + 3)]
+    runs = tmp_path / ".local" / "runs"
+    made = [runs / f"20261101-0000{i:02d}-abcdef" for i in range(FRESH_KEPT + 3)]
     for folder in made:
         (folder / "warehouse").mkdir(parents=True)
-    with lake.locked(made[0]):  # a run still going in the oldest
-        removed = lake.prune(runs, keep=KEEP_FRESH - 1)
-    assert removed == made[1:4]
-    assert sorted(runs.iterdir()) == [made[0], *made[4:]]
+    fresh = LakeFolder.fresh(tmp_path)
+    session = LakeSession(None, fresh, target="dev", landing=tmp_path)  # type: ignore[arg-type]
+    with lake.locked(made[0]), session:  # a run still going in the oldest
+        assert fresh.path.is_dir()  # the new one, held
+    assert sorted(runs.iterdir()) == sorted([made[0], *made[4:], fresh.path])
 
 
 def deliver(project, folder, *days):

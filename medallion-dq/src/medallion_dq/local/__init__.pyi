@@ -24,7 +24,6 @@ from medallion_dq.local.server import LOG_FILE as SERVER_LOG_FILE
 from medallion_dq.local.server import ServerInUse as ServerInUse
 from medallion_dq.local.server import servers as servers
 from medallion_dq.local.server import stop as stop_server
-from medallion_dq.local.server import stop_lake_servers as stop_lake_servers
 from medallion_dq.local.server import unused as unused_servers
 from medallion_dq.local.server import warm_lake as warm_lake
 
@@ -37,12 +36,12 @@ from medallion_dq.local.project import TaskResult as TaskResult
 from medallion_dq.local.runner import Interrupted as Interrupted
 from medallion_dq.local.runner import UpdateResult as UpdateResult
 
-# The lake: a project's tables kept between runs, its updates and their Delta logs.
+# The lake: a project's tables kept between runs (LakeFolder, read without Spark), and a run's
+# hold on it (LakeSession: its lock, warm server, put-back); its updates and their Delta logs.
+from medallion_dq.local.session import LakeFolder as LakeFolder
+from medallion_dq.local.session import LakeSession as LakeSession
 from medallion_dq.local.delta_log import damage as damage
 from medallion_dq.local.delta_log import damaged_tables as damaged_tables
-from medallion_dq.local.delta_log import remove as remove_table
-from medallion_dq.local.delta_log import tables as delta_tables
-from medallion_dq.local.lake import UPDATES as LAKE_UPDATES
 from medallion_dq.local.lake import LakeBusy as LakeBusy
 from medallion_dq.local.lake import PutBackFailed as PutBackFailed
 from medallion_dq.local.lake import Unjudged as Unjudged
@@ -50,10 +49,7 @@ from medallion_dq.local.lake import disk_note as disk_note
 from medallion_dq.local.lake import gate_failed as gate_failed
 from medallion_dq.local.lake import io_fault as io_fault
 from medallion_dq.local.lake import landings as landings
-from medallion_dq.local.lake import locked as lake_locked
-from medallion_dq.local.lake import prune as prune_runs
 from medallion_dq.local.lake import table_folder as table_folder
-from medallion_dq.local.lake import unfinished as unfinished_updates
 
 # Pipeline and SQL files as the engine reads them, offline (check, the preflight): no Spark.
 from medallion_dq.local.autoloader import CSV_MAX_COLUMNS as CSV_MAX_COLUMNS
@@ -76,8 +72,9 @@ __all__ = [
     "Interrupted",
     "JobResult",
     "LAKE_SERVER",
-    "LAKE_UPDATES",
     "LakeBusy",
+    "LakeFolder",
+    "LakeSession",
     "LocalProject",
     "LocalSpark",
     "PipelineCodeError",
@@ -95,27 +92,21 @@ __all__ = [
     "damage",
     "damaged_tables",
     "datasets_defined",
-    "delta_tables",
     "disk_note",
     "gate_failed",
     "io_fault",
-    "lake_locked",
     "landing_folders",
     "landing_formats",
     "landings",
     "parse_sql_statement",
     "passing_through",
     "process_named",
-    "prune_runs",
-    "remove_table",
     "servers",
     "sql_statements",
     "start",
-    "stop_lake_servers",
     "stop_server",
     "strip_sql_comments",
     "table_folder",
-    "unfinished_updates",
     "unused_servers",
     "warm_lake",
 ]

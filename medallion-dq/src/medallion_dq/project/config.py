@@ -26,6 +26,7 @@ else:  # pragma: no cover - Python 3.10
 
 BUNDLE_FILE = "databricks.yml"
 STATE_DIR = ".local"  # what local runs write: lakes, event logs, reports (git-ignored)
+FRESH_KEPT = 5  # throwaway lakes (`run --fresh`) kept in .local/runs/: the newest
 
 
 class ProjectNotFound(MedallionDQError, ValueError):

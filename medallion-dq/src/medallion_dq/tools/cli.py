@@ -19,16 +19,16 @@ from __future__ import annotations
 import argparse
 import difflib
 import functools
-import sys
 import time
 import warnings
 from pathlib import Path
 
 from medallion_dq import __version__
+from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project, config, writable, write_file
 from medallion_dq.project.config import STATE_DIR
 from medallion_dq.project.settings import BACKENDS
-from medallion_dq.tools import console, run_command, scaffold
+from medallion_dq.tools import console, exits, run_command, scaffold
 
 PROG = "medallion-dq"
 
@@ -217,7 +217,7 @@ def _write_conventions(project: Project, chosen) -> int:
 
 def cmd_lake(args) -> int:
     """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
-    from medallion_dq.local import damaged_tables, delta_tables, unfinished_updates
+    from medallion_dq.local import LakeFolder
     from medallion_dq.project.bundle import BundleError
 
     project = _project(args.root)
@@ -226,14 +226,14 @@ def cmd_lake(args) -> int:
         target = args.target or project.bundle().target
     except BundleError as error:
         console.error(f"error: {error}")
-        return 2
-    work_dir = root / STATE_DIR / "lake" / target
-    where = work_dir.relative_to(root)
-    if not work_dir.is_dir():
+        return exits.NOT_STARTED
+    lake = LakeFolder.of(root, target)
+    where = lake.path.relative_to(root)
+    if not lake.path.is_dir():
         console.error(f"lake: no lake at {where} (the target {target} has not run yet)")
-        return 2
-    damaged = damaged_tables(work_dir)
-    found = {*delta_tables(work_dir / "warehouse"), *damaged}
+        return exits.NOT_STARTED
+    damaged = lake.damaged()
+    found = {*lake.tables(), *damaged}
     for name, why in damaged.items():
         console.result(f"{name}: damaged: {why}")
     if damaged:
@@ -242,11 +242,11 @@ def cmd_lake(args) -> int:
             "rebuild with `medallion-dq run --full-refresh --pipeline <the one writing it>`, "
             f"or delete {where} to start over"
         )
-        return 1
-    for line in unfinished_updates(work_dir):  # sound tables may hold what such an update wrote
+        return exits.FAILED
+    for line in lake.unfinished():  # sound tables may hold what such an update wrote
         console.result(line)
     console.result(f"lake check: {len(found)} table(s) of {where}, all sound")
-    return 0
+    return exits.OK
 
 
 def cmd_report(args) -> int:
@@ -560,30 +560,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(command, args) -> int:
-    """The command's exit code; an error a user is told about in a line, not a traceback."""
+    """The command's exit code; an error a user is told about in a line, not a traceback
+    (the codes: exits.py)."""
     try:
         return command(args)
     except KeyboardInterrupt:  # `run` puts its update back and says so itself
         console.error(f"{args.command}: stopped by SIGINT")
-        return 130
-    except run_command.OutputNotWritten as error:
-        console.error(f"error: {error}")
-        return 2
-    except ModuleNotFoundError as error:  # an install without Spark, e.g. medallion-dq-dev[tools]
-        if error.name != "pyspark":
-            raise
-        console.error(f"error: {args.command} runs Spark: install medallion-dq-dev[local]")
-        return 2
-    except OSError as error:  # a read-only project, lake or cache, a full disk: one line
-        line = str(error) if isinstance(error, writable.CannotWrite) else writable.refused(error)
-        if line is None:
-            raise
-        console.error(f"error: {line}")
-        return 2
+        return exits.of(KeyboardInterrupt()) or 130
     except Exception as error:
-        # A server's loss can only come from where servers start: no import of Spark here.
-        servers = sys.modules.get("medallion_dq.local.spark")
-        if servers is None or not isinstance(error, servers.ServerLost):
+        code = exits.of(error)
+        if code is None:
             raise
-        console.error(f"error: {error}")
-        return 3
+        if isinstance(error, ModuleNotFoundError):  # an install without Spark
+            console.error(f"error: {args.command} runs Spark: install medallion-dq-dev[local]")
+        elif isinstance(error, OSError) and not isinstance(error, MedallionDQError):
+            console.error(f"error: {writable.refused(error)}")  # a full disk, a read-only folder
+        else:
+            console.error(f"error: {error}")
+        return code

@@ -7,34 +7,17 @@ import argparse
 import contextlib
 import json
 import signal
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project
-from medallion_dq.project.config import STATE_DIR
+from medallion_dq.project.config import FRESH_KEPT, STATE_DIR
 from medallion_dq.project.settings import BACKENDS
-from medallion_dq.tools import console
+from medallion_dq.tools import console, exits
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
-
-#: --fresh lakes kept in .local/runs/ (the newest; older ones are removed by the next --fresh run).
-KEEP_FRESH = 5
-
-
-def _lake(root: Path, target: str, fresh: bool) -> Path:
-    """The lake this run works in: the target's, which lasts, or a throwaway one (--fresh)."""
-    if fresh:
-        from medallion_dq.local import prune_runs
-
-        runs = root / STATE_DIR / "runs"
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        prune_runs(runs, keep=KEEP_FRESH - 1)
-        return runs / f"{stamp}-{uuid.uuid4().hex[:6]}"
-    return root / STATE_DIR / "lake" / target
 
 
 def _preflight(project: Project, args) -> tuple[list, str | None]:
@@ -143,7 +126,7 @@ def cmd_run(args, project: Project) -> int:
     what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
     console.info(f"medallion-dq: run {what} in {root} (checking it first)")
 
-    from medallion_dq.local import LAKE_UPDATES, Interrupted, LocalProject, lake_locked
+    from medallion_dq.local import Interrupted, LakeFolder, LakeSession
     from medallion_dq.tools import preflight
 
     problems, target = _preflight(project, args)
@@ -152,73 +135,56 @@ def cmd_run(args, project: Project) -> int:
         say(f"{problem.severity}: {problem}")  # error | warning
     if preflight.has_errors(problems):
         console.error(f"{what}: not started (fix the errors above)")
-        return 2
+        return exits.NOT_STARTED
     assert target is not None  # the bundle loaded: preflight and validate_bundle said why not
     variables, _ = preflight.parse_variables(args.var)
-    _check_writes(root, target, args)  # before an old --fresh lake is pruned or a lock taken
-    work_dir = _lake(root, target, args.fresh)
-    landing = Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing"
+    session = LakeSession(
+        project,
+        LakeFolder.fresh(root) if args.fresh else LakeFolder.of(root, target),
+        target=target,
+        variables=variables,
+        landing=Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing",
+        backend=args.backend,
+        warm=not (args.own_server or args.fresh),
+        failing_examples=3 if args.junit_xml else 0,
+    )
+    session.check_writable()  # before an old --fresh lake is pruned or a lock taken
     # Both put the update back, then exit. Ctrl-C raises our own exception, not Python's
     # KeyboardInterrupt: on the lake's warm server (outside the terminal's process group) the
     # Connect client's wait for the update did not give way to the latter (tested).
     signal.signal(signal.SIGTERM, _terminated)
     signal.signal(signal.SIGINT, _terminated)
     summary: dict = {"status": "ERROR", "error": None}
-    local = None
     result: JobResult | UpdateResult | None = None
     try:
-        with lake_locked(work_dir):
-            local = _lake_server(project, target, variables, args, work_dir, landing)
-            running = LocalProject(
-                project,
-                local,
-                target=target,
-                variables=variables,
-                landing=landing,
-                failing_examples=3 if args.junit_xml else 0,
-            )
-            running.open_lake()
+        with session:
+            _open(session, args.full_refresh and _rebuilt(project, target, variables, args))
             with console.waiting(what, _datasets(project, target, variables, args)):
                 if args.job:
-                    result = running.run_job(
+                    result = session.run_job(
                         args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
                     )
                 else:
-                    result = running.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
+                    result = session.run_pipeline(args.pipeline, full_refresh=args.full_refresh)
             _ended(what)
         summary = result.to_dict()
         console.result(f"{what}: {summary['status']} in {summary['seconds']} s")
-        return 0 if result.ok else 1
+        return exits.OK if result.ok else exits.FAILED
     except Interrupted as stop:
         done = result = stop.job or stop.result
         summary = done.to_dict() if done else {"status": "CANCELED"}
         summary["status"] = "CANCELED"
         summary["error"] = f"{stop} (exit {stop.exit_code})"
-        update = stop.result
-        back = [*update.restored, *update.removed] if update else []
-        if back:
-            outcome = f"put back {', '.join(back)}"
-        elif any((work_dir / LAKE_UPDATES).glob("*/journal.json")):  # a second signal cut it
-            outcome = "the update was not put back yet: the next run on this lake puts it back"
-        else:
-            outcome = "its update had written no table yet, so none was put back"
-        if stop.job and any(t.gate and t.status == "SUCCESS" for t in stop.job.tasks):
-            outcome += (  # the lake keeps them unjudged: the next gate judges them again
-                "; the rows its quality gate passed are not published: `medallion-dq run --job"
-                f" {args.job}` judges them again and publishes them"
-            )
-        console.error(f"{what}: CANCELED by {stop}; {outcome}")
+        console.error(f"{what}: CANCELED by {stop}; {_put_back(session, stop, args)}")
         return stop.exit_code
     except KeyboardInterrupt:  # before or between updates: nothing to put back
         summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
         console.error(f"{what}: CANCELED by SIGINT before an update started")
         return 130
     except Exception as error:
-        return _run_failed(error, what, summary, args, local, root, work_dir)
+        return _run_failed(error, what, summary, args, session)
     finally:
         _ended(what)
-        if local is not None:
-            local.stop()
         _write_summary(args.json, summary)
         said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
         said = said if isinstance(said, str) else None
@@ -226,95 +192,76 @@ def cmd_run(args, project: Project) -> int:
         _write_markdown(args.markdown, result, what, said)
 
 
-def _run_failed(
-    error: Exception, what: str, summary: dict, args, local, root: Path, work_dir: Path
-) -> int:
-    """The exit code of a run that `error` ended (its line said, `summary` given it), or the
-    error raised again when it is not one a user is told about in a line."""
-    from medallion_dq.local import (
-        BackendUnavailable,
-        LakeBusy,
-        PipelineCodeError,
-        PutBackFailed,
-        ServerLost,
-        disk_note,
-        io_fault,
-    )
-    from medallion_dq.problems import DataQualityError
-    from medallion_dq.project.bundle import BundleError
-
-    summary["error"] = str(error)
-    if isinstance(error, TimeoutError):
-        console.error(f"error: {error}")
-        return 1
-    if isinstance(error, PipelineCodeError):
-        console.error(f"error: {error}")
-        if args.traceback:
-            console.error(error.traceback)
-        return 2
-    if isinstance(error, PutBackFailed):
-        console.error(f"{what}: FAILED: {error}")
-        return 1
-    user_errors = (LakeBusy, BackendUnavailable, DataQualityError, BundleError)
-    if isinstance(error, (*user_errors, KeyError, ValueError)):
-        console.error(f"error: {error}")
-        return 2
-    lost = None
-    if local is not None:
-        lost = error if isinstance(error, ServerLost) else local.lost(error)
-    if lost is None and (fault := io_fault(error)):  # a full disk, a read-only lake
-        fault += disk_note(work_dir)
-        summary["error"] = f"the lake {work_dir.relative_to(root)} could not be written: {fault}"
-        console.error(f"{what}: FAILED: {summary['error']}")
-        return 1
-    if lost is None:
-        summary["error"] = None
-        raise error
-    summary["error"] = str(lost)
-    console.error(f"error: {lost}")
-    return 3
-
-
-def _check_writes(root: Path, target: str, args) -> None:
-    """Every place the run writes, checked before it changes anything or starts Spark:
-    CannotWrite (exit 2, cli.py) names the first it may not write."""
-    from medallion_dq.local import check_writable
-    from medallion_dq.project import writable
-
-    lake = root / STATE_DIR / ("runs" if args.fresh else f"lake/{target}")
-    writable.check(lake, "the run keeps its lake there", root)  # --json's: preflight's RUN011
-    warm = None if args.own_server or args.fresh else lake
-    check_writable(args.backend, lake, reuse=warm, lake=True)
-
-
-def _lake_server(
-    project: Project, target: str, variables: dict, args, work_dir: Path, landing: Path
-):
-    """The Spark session of a run in lake `work_dir` (locked): on the lake's warm server unless
-    --own-server or --fresh, started after removing what a full refresh rebuilds."""
-    from medallion_dq.local import LAKE_UPDATES, start, stop_lake_servers
-
-    if args.full_refresh:  # a damaged table of the run's pipelines: rebuilt from nothing
-        removed = list(_damaged_rebuilt(project, target, variables, args, work_dir))
-        for table, why in removed:
-            # stdout, kept when quiet: what the run did to the lake
-            console.result(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
-        if removed:  # the lake's warm server still holds them in its catalog
-            stop_lake_servers(work_dir)
-    if any((work_dir / LAKE_UPDATES).glob("*/journal.json")):
-        # A run of this lake ended mid-update: its update may still be running on the
-        # lake's warm server. A new server, then the put-back (LocalProject.open_lake).
-        stop_lake_servers(work_dir)
-    # The lake's own warm server: its catalog already knows the lake's tables, and
-    # runs after the first skip the JVM's start and its cold first update.
-    warm = None if args.own_server or args.fresh else work_dir
+def _open(session, rebuilt) -> None:
+    """The session's lake readied, its server's phases shown while it starts; what a full
+    refresh removed said on stdout (kept when quiet: what the run did to the lake)."""
     with console.waiting("Spark"):  # its phases: the library's lines
-        local = start(args.backend, work_dir=work_dir, mounts=[landing], reuse=warm, lake=True)
+        session.open(rebuilt or ())
+    for table, why in session.removed.items():
+        console.result(f"{table}: damaged ({why}): removed, the full refresh rebuilds it")
+    local = session.local
     console.progress(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
-        f"lake {work_dir.relative_to(project.root)}"
+        f"lake {session.folder.path.relative_to(session.project.root)}"
     )
-    return local
+
+
+def _put_back(session, stop, args) -> str:
+    """What became of an update a signal cut, in the user's words."""
+    back = session.put_back(stop)
+    if back.tables:
+        outcome = f"put back {', '.join(back.tables)}"
+    elif back.pending:  # a second signal cut it
+        outcome = "the update was not put back yet: the next run on this lake puts it back"
+    else:
+        outcome = "its update had written no table yet, so none was put back"
+    if stop.job and any(t.gate and t.status == "SUCCESS" for t in stop.job.tasks):
+        outcome += (  # the lake keeps them unjudged: the next gate judges them again
+            "; the rows its quality gate passed are not published: `medallion-dq run --job"
+            f" {args.job}` judges them again and publishes them"
+        )
+    return outcome
+
+
+def _run_failed(error: Exception, what: str, summary: dict, args, session) -> int:
+    """The exit code of a run that `error` ended (exits.py; its line said, `summary` given
+    it), or the error raised again when it is not one a user is told about in a line."""
+    from medallion_dq.local import PipelineCodeError, PutBackFailed, disk_note, io_fault
+
+    local = session.local
+    lost = local.lost(error) if local is not None else None  # the server's loss, and why
+    if lost is None and (fault := io_fault(error)):
+        # A full disk, a read-only lake, mid-update: the update was put back; the run failed.
+        fault += disk_note(session.folder.path)
+        where = session.folder.path.relative_to(session.project.root)
+        summary["error"] = f"the lake {where} could not be written: {fault}"
+        console.error(f"{what}: FAILED: {summary['error']}")
+        return exits.FAILED
+    error = lost or error
+    code = exits.of(error)
+    if code is None and isinstance(error, (KeyError, ValueError)):  # a value of the project's
+        code = exits.NOT_STARTED
+    if code is None:
+        raise error
+    summary["error"] = str(error)
+    console.error(
+        f"{what}: FAILED: {error}" if isinstance(error, PutBackFailed) else f"error: {error}"
+    )
+    if isinstance(error, PipelineCodeError) and args.traceback:
+        console.error(error.traceback)
+    return code
+
+
+def _rebuilt(project: Project, target: str, variables: dict, args) -> set[str]:
+    """The datasets a full refresh of the run's pipelines rebuilds (a damaged table of another
+    pipeline stopped the run in preflight)."""
+    from medallion_dq.tools import preflight
+
+    bundle = project.bundle(target=target, variables=variables)
+    keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
+    return preflight.datasets_defined(
+        {f for key in keys for f in bundle.pipelines[key].library_files}
+    )
 
 
 def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
@@ -329,23 +276,6 @@ def _datasets(project: Project, target: str, variables: dict, args) -> dict[str,
     ]
     # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
     return {p.name: sorted(datasets_defined(p.library_files)) for p in pipelines}
-
-
-def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):
-    """Remove the damaged tables a full refresh of the run's pipelines rebuilds; yield each
-    (table, what was wrong). A damaged table of another pipeline stopped the run in preflight."""
-    from medallion_dq.local import damaged_tables, remove_table
-    from medallion_dq.tools import preflight
-
-    bundle = project.bundle(target=target, variables=variables)
-    keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    rebuilt = preflight.datasets_defined(
-        {f for key in keys for f in bundle.pipelines[key].library_files}
-    )
-    for table, why in damaged_tables(work_dir).items():
-        if table.split(".")[-1] in rebuilt:
-            remove_table(work_dir, table)  # with its flows' checkpoints
-            yield table, why
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -376,7 +306,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     run.add_argument(
         "--fresh",
         action="store_true",
-        help=f"run in a new, throwaway lake in .local/runs/ (the last {KEEP_FRESH} are kept; "
+        help=f"run in a new, throwaway lake in .local/runs/ (the last {FRESH_KEPT} are kept; "
         "default: the target's lake in .local/lake/<target>)",
     )
     run.add_argument(
