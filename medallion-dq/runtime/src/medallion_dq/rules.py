@@ -43,8 +43,8 @@ contract's id and version (tools.contract; the gate prints the clause beside a f
         constraint: amount >= 0
         contract: 'orders.amount: minimum'
 
-and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
-be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
+and Lakehouse Plumber's mapping format (`<constraint>: {action, name}`), so existing files can
+be brought over. A file is loaded into the dicts the `expect_all*` decorators take, on Databricks
 and locally alike; every problem is reported with a stable code before any data is read.
 """
 
@@ -420,7 +420,7 @@ def rule_files(root: Path | Traversable) -> list[Path]:
 
 
 def contract_clauses(rulesets: Iterable[RuleSet]) -> dict[str, str]:
-    """``{"<dataset>.<rule or check>": "<clause> (<contract id> <version>)"}`` of the items
+    """`{"<dataset>.<rule or check>": "<clause> (<contract id> <version>)"}` of the items
     made from a data contract: what the gate, diff, the report and a failed update show beside
     the item's name."""
     from medallion_dq.text import short_name

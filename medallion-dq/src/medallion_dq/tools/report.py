@@ -311,9 +311,9 @@ def latest(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def gate_inputs(project: Project) -> tuple[dict[str, float], dict[str, str]]:
     """From the project's rule files, read once: the quality gate's thresholds (the pack's
-    default for a layer where a rule file sets none, as the gate task's ``--pack`` applies it;
-    `check` holds the two to one pack) and ``{"<dataset>.<rule>": "<clause> (<contract id>
-    <version>)"}`` of the rules made from a data contract. An invalid rule file raises its
+    default for a layer where a rule file sets none, as the gate task's `--pack` applies it;
+    `check` holds the two to one pack) and `{"<dataset>.<rule>": "<clause> (<contract id>
+    <version>)"}` of the rules made from a data contract. An invalid rule file raises its
     DataQualityError, a pack that is not installed its LibraryError."""
     from medallion_dq import gate, library, rules
 
