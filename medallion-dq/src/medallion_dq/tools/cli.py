@@ -590,7 +590,9 @@ def main(argv: list[str] | None = None) -> int:
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command_parser = sub.choices[args.command]
-        options = [o for p in (command_parser, parser) for a in p._actions for o in a.option_strings]
+        options = [
+            o for p in (command_parser, parser) for a in p._actions for o in a.option_strings
+        ]
         meant = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
         hint = f" (did you mean {meant[0]}?)" if meant else ""
         command_parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")

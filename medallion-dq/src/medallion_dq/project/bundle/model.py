@@ -37,8 +37,7 @@ import yaml
 
 from medallion_dq import user_yaml
 from medallion_dq.problems import MedallionDQError
-# REFERENCE: the tools' preflight imports it from here too.
-from medallion_dq.project.bundle.references import REFERENCE as REFERENCE
+from medallion_dq.project.bundle.references import REFERENCE as REFERENCE  # preflight's too
 from medallion_dq.project.bundle.references import resolve
 from medallion_dq.project.config import BUNDLE_FILE, load_toml
 

@@ -21,7 +21,6 @@ REFERENCE = re.compile(
 )
 
 
-
 class _Unresolved(MedallionDQError):
     pass
 
