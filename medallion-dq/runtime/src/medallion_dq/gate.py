@@ -591,13 +591,13 @@ def run_gate(
     from medallion_dq import rules
 
     result.clauses = rules.contract_clauses(rulesets)
-    from medallion_dq import checks
+    from medallion_dq import dataset_checks
 
     def table(name: str) -> str:
         return f"{table_prefix}{name}"
 
     if any(r.checks or r.schema for r in rulesets):
-        result.checks = checks.judge(
+        result.checks = dataset_checks.judge(
             events_df.sparkSession,
             events_df,
             update_id,
@@ -609,7 +609,8 @@ def run_gate(
             earlier=before,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    result.checks += checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
+    drift = dataset_checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
+    result.checks += drift
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "

@@ -59,11 +59,10 @@ from typing import Any, cast
 import yaml
 
 from medallion_dq import library, rule_fields
+from medallion_dq.checks import read_checks
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as rules.X)
-    CHECK_FIELDS,
-    CHECK_KINDS,
     DURATION,
     EXPECTED,
     IDENTIFIER,
@@ -76,7 +75,6 @@ from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as
     Reader,
     from_file,
     model_keys,
-    read_checks,
     read_choice,
     read_contract,
     read_examples,
