@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point ``pytest11``): fixtures to test a project's layers on Spark.
+"""The pytest plugin (entry point `pytest11`): fixtures to test a project's layers on Spark.
 
 - `medallion_project` (session): the project folder, the one holding databricks.yml at or
   above pytest's root folder; override it in a conftest.py to test another project.

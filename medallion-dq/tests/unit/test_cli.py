@@ -1,5 +1,6 @@
 """`medallion-dq`, as a team runs it in its project folder: output, JSON summary, exit codes."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -94,6 +95,10 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, capsys):
     def interrupted(_args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(command_line, "cmd_check", interrupted)
+    commands = [
+        dataclasses.replace(c, run=interrupted) if c.run is command_line.cmd_check else c
+        for c in command_line.COMMANDS
+    ]
+    monkeypatch.setattr(command_line, "COMMANDS", commands)
     assert command_line.main(["--root", str(sample_project()), "check", "--examples"]) == 130
     assert capsys.readouterr().err == "check: stopped by SIGINT\n"

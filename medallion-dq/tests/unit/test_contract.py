@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
-from medallion_dq import checks, gate, rules
+from medallion_dq import dataset_checks, gate, rules
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project
 from medallion_dq.tools import cli, contract, conventions, markup
@@ -570,7 +570,7 @@ def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
     monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
     monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: metrics)
     monkeypatch.setattr(gate, "completed_datasets", lambda events, update_id: {"silver_orders"})
-    monkeypatch.setattr(checks, "landing_drift", lambda *args, **kwargs: [])  # reads tables
+    monkeypatch.setattr(dataset_checks, "landing_drift", lambda *args, **kwargs: [])  # reads tables
     result = gate.run_gate(object(), rule_files=[tmp_path])
     clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
     assert f"silver_orders.valid_amount {clause}" in result.table()
@@ -668,6 +668,23 @@ def test_export_says_what_a_contract_cannot_hold(project, capsys):
         "contract export: not in the contract: daily_volume: min_ratio, max_ratio: ODCS counts "
         "rows, not ratios",
     ]
+
+
+def test_export_says_a_check_kind_odcs_has_no_clause_for(project, capsys):
+    """An anomaly check (ODCS has no clause for one) is left out of the contract and said, as
+    any kind without an export would be: nothing leaves a rule file unsaid."""
+    path = rule_dir(project) / "silver" / "orders.yml"
+    text = path.read_text()
+    anomaly = "  - name: usual_rows\n    anomaly: {metric: rows}\n"
+    path.write_text(text.replace("checks:\n", "checks:\n" + anomaly, 1))
+    assert run(project, "export", "--dataset", "silver_orders") == 0
+    captured = capsys.readouterr()
+    exported = yaml.safe_dump(yaml.safe_load(captured.out))
+    assert "usual_rows" not in exported
+    assert (
+        "contract export: not in the contract: usual_rows: anomaly check: ODCS has no clause"
+        " for its kind" in captured.err.splitlines()
+    )
 
 
 # --------------------------------------------------------------------------- hostile contracts

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from medallion_dq import checks, gate
+from medallion_dq import checks, dataset_checks, gate
 from medallion_dq.gate import EMPTY_DELIVERY, evaluate
 
 # `details:flow_progress.data_quality.expectations` of an update with no new landing files.
@@ -125,7 +125,7 @@ def test_run_gate_expects_rule_datasets_whose_flow_completed(tmp_path: Path, mon
         )
     monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
     monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: [])
-    monkeypatch.setattr(checks, "landing_drift", lambda *args, **kwargs: [])
+    monkeypatch.setattr(dataset_checks, "landing_drift", lambda *args, **kwargs: [])
     # The validation update ran bronze and silver: gold's rules are the publish pipeline's.
     monkeypatch.setattr(
         gate, "completed_datasets", lambda events, update_id: {"bronze_orders", "silver_orders"}

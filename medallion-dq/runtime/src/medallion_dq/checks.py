@@ -35,22 +35,41 @@ it would fail (`acted`): any kind.
 
 Each check gives a `CheckResult` (value, bound, pass/fail): the gate prints and judges them with
 the expectation metrics, and the local runner records them in the event log for the report.
+
+Each kind is a `Kind` registered in `KINDS` with `@kind` (at the end of this module): its
+options, an example of them, and how it is judged. Reading the rule files (`read_checks`), the
+gate (dataset_checks.judge) and `contract export` take the kinds from there: a new kind is one
+class here, its tests, and a line of the docs.
 """
 
 from __future__ import annotations
 
-import re
+import functools
 import statistics
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import date
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 from urllib.parse import unquote, urlsplit
 
-from medallion_dq import anomaly, rules
+from medallion_dq import anomaly
 from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
-from medallion_dq.rule_fields import DURATION, Check
+from medallion_dq.rule_fields import (
+    DURATION,
+    IDENTIFIER,
+    Check,
+    Entry,
+    Wrong,
+    a_boolean,
+    a_column,
+    a_duration,
+    a_number,
+    a_positive,
+    an_identifier,
+    one_of,
+    read_text,
+    show,
+)
 from medallion_dq.sources import INGESTED_AT, SOURCE_FILE
 from medallion_dq.text import short_name, sql_name, table_lines
 
@@ -115,7 +134,8 @@ def _number(check: Check, option: str) -> float | None:
     return cast("float | None", check.get(option))
 
 
-def _quote(name: str) -> str:
+def quote_table(name: str) -> str:
+    """A table's name quoted for Spark SQL, part by part."""
     return ".".join(f"`{part}`" for part in name.replace("`", "").split("."))
 
 
@@ -355,7 +375,7 @@ def anomaly_check(
         history = [anomaly.Point(w["time"].date(), int(w["rows"])) for w in earlier]
         return judge_anomaly(check, dataset, rows, now.date(), history)
     days = spark.sql(
-        f"SELECT to_date({sql_name(column)}) AS day, count(*) AS n FROM {_quote(table)} "
+        f"SELECT to_date({sql_name(column)}) AS day, count(*) AS n FROM {quote_table(table)} "
         f"WHERE {sql_name(column)} IS NOT NULL GROUP BY 1 ORDER BY 1"
     ).collect()
     if not days:
@@ -368,13 +388,13 @@ def _lag_anomaly(spark: SparkSession, check: Check, dataset: str, table: str) ->
     """How old the newest `date_column` value of each delivery was when it was ingested (rows
     grouped by read_landing's `_ingested_at`), the latest delivery against the earlier ones."""
     column = str(check.get("date_column"))
-    if INGESTED_AT not in spark.table(_quote(table)).columns:
+    if INGESTED_AT not in spark.table(quote_table(table)).columns:
         value, fix = f"no {INGESTED_AT} in {dataset}", "carry read_landing's column to it"
         return CheckResult(dataset, check.name, "anomaly", value, fix, False)
     found = spark.sql(
         f"SELECT max(CAST({sql_name(column)} AS TIMESTAMP)) AS newest, "
         f"unix_timestamp(`{INGESTED_AT}`) - unix_timestamp(max(CAST({sql_name(column)} AS TIMESTAMP))) "
-        f"AS age FROM {_quote(table)} GROUP BY `{INGESTED_AT}` ORDER BY `{INGESTED_AT}`"
+        f"AS age FROM {quote_table(table)} GROUP BY `{INGESTED_AT}` ORDER BY `{INGESTED_AT}`"
     ).collect()
     ages = [anomaly.Point(r["newest"].date(), r["age"] / 3600) for r in found if r["newest"]]
     if not ages:
@@ -422,7 +442,7 @@ def freshness(
     row = spark.sql(
         f"SELECT max(CAST({at} AS TIMESTAMP)) AS newest, {as_of} AS as_of, "
         f"unix_timestamp({as_of}) - unix_timestamp(max(CAST({at} AS TIMESTAMP))) AS age "
-        f"FROM {_quote(table)}"
+        f"FROM {quote_table(table)}"
     ).collect()[0]
     limit = str(check.get("max_age"))
     bound = f"at most {limit} before {row['as_of']:%Y-%m-%d %H:%M}"
@@ -448,8 +468,8 @@ def references(
                    slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.v END)), 1, 5) AS keys,
                    slice(array_sort(collect_set(CASE WHEN r.k IS NULL THEN d.f END)), 1, 3) AS files
             FROM (SELECT {sql_name(column)} AS v, {sql_name(SOURCE_FILE) if source else "NULL"} AS f
-                  FROM {_quote(table(dataset))} WHERE {sql_name(column)} IS NOT NULL) AS d
-            LEFT JOIN (SELECT DISTINCT {sql_name(key)} AS k FROM {_quote(table(other))}) AS r
+                  FROM {quote_table(table(dataset))} WHERE {sql_name(column)} IS NOT NULL) AS d
+            LEFT JOIN (SELECT DISTINCT {sql_name(key)} AS k FROM {quote_table(table(other))}) AS r
               ON d.v = r.k"""
     ).collect()[0]
     total, orphans = int(row["total"]), int(row["orphans"])
@@ -477,133 +497,257 @@ def _path(uri: str) -> str:
     return unquote(urlsplit(uri).path) if uri.startswith("file:") else uri
 
 
-def schema(spark: SparkSession, contract: rules.RuleSet, table: str) -> CheckResult:
-    """The table's columns against the contract: missing columns and changed types fail."""
-    declared = spark.sql(
-        "SELECT "
-        + ", ".join(f"CAST(NULL AS {c.type}) AS {sql_name(c.name)}" for c in contract.schema)
-    ).schema
-    actual = {f.name.lower(): f.dataType for f in spark.read.table(_quote(table)).schema}
-    drift = []
-    for column in declared:
-        found = actual.get(column.name.lower())
-        if found is None:
-            drift.append(f"{column.name} is missing")
-        elif found.simpleString() != column.dataType.simpleString():
-            drift.append(
-                f"{column.name} is {found.simpleString()}, not {column.dataType.simpleString()}"
+# --------------------------------------------------------------------------- the kinds
+
+#: A kind's options, in the order they are checked: whether a check must give it, and what a
+#: wrong value must be.
+Options = dict[str, tuple[bool, Callable[[object], Wrong]]]
+
+
+class Kind:
+    """A kind of dataset check: its name (the key a rule file writes), its options, an example
+    of them (for a fix), and how a check of it is judged. A new kind is a subclass registered
+    with `@kind`: reading the rule files (`read_checks`) and the gate (dataset_checks.judge)
+    find it here."""
+
+    name: ClassVar[str]
+    example: ClassVar[str]
+    options: ClassVar[Options]
+
+    def read(self, check: Entry, value: Mapping[str, Any]) -> None:
+        """A problem for each option that does not go with the others (each is valid alone)."""
+
+    def judge(self, on: Judging, check: Check, dataset: str) -> CheckResult:
+        raise NotImplementedError
+
+
+#: Every kind of dataset check, by name, in the order a rule file's fix lists them.
+KINDS: dict[str, Kind] = {}
+
+
+def kind(cls: type[Kind]) -> type[Kind]:
+    """Register a kind of dataset check."""
+    KINDS[cls.name] = cls()
+    return cls
+
+
+@dataclass
+class Judging:
+    """One update being judged: what every kind reads. The event log's series are read once,
+    by the first check that needs them."""
+
+    spark: SparkSession
+    events_df: DataFrame
+    update_id: str
+    table: Callable[[str], str]  # a dataset's table name (the pipeline's catalog and schema)
+    moment: str  # a Spark SQL timestamp: freshness is judged at it
+    allow_empty: bool = False
+    earlier: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def updates(self, dataset: str) -> tuple[str, ...]:
+        """The updates whose rows are one delivery of the dataset (gate.run_gate's `earlier`)."""
+        return (*self.earlier.get(dataset, ()), self.update_id)
+
+    @functools.cached_property
+    def written(self) -> list[dict[str, Any]]:
+        return rows_written(self.events_df)
+
+    @functools.cached_property
+    def rates(self) -> list[dict[str, Any]]:
+        return failure_rates(self.events_df)
+
+
+@kind
+class Volume(Kind):
+    name = "volume"
+    example = "{min_ratio: 0.5, max_ratio: 2.0}"
+    options = {
+        "min_ratio": (False, a_number(whole=False, low=0)),
+        "max_ratio": (False, a_number(whole=False, low=0)),
+        "history": (False, a_number(whole=True, low=1)),
+        "min_rows": (False, a_number(whole=True, low=0)),
+        "max_rows": (False, a_number(whole=True, low=0)),
+    }
+
+    def judge(self, on: Judging, check: Check, dataset: str) -> CheckResult:
+        return volume(check, dataset, on.written, on.updates(dataset), on.allow_empty)
+
+
+@kind
+class Anomaly(Kind):
+    name = "anomaly"
+    example = "{metric: rows, sensitivity: 3.5, history: 28, by_weekday: true}"
+    options = {
+        "metric": (True, one_of(*anomaly.METRICS)),
+        "rule": (False, an_identifier),
+        "sensitivity": (False, a_positive),
+        "history": (False, a_number(whole=True, low=3)),
+        "by_weekday": (False, a_boolean),
+        "date_column": (False, a_column),
+        "min_width": (False, a_number(whole=False, low=0)),
+    }
+
+    def read(self, check: Entry, value: Mapping[str, Any]) -> None:
+        metric, rule = value.get("metric"), value.get("rule")
+        if isinstance(rule, str) and rule not in check.reader.names:  # the rules are read first
+            check.add(
+                "DQ023",
+                f"anomaly.rule {rule!r} is no rule of this file",
+                "name one of the file's rules, or leave out rule for all of them",
             )
-    value = "; ".join(drift) if drift else f"{len(declared)} column(s) as declared"
-    bound = "the contract's columns and types"
-    return CheckResult(contract.dataset, "schema", "schema", value, bound, not drift)
+        if rule is not None and metric != "failure_rate":
+            check.add(
+                "DQ023",
+                f"anomaly.rule names the rule of metric failure_rate, not of {show(metric)}",
+                "write anomaly: {metric: failure_rate, rule: valid_amount}, or leave out rule",
+            )
+        if value.get("date_column") is not None and metric == "failure_rate":
+            check.add(
+                "DQ023",
+                "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
+                "leave out date_column: a failure rate is dated by its update",
+            )
+        if metric == "lag" and value.get("date_column") is None:
+            check.add(
+                "DQ023",
+                "anomaly metric lag needs date_column, the timestamp whose age it measures",
+                "write anomaly: {metric: lag, date_column: order_ts}",
+            )
+
+    def judge(self, on: Judging, check: Check, dataset: str) -> CheckResult:
+        rates = check.get("metric") == "failure_rate"
+        series = {"rates": on.rates} if rates else {"written": on.written}
+        args = (on.table(dataset), series, on.updates(dataset), on.allow_empty)
+        return anomaly_check(on.spark, check, dataset, *args)
 
 
-def judge(
-    spark: SparkSession,
-    events_df: DataFrame,
-    update_id: str,
-    rulesets: Iterable[rules.RuleSet],
-    datasets: set[str],
-    *,
-    table: Callable[[str], str] = lambda name: name,
-    as_of: str | None = None,
-    allow_empty: bool = False,
-    earlier: Mapping[str, Sequence[str]] | None = None,
-) -> list[CheckResult]:
-    """Every check and contract of the rule sets whose dataset ran in this update (`datasets`,
-    short names). `table`: a dataset's table name (the pipeline's catalog and schema); `as_of`:
-    an ISO timestamp freshness is judged at (default: the update's time); `allow_empty`: an
-    update that wrote no rows passes its volume checks; `earlier`: by dataset, the updates
-    before this one whose rows its volume counts too, as one delivery (gate.run_gate)."""
-    earlier = earlier or {}
-    chosen = [r for r in rulesets if short_name(r.dataset) in datasets and (r.checks or r.schema)]
-    if not chosen:
-        return []
-    kinds = [(c.kind, c.get("metric")) for r in chosen for c in r.checks]
-    volumes = any(k == "volume" or m in ("rows", "lag") for k, m in kinds)
-    written = rows_written(events_df) if volumes else []
-    rates = failure_rates(events_df) if ("anomaly", "failure_rate") in kinds else []
-    if as_of is not None:
-        if not re.match(r"^[0-9T:\-+ .Z]+$", as_of):
-            raise ValueError(f"as_of: not a timestamp: {as_of!r}")
-        moment = f"CAST('{as_of}' AS TIMESTAMP)"
-    else:
-        moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
-    results = []
+@kind
+class Freshness(Kind):
+    name = "freshness"
+    example = "{column: order_ts, max_age: 2d}"
+    options = {"column": (True, a_column), "max_age": (True, a_duration)}
 
-    def timed(check: Check | None, judge: Callable[..., CheckResult], *args: Any) -> None:
-        started = time.perf_counter()
-        result = judge(*args) if check is None else acted(check, judge(*args))
-        results.append(replace(result, seconds=round(time.perf_counter() - started, 3)))
-
-    for ruleset in chosen:
-        name = short_name(ruleset.dataset)
-        for check in ruleset.checks:
-            updates = (*earlier.get(name, ()), update_id)
-            if check.kind == "volume":
-                timed(check, volume, check, name, written, updates, allow_empty)
-            elif check.kind == "anomaly":
-                series = {"written": written, "rates": rates}
-                args = (spark, check, name, table(name), series, updates, allow_empty)
-                timed(check, anomaly_check, *args)
-            elif check.kind == "freshness":
-                timed(check, freshness, spark, check, name, table(name), moment)
-            else:
-                timed(check, references, spark, check, name, table)
-        if ruleset.schema:
-            timed(None, schema, spark, ruleset, table(name))
-    return results
+    def judge(self, on: Judging, check: Check, dataset: str) -> CheckResult:
+        return freshness(on.spark, check, dataset, on.table(dataset), on.moment)
 
 
-def landing_drift(
-    events_df: DataFrame,
-    update_id: str | Sequence[str],
-    datasets: set[str],
-    *,
-    table: Callable[[str], str] = lambda name: name,
-) -> list[CheckResult]:
-    """A warning for each bronze dataset of `datasets` whose records of this update (or these,
-    oldest first; ingested since the first one's first event) drifted from its schema; nothing
-    for the others."""
-    from pyspark.errors import AnalysisException
+@kind
+class References(Kind):
+    name = "references"
+    example = "{column: customer_id, dataset: silver_customers}"
+    options = {
+        "column": (True, a_column),
+        "dataset": (True, an_identifier),
+        "key": (False, a_column),
+        "max_orphans": (False, a_number(whole=True, low=0)),
+        "max_fraction": (False, a_number(whole=False, low=0, high=1)),
+    }
 
-    from medallion_dq import sources
+    def judge(self, on: Judging, check: Check, dataset: str) -> CheckResult:
+        return references(on.spark, check, dataset, on.table)
 
-    since, out = _update_time(events_df, update_ids(update_id)[0], first=True), []
-    for name in sorted(datasets):
-        started = time.perf_counter()
-        try:
-            drift = sources.landing_drift(events_df.sparkSession.read.table(table(name)), since)
-        except AnalysisException:  # a temporary view of the pipeline: no table to read
+
+# --------------------------------------------------------------------------- reading them
+
+CHECK_FIELDS = {"name", "description", "contract", "action"}  # and the kind's name
+CHECK_ACTIONS = ("fail", "warn")  # a dataset is not dropped row by row: no drop
+
+
+def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
+    """The file's `checks:` list; names are unique among the rules and checks."""
+    value = entry.data.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        entry.add(
+            "DQ022",
+            f"'checks' must be a list, got {type(value).__name__}",
+            "write each check as '- name: ..., volume: {...}'",
+        )
+        return ()
+    found = []
+    for index, data in enumerate(value, 1):
+        name = data.get("name") if isinstance(data, dict) else None
+        label = f"checks.{name}" if isinstance(name, str) and name else f"checks[{index}]"
+        check = Entry(entry.reader, data, {"path": label})
+        if not isinstance(data, dict):
+            got = show(data)
+            check.add(
+                "DQ022",
+                f"a check must be a mapping, got {got}",
+                "write '- name: daily_volume' with 'volume: {min_ratio: 0.5}' under it",
+            )
             continue
-        if drift:
-            out.append(
-                CheckResult(
-                    name,
-                    "landing_drift",
-                    "drift",
-                    str(drift),
-                    "records as the schema names their fields",
-                    passed=True,
-                    note="rescued fields are in _rescued_data: map them, or add them to the schema",
-                    seconds=round(time.perf_counter() - started, 3),
-                    warning=True,
-                )
+        check.unknown(
+            {*CHECK_FIELDS, *KINDS},
+            "DQ022",
+            f"a check has a name, a description, an action and one of {', '.join(KINDS)}",
+        )
+        if not (isinstance(name, str) and IDENTIFIER.match(name)):
+            check.add(
+                "DQ022",
+                f"a check needs a name, got {show(name)}",
+                "write '- name: daily_volume' (letters, digits, _)",
             )
-    return out
+            name = ""
+        kinds = [k for k in KINDS if k in data]
+        if len(kinds) != 1:
+            check.add(
+                "DQ022",
+                f"a check has exactly one kind, got {', '.join(kinds) or 'none'}",
+                f"give one of {', '.join(KINDS)}",
+            )
+            continue
+        if name and name in entry.reader.names:
+            check.add("DQ001", "duplicate name", "rule and check names must be unique: rename one")
+        entry.reader.names.add(name)
+        options = _check_options(check, kinds[0], data[kinds[0]])
+        description = data.get("description") or ""
+        clause = read_text(Entry(entry.reader, data, {"rule": label}), "contract")
+        action = _check_action(check, data.get("action", "fail"))
+        if options is not None and name and action:
+            found.append(Check(name, kinds[0], tuple(options.items()), description, clause, action))
+    return tuple(found)
 
 
-def _update_time(events_df: DataFrame, update_id: str, first: bool = False) -> str:
-    """The time of the update's last event (its first with `first`), in UTC."""
-    from pyspark.sql import functions as F
-
-    moment = F.min("timestamp") if first else F.max("timestamp")
-    shown = "yyyy-MM-dd HH:mm:ss.SSSSSS" if first else "yyyy-MM-dd HH:mm:ss"
-    row = (
-        events_df.filter(F.col("origin.update_id") == F.lit(update_id))
-        .agg(F.date_format(moment, shown).alias("time"))
-        .collect()[0]
+def _check_action(check: Entry, action: object) -> str | None:
+    """The check's `action:` (fail or warn), None when it is another."""
+    if action in CHECK_ACTIONS:
+        return str(action)
+    check.add(
+        "DQ022",
+        f"a check's action must be fail or warn, got {show(action)}",
+        "write 'action: warn' to be warned and not stop the job, or leave it out to fail"
+        + (" (a dataset check drops no rows)" if action == "drop" else ""),
     )
-    if row["time"] is None:
-        raise ValueError(f"no events of update {update_id}")
-    return str(row["time"])
+    return None
+
+
+def _check_options(check: Entry, kind: str, value: object) -> dict[str, Any] | None:
+    """The options of a check of `kind`, None when one is wrong."""
+    spec, write = KINDS[kind].options, f"write {kind}: {KINDS[kind].example}"
+    value = {} if value is None else value
+    if not isinstance(value, dict):
+        check.add("DQ023", f"{kind} must be a mapping, got {show(value)}", write)
+        return None
+    problems = len(check.reader.problems)
+    for key in sorted(set(value) - set(spec), key=str):
+        if key == "action":  # the check's own field, as a rule's is the rule's
+            check.add(
+                "DQ023",
+                f"action is the check's own field, not an option of {kind}",
+                f"write 'action: {value[key] if value[key] in CHECK_ACTIONS else 'warn'}' on a"
+                f" line of its own beside 'name:', out of the {kind} mapping",
+            )
+            continue
+        check.add("DQ023", f"{kind} has no option {key!r}", f"use {', '.join(spec)}")
+    if not any(required for required, _ in spec.values()) and not set(value) & set(spec):
+        check.add("DQ023", f"{kind} needs a bound", write)
+    for key, (required, wrong) in spec.items():
+        got = value.get(key)
+        if required and got in (None, ""):
+            check.add("DQ023", f"{kind} needs {key!r}", write)
+        if got is not None and (what := wrong(got)):
+            check.add("DQ023", f"{kind}.{key} {what[0]}, got {show(got)}", what[1] or write)
+    KINDS[kind].read(check, value)
+    return dict(value) if len(check.reader.problems) == problems else None

@@ -16,7 +16,7 @@ EXPECTATIONS_SCHEMA = (
 
 
 def details_json(events_df: DataFrame) -> Any:
-    """The ``details`` column as JSON text: Databricks' event log holds a string, a Delta table
+    """The `details` column as JSON text: Databricks' event log holds a string, a Delta table
     written from Python may hold a struct."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType

@@ -5,23 +5,23 @@ on 40 % of the rows does not stop anything downstream. The medallion job therefo
 after the validation pipeline: it reads the expectation metrics of the pipeline's latest update
 from its event log, compares each rule's failed fraction with the rule's threshold, and exits 1
 when one is over, so the publish task does not run. The local runner also passes the earlier
-updates whose rows no publish has taken (``earlier``: a validation run on its own, a gate that
+updates whose rows no publish has taken (`earlier`: a validation run on its own, a gate that
 failed): they are judged with the latest, as one delivery.
 
-The same code runs on Databricks (python_wheel_task of the ``medallion-dq`` wheel, entry point
-``quality_gate``, reading ``event_log('<pipeline id>')`` and the project's rule files, package
-data of the project wheel: ``--rules-package <package>``) and locally (the local runner writes an
-event log table of the same shape and calls ``expectation_metrics`` / ``evaluate``, or ``main`` with ``--event-log-table``).
+The same code runs on Databricks (python_wheel_task of the `medallion-dq` wheel, entry point
+`quality_gate`, reading `event_log('<pipeline id>')` and the project's rule files, package
+data of the project wheel: `--rules-package <package>`) and locally (the local runner writes an
+event log table of the same shape and calls `expectation_metrics` / `evaluate`, or `main` with `--event-log-table`).
 
-Event log rows: ``id, timestamp, event_type ('flow_progress'), level, message,
-origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, details`` where
-``details`` is a JSON string holding ``flow_progress.data_quality.expectations``, an array of
-``{name, dataset, passed_records, failed_records}``.
+Event log rows: `id, timestamp, event_type ('flow_progress'), level, message,
+origin struct<pipeline_id, pipeline_name, update_id, flow_name, dataset_name>, details` where
+`details` is a JSON string holding `flow_progress.data_quality.expectations`, an array of
+`{name, dataset, passed_records, failed_records}`.
 
 Thresholds are failed fractions (0.05 = 5 % of the rows may fail the rule). They come from the
-rule files (``threshold`` on a rule; ``threshold`` at file level for the whole dataset), looked
-up as ``<dataset>.<rule>``, then ``<dataset>``; then the project's conventions pack's default
-for the rule file's layer (``thresholds:`` of its policy.yml; CLI ``--pack``), then the gate's
+rule files (`threshold` on a rule; `threshold` at file level for the whole dataset), looked
+up as `<dataset>.<rule>`, then `<dataset>`; then the project's conventions pack's default
+for the rule file's layer (`thresholds:` of its policy.yml; CLI `--pack`), then the gate's
 default.
 
 The rule files' dataset-level checks (volume, freshness, references) and schema contracts of
@@ -31,9 +31,9 @@ one that fails fails the gate, named in the summary with the dataset, the value 
 An empty delivery fails the gate too: a dataset with expectations that received no input
 records in the judged update (every rule's passed + failed is 0, or its flow completed without
 recording metrics at all, as a streaming flow with no new files does locally) is reported as
-``<dataset>: 0 input records: an empty delivery (no new landing files?)``. A day without orders
+`<dataset>: 0 input records: an empty delivery (no new landing files?)`. A day without orders
 is a failure, not a quiet green run that publishes an empty gold. Where an empty update is
-expected, pass ``allow_empty=True`` (CLI: ``--allow-empty``): it is then reported, not failed.
+expected, pass `allow_empty=True` (CLI: `--allow-empty`): it is then reported, not failed.
 """
 
 from __future__ import annotations
@@ -125,8 +125,8 @@ def _rule_file_paths(paths: Iterable[Path | str]) -> list[Path]:
 
 
 def load_rule_files(paths: Iterable[Path | str]) -> list[RuleSet]:
-    """The rule sets of ``paths`` (files, or folders searched for *.yml / *.yaml), read by the
-    rule loader, so the gate judges by exactly what ``check`` validates; an invalid file raises
+    """The rule sets of `paths` (files, or folders searched for *.yml / *.yaml), read by the
+    rule loader, so the gate judges by exactly what `check` validates; an invalid file raises
     its DataQualityError (a ValueError) with the DQ codes."""
     from medallion_dq import rules
 
@@ -144,14 +144,14 @@ def thresholds(
     rulesets: Sequence[RuleSet], by_layer: Mapping[str, float] | None = None
 ) -> dict[str, float]:
     """The thresholds as the gate looks them up, for a reader that shows them (the report):
-    ``<dataset>.<rule>`` a rule's own, ``<dataset>`` its file's, else its layer's default from
-    ``by_layer`` (a conventions pack's, `library.pack_thresholds`)."""
+    `<dataset>.<rule>` a rule's own, `<dataset>` its file's, else its layer's default from
+    `by_layer` (a conventions pack's, `library.pack_thresholds`)."""
     return {**layer_defaults(rulesets, by_layer or {}), **_thresholds(rulesets)}
 
 
 def layer_defaults(rulesets: Iterable[RuleSet], by_layer: Mapping[str, float]) -> dict[str, float]:
-    """``{dataset: threshold}`` for each rule file whose layer has a default in ``by_layer``
-    (a conventions pack's ``thresholds:``, `library.pack_thresholds`)."""
+    """`{dataset: threshold}` for each rule file whose layer has a default in `by_layer`
+    (a conventions pack's `thresholds:`, `library.pack_thresholds`)."""
     out = {}
     for ruleset in rulesets:  # a file without `layer:` is of its folder's (rules/<layer>/)
         layer = ruleset.layer or (Path(ruleset.file).parent.name if ruleset.file else "")
@@ -161,7 +161,7 @@ def layer_defaults(rulesets: Iterable[RuleSet], by_layer: Mapping[str, float]) -
 
 
 def thresholds_from_rule_files(paths: Iterable[Path | str]) -> dict[str, float]:
-    """``{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}`` from rule files."""
+    """`{"<dataset>": file threshold, "<dataset>.<rule>": rule threshold}` from rule files."""
     return _thresholds(load_rule_files(paths))
 
 
@@ -171,7 +171,7 @@ def rule_datasets(paths: Iterable[Path | str]) -> set[str]:
 
 
 def package_rule_files(package: str) -> list[Path]:
-    """The rule files a project ships as package data (``<package>/rules/**/*.yml``)."""
+    """The rule files a project ships as package data (`<package>/rules/**/*.yml`)."""
     from importlib import resources
 
     rules = Path(str(resources.files(package).joinpath("rules")))
@@ -231,7 +231,7 @@ class GateResult:
     clauses: dict[str, str] = field(default_factory=dict)
 
     def _named(self, dataset: str, name: str) -> str:
-        """``name``, with the contract clause it breaks when it has one."""
+        """`name`, with the contract clause it breaks when it has one."""
         clause = self.clauses.get(f"{short_name(dataset)}.{name}")
         return f"{name} [{clause}]" if clause else name
 
@@ -246,7 +246,7 @@ class GateResult:
 
     @property
     def empty_messages(self) -> list[str]:
-        """One line per empty dataset, e.g. ``silver_orders: 0 input records: an empty ...``."""
+        """One line per empty dataset, e.g. `silver_orders: 0 input records: an empty ...`."""
         return [EMPTY_DELIVERY.format(dataset=dataset) for dataset in self.empty]
 
     @property
@@ -257,9 +257,9 @@ class GateResult:
     HEADER = ("rule", "passed", "failed", "failed %", "threshold", "status")
 
     def rule_rows(self) -> list[tuple[str | tuple[str, str], str, str, str, str, str]]:
-        """The rule table's rows: ``dataset.rule`` (with the contract clause it was made from:
-        ``(name, clause)``), passed, failed, failed %, threshold, status. A terminal shows the
-        clause beneath the name (medallion-dq-dev's console); ``table`` in brackets after it."""
+        """The rule table's rows: `dataset.rule` (with the contract clause it was made from:
+        `(name, clause)`), passed, failed, failed %, threshold, status. A terminal shows the
+        clause beneath the name (medallion-dq-dev's console); `table` in brackets after it."""
 
         def named(dataset: str, rule: str) -> str | tuple[str, str]:
             clause = self.clauses.get(f"{short_name(dataset)}.{rule}")
@@ -281,8 +281,8 @@ class GateResult:
         return body or [("(no expectation metrics)", "-", "-", "-", "-", "PASS")]
 
     def check_rows(self) -> list[tuple[str | tuple[str, str], str, str, str]]:
-        """The dataset checks' rows: ``dataset.check (kind)`` (with its contract clause, as
-        ``rule_rows``), value, bound, status."""
+        """The dataset checks' rows: `dataset.check (kind)` (with its contract clause, as
+        `rule_rows`), value, bound, status."""
         out: list[tuple[str | tuple[str, str], str, str, str]] = []
         for c in self.checks:
             clause = self.clauses.get(f"{short_name(c.dataset)}.{c.name}")
@@ -389,15 +389,15 @@ def evaluate(
 ) -> GateResult:
     """Judge each rule: failed / (passed + failed) must not exceed its threshold; and each
     dataset with expectations must have received rows. A rule's threshold is its own, else its
-    rule file's, else ``layer``'s for its dataset (the conventions pack's default for the
-    dataset's layer, `layer_defaults`), else ``default_threshold``.
+    rule file's, else `layer`'s for its dataset (the conventions pack's default for the
+    dataset's layer, `layer_defaults`), else `default_threshold`.
 
-    ``metrics``: dicts with ``dataset``, ``name`` and ``passed`` / ``failed`` (the event-log
-    spelling ``passed_records`` / ``failed_records`` works too). Several entries for the same
+    `metrics`: dicts with `dataset`, `name` and `passed` / `failed` (the event-log
+    spelling `passed_records` / `failed_records` works too). Several entries for the same
     dataset and rule (micro-batches, several flows) are added up. A dataset whose rules all
-    count 0 records is empty (all its rules judge the same input rows). ``datasets``: datasets
+    count 0 records is empty (all its rules judge the same input rows). `datasets`: datasets
     that ran in this update and have rules: one with no metrics at all is empty too. An empty
-    dataset fails the gate unless ``allow_empty``.
+    dataset fails the gate unless `allow_empty`.
     """
     _fraction(default_threshold, "default_threshold")
     totals: dict[tuple[str, str], list[int]] = {}
@@ -431,7 +431,7 @@ def _of_updates(updates: str | Sequence[str]) -> Any:
 
 
 def latest_update_id(events_df: DataFrame) -> str | None:
-    """The update of the most recent ``flow_progress`` event (None if there is none)."""
+    """The update of the most recent `flow_progress` event (None if there is none)."""
     from pyspark.sql import functions as F
 
     rows = (
@@ -496,7 +496,7 @@ def expectation_metrics(
     events_df: DataFrame, update_id: str | Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """Expectation metrics of one update (default: the latest), or summed over several, as
-    ``[{"dataset", "name", "passed", "failed"}, ...]``, ready for ``evaluate``."""
+    `[{"dataset", "name", "passed", "failed"}, ...]`, ready for `evaluate`."""
     update_id = update_id or latest_update_id(events_df)
     if update_id is None:
         return []
@@ -520,7 +520,7 @@ def read_event_log(
     schema: str | None = None,
 ) -> DataFrame:
     """The event log as a DataFrame: a table (local runner, or a pipeline that publishes its
-    event log) or, on Databricks, ``event_log('<pipeline id>')``."""
+    event log) or, on Databricks, `event_log('<pipeline id>')`."""
     if table:
         if "." not in table and catalog and schema:
             table = f"{catalog}.{schema}.{table}"
@@ -547,17 +547,17 @@ def run_gate(
 ) -> GateResult:
     """Metrics of one update (default: latest) judged against the rule files' thresholds, and
     the rule files' dataset-level checks and schema contracts (checks.py) of the datasets the
-    update wrote: ``events_df`` is the whole event log (volume compares with earlier updates);
-    ``table_prefix`` (``catalog.schema.``) names the pipeline's tables; ``as_of``: the time
-    freshness is judged at (default: the update's). ``earlier``: by dataset (short name), the
+    update wrote: `events_df` is the whole event log (volume compares with earlier updates);
+    `table_prefix` (`catalog.schema.`) names the pipeline's tables; `as_of`: the time
+    freshness is judged at (default: the update's). `earlier`: by dataset (short name), the
     completed updates (oldest first) whose rows it holds and no publish has taken, judged
     with this one as one delivery; for a streaming table, whose updates add rows (a
     materialized view's latest update judged all of its rows).
 
     A dataset of the rule files whose flow completed in this update without a single input
     record (no metrics, or all rules at 0) is an empty delivery: it fails the gate unless
-    ``allow_empty``. ``rulesets``: the rule files as the caller loaded them (the local engine
-    reads a project's once per command), instead of ``rule_files``. ``layer_thresholds``: by
+    `allow_empty`. `rulesets`: the rule files as the caller loaded them (the local engine
+    reads a project's once per command), instead of `rule_files`. `layer_thresholds`: by
     layer, the threshold of a rule whose rule file sets none (the conventions pack's)."""
     update_id = update_id or latest_update_id(events_df)
     if rulesets is None:  # once: thresholds and the datasets to expect
@@ -591,13 +591,13 @@ def run_gate(
     from medallion_dq import rules
 
     result.clauses = rules.contract_clauses(rulesets)
-    from medallion_dq import checks
+    from medallion_dq import dataset_checks
 
     def table(name: str) -> str:
         return f"{table_prefix}{name}"
 
     if any(r.checks or r.schema for r in rulesets):
-        result.checks = checks.judge(
+        result.checks = dataset_checks.judge(
             events_df.sparkSession,
             events_df,
             update_id,
@@ -609,7 +609,8 @@ def run_gate(
             earlier=before,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    result.checks += checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
+    drift = dataset_checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
+    result.checks += drift
     if not result.rows and not result.empty:
         result.note = (
             "no expectation metrics in this update (no new rows, or only `fail` rules, "
@@ -619,7 +620,7 @@ def run_gate(
 
 
 def pack_argument(parameters: Iterable[Any]) -> str | None:
-    """The pack a gate task's parameters name (``--pack acme`` or ``--pack=acme``): what `check`
+    """The pack a gate task's parameters name (`--pack acme` or `--pack=acme`): what `check`
     holds to the project's pack and the local run passes on."""
     given = [str(p) for p in parameters]
     for at, word in enumerate(given):
@@ -637,8 +638,8 @@ def _get_spark() -> SparkSession:
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
-    """Job task entry point. Returns 0 when the gate passes; exits 1 (``SystemExit``) when it
-    fails (a rule over its threshold, or an empty delivery without ``--allow-empty``) or
+    """Job task entry point. Returns 0 when the gate passes; exits 1 (`SystemExit`) when it
+    fails (a rule over its threshold, or an empty delivery without `--allow-empty`) or
     cannot be evaluated, which fails the task and skips the publish task."""
     parser = argparse.ArgumentParser(
         prog="quality_gate",

@@ -5,24 +5,24 @@
         use: medallion.email(column=email)
         action: drop
 
-``use`` names a pack and one of its rules, with the rule's parameters (keywords: a column name,
-a text in quotes, a number, or a list of texts or numbers). The entry keeps its own ``name``,
-``action``, ``threshold`` and ``owner``; the library gives the constraint, a description and, for
+`use` names a pack and one of its rules, with the rule's parameters (keywords: a column name,
+a text in quotes, a number, or a list of texts or numbers). The entry keeps its own `name`,
+`action`, `threshold` and `owner`; the library gives the constraint, a description and, for
 a rule whose parameters are all columns, its examples (the team may write its own instead).
 
 A pack is an installed Python package that names itself in the entry point group
-``medallion_dq.packs`` and holds a ``library.yml``; a project depends on it, so on Databricks it
+`medallion_dq.packs` and holds a `library.yml`; a project depends on it, so on Databricks it
 is installed with the project's wheel and the runtime resolves a library rule there as here, with
-no local engine. ``medallion`` is the built-in pack, this package's own ``library.yml``.
+no local engine. `medallion` is the built-in pack, this package's own `library.yml`.
 
-A library rule's constraint is its SQL with ``{parameter}`` slots. A column is put in as an
+A library rule's constraint is its SQL with `{parameter}` slots. A column is put in as an
 identifier (backticked when it needs it), a text as a SQL string literal, a number as written
 (digits, a sign, a decimal point, an exponent: what Spark reads as the same number): a value can
-never add SQL of its own, and the result is checked as any constraint is (``constraints``).
+never add SQL of its own, and the result is checked as any constraint is (`constraints`).
 
 A pack that is wrong says so, against its own file: a library rule whose constraint is no
 constraint (checked with every slot filled), whose parameters or fields are wrong, or a policy
-with a layer or key no one reads, is a problem of ``pack <name> library.yml`` (or policy.yml),
+with a layer or key no one reads, is a problem of `pack <name> library.yml` (or policy.yml),
 with the fix for the pack's owners, wherever a rule file uses it.
 """
 
@@ -178,7 +178,7 @@ _TRIED: dict[str, tuple[Traversable, str]] = {}
 
 @contextmanager
 def trying(pack: str, folder: Traversable, version: str) -> Iterator[None]:
-    """Within it, pack ``pack`` is the one in ``folder`` at ``version`` (a candidate release,
+    """Within it, pack `pack` is the one in `folder` at `version` (a candidate release,
     tried on a project before its pin moves), not the installed one."""
     _TRIED[pack] = (folder, version)
     library.cache_clear()
@@ -192,7 +192,7 @@ def trying(pack: str, folder: Traversable, version: str) -> Iterator[None]:
 
 
 def pack_folder(pack: str) -> Traversable:
-    """The folder of installed pack ``pack`` (LibraryError: none such, or it does not import)."""
+    """The folder of installed pack `pack` (LibraryError: none such, or it does not import)."""
     if pack in _TRIED:
         return _TRIED[pack][0]
     if pack == BUILT_IN:
@@ -215,7 +215,7 @@ def pack_folder(pack: str) -> Traversable:
 
 
 def pack_version(pack: str) -> str:
-    """The installed version of the distribution that holds pack ``pack`` ("" when unknown)."""
+    """The installed version of the distribution that holds pack `pack` ("" when unknown)."""
     from medallion_dq import __version__
 
     if pack in _TRIED:
@@ -253,7 +253,7 @@ def _read_yaml(pack: str, name: str) -> object:
 @cache
 def pack_thresholds(pack: str) -> dict[str, float]:
     """By layer, the failed fraction the gate allows a rule whose rule file sets no threshold:
-    ``thresholds:`` of the pack's policy.yml (none: empty). The gate reads it on Databricks as
+    `thresholds:` of the pack's policy.yml (none: empty). The gate reads it on Databricks as
     here; `check` validates the rest of the policy."""
     data = _read_yaml(pack, POLICY_FILE) or {}
     where = {"file": pack_file(pack, POLICY_FILE)}
@@ -278,7 +278,7 @@ def pack_thresholds(pack: str) -> dict[str, float]:
 
 @cache
 def library(pack: str) -> Library:
-    """The rules of pack ``pack`` by name (read once per process), and those that do not read."""
+    """The rules of pack `pack` by name (read once per process), and those that do not read."""
     where = {"file": pack_file(pack, LIBRARY_FILE)}
     if not (pack_folder(pack) / LIBRARY_FILE).is_file():
         raise LibraryError(f"pack {pack!r} has no {LIBRARY_FILE}", "reinstall the pack")
@@ -432,8 +432,8 @@ def _call(use: str) -> ast.Call:
 
 
 def expand(use: str) -> tuple[dict[str, Any], LibraryRule]:
-    """The rule-file fields ``use`` stands for (``constraint``, ``description`` and, when the
-    rule's parameters are all columns, ``examples``) and the library rule. A ``use`` that does
+    """The rule-file fields `use` stands for (`constraint`, `description` and, when the
+    rule's parameters are all columns, `examples`) and the library rule. A `use` that does
     not resolve raises LibraryError, whose message ends with the fix; one whose library rule is
     wrong raises the pack's (`file`, `rule`)."""
     call = _call(use)

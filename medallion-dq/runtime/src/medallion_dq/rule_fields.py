@@ -16,7 +16,6 @@ import yaml
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq.anomaly import METRICS
 from medallion_dq.constraints import top_level_columns
 from medallion_dq.problems import Problem
 from medallion_dq.text import MAX_NAME as MAX_NAME  # rules and profile read it here
@@ -325,7 +324,7 @@ class Column:
 Wrong = tuple[str, str | None] | None  # (what the value must be, the fix or None: an example)
 
 
-def _number(whole: bool, low: int, high: int | None = None) -> Callable[[object], Wrong]:
+def a_number(whole: bool, low: int, high: int | None = None) -> Callable[[object], Wrong]:
     what = "a whole number" if whole else "a number"
     bound = f" between {low} and {high}" if high is not None else f" >= {low}"
 
@@ -342,7 +341,7 @@ def _number(whole: bool, low: int, high: int | None = None) -> Callable[[object]
     return wrong
 
 
-def _identifier(value: object) -> Wrong:
+def an_identifier(value: object) -> Wrong:
     if isinstance(value, str) and IDENTIFIER.match(value):
         return None
     return "must be a plain name", "write a name of letters, digits and _, e.g. silver_customers"
@@ -354,201 +353,33 @@ def column_name(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip()) and value.isprintable()
 
 
-def _column(value: object) -> Wrong:
+def a_column(value: object) -> Wrong:
     if column_name(value):
         return None
     return "must be a column name", "write the column's name, e.g. customer_id"
 
 
-def _positive(value: object) -> Wrong:
+def a_positive(value: object) -> Wrong:
     if not isinstance(value, bool) and isinstance(value, int | float) and value > 0:
         return None
     return "must be a number > 0", None
 
 
-def _boolean(value: object) -> Wrong:
+def a_boolean(value: object) -> Wrong:
     return None if isinstance(value, bool) else ("must be true or false", None)
 
 
-def _one_of(*words: str) -> Callable[[object], Wrong]:
+def one_of(*words: str) -> Callable[[object], Wrong]:
     def wrong(value: object) -> Wrong:
         return None if value in words else (f"must be one of {', '.join(words)}", None)
 
     return wrong
 
 
-def _duration(value: object) -> Wrong:
+def a_duration(value: object) -> Wrong:
     if isinstance(value, str) and DURATION.match(value):
         return None
     return "must be a duration like 36h", "write a number and s, m, h or d: 90m, 36h, 2d"
-
-
-# Dataset-level checks (medallion_dq.checks judges them): each kind's options in the order they
-# are checked, whether a check of the kind must give it, and what a wrong value must be.
-CHECK_KINDS: dict[str, dict[str, tuple[bool, Callable[[object], Wrong]]]] = {
-    "volume": {
-        "min_ratio": (False, _number(whole=False, low=0)),
-        "max_ratio": (False, _number(whole=False, low=0)),
-        "history": (False, _number(whole=True, low=1)),
-        "min_rows": (False, _number(whole=True, low=0)),
-        "max_rows": (False, _number(whole=True, low=0)),
-    },
-    "anomaly": {
-        "metric": (True, _one_of(*METRICS)),
-        "rule": (False, _identifier),
-        "sensitivity": (False, _positive),
-        "history": (False, _number(whole=True, low=3)),
-        "by_weekday": (False, _boolean),
-        "date_column": (False, _column),
-        "min_width": (False, _number(whole=False, low=0)),
-    },
-    "freshness": {"column": (True, _column), "max_age": (True, _duration)},
-    "references": {
-        "column": (True, _column),
-        "dataset": (True, _identifier),
-        "key": (False, _column),
-        "max_orphans": (False, _number(whole=True, low=0)),
-        "max_fraction": (False, _number(whole=False, low=0, high=1)),
-    },
-}
-CHECK_FIELDS = {"name", "description", "contract", "action", *CHECK_KINDS}
-CHECK_ACTIONS = ("fail", "warn")  # a dataset is not dropped row by row: no drop
-_CHECK_EXAMPLE = {
-    "volume": "{min_ratio: 0.5, max_ratio: 2.0}",
-    "anomaly": "{metric: rows, sensitivity: 3.5, history: 28, by_weekday: true}",
-    "freshness": "{column: order_ts, max_age: 2d}",
-    "references": "{column: customer_id, dataset: silver_customers}",
-}
-
-
-def read_checks(entry: Entry, key: str) -> tuple[Check, ...]:
-    """The file's `checks:` list; names are unique among the rules and checks."""
-    value = entry.data.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        entry.add(
-            "DQ022",
-            f"'checks' must be a list, got {type(value).__name__}",
-            "write each check as '- name: ..., volume: {...}'",
-        )
-        return ()
-    found = []
-    for index, data in enumerate(value, 1):
-        name = data.get("name") if isinstance(data, dict) else None
-        label = f"checks.{name}" if isinstance(name, str) and name else f"checks[{index}]"
-        check = Entry(entry.reader, data, {"path": label})
-        if not isinstance(data, dict):
-            got = show(data)
-            check.add(
-                "DQ022",
-                f"a check must be a mapping, got {got}",
-                "write '- name: daily_volume' with 'volume: {min_ratio: 0.5}' under it",
-            )
-            continue
-        check.unknown(
-            CHECK_FIELDS,
-            "DQ022",
-            f"a check has a name, a description, an action and one of {', '.join(CHECK_KINDS)}",
-        )
-        if not (isinstance(name, str) and IDENTIFIER.match(name)):
-            check.add(
-                "DQ022",
-                f"a check needs a name, got {show(name)}",
-                "write '- name: daily_volume' (letters, digits, _)",
-            )
-            name = ""
-        kinds = [k for k in CHECK_KINDS if k in data]
-        if len(kinds) != 1:
-            check.add(
-                "DQ022",
-                f"a check has exactly one kind, got {', '.join(kinds) or 'none'}",
-                f"give one of {', '.join(CHECK_KINDS)}",
-            )
-            continue
-        if name and name in entry.reader.names:
-            check.add("DQ001", "duplicate name", "rule and check names must be unique: rename one")
-        entry.reader.names.add(name)
-        options = _check_options(check, kinds[0], data[kinds[0]])
-        description = data.get("description") or ""
-        clause = read_text(Entry(entry.reader, data, {"rule": label}), "contract")
-        action = _check_action(check, data.get("action", "fail"))
-        if options is not None and name and action:
-            found.append(Check(name, kinds[0], tuple(options.items()), description, clause, action))
-    return tuple(found)
-
-
-def _check_action(check: Entry, action: object) -> str | None:
-    """The check's `action:` (fail or warn), None when it is another."""
-    if action in CHECK_ACTIONS:
-        return str(action)
-    check.add(
-        "DQ022",
-        f"a check's action must be fail or warn, got {show(action)}",
-        "write 'action: warn' to be warned and not stop the job, or leave it out to fail"
-        + (" (a dataset check drops no rows)" if action == "drop" else ""),
-    )
-    return None
-
-
-def _check_options(check: Entry, kind: str, value: object) -> dict[str, Any] | None:
-    """The options of a check of `kind`, None when one is wrong."""
-    spec, write = CHECK_KINDS[kind], f"write {kind}: {_CHECK_EXAMPLE[kind]}"
-    value = {} if value is None else value
-    if not isinstance(value, dict):
-        check.add("DQ023", f"{kind} must be a mapping, got {show(value)}", write)
-        return None
-    problems = len(check.reader.problems)
-    for key in sorted(set(value) - set(spec), key=str):
-        if key == "action":  # the check's own field, as a rule's is the rule's
-            check.add(
-                "DQ023",
-                f"action is the check's own field, not an option of {kind}",
-                f"write 'action: {value[key] if value[key] in CHECK_ACTIONS else 'warn'}' on a"
-                f" line of its own beside 'name:', out of the {kind} mapping",
-            )
-            continue
-        check.add("DQ023", f"{kind} has no option {key!r}", f"use {', '.join(spec)}")
-    if not any(required for required, _ in spec.values()) and not set(value) & set(spec):
-        check.add("DQ023", f"{kind} needs a bound", write)
-    for key, (required, wrong) in spec.items():
-        got = value.get(key)
-        if required and got in (None, ""):
-            check.add("DQ023", f"{kind} needs {key!r}", write)
-        if got is not None and (what := wrong(got)):
-            check.add("DQ023", f"{kind}.{key} {what[0]}, got {show(got)}", what[1] or write)
-    if kind == "anomaly":
-        _anomaly_pairs(check, value)
-    return dict(value) if len(check.reader.problems) == problems else None
-
-
-def _anomaly_pairs(check: Entry, value: Mapping[str, Any]) -> None:
-    """The anomaly options that only make sense together."""
-    metric, rule = value.get("metric"), value.get("rule")
-    if isinstance(rule, str) and rule not in check.reader.names:  # the rules are read first
-        check.add(
-            "DQ023",
-            f"anomaly.rule {rule!r} is no rule of this file",
-            "name one of the file's rules, or leave out rule for all of them",
-        )
-    if rule is not None and metric != "failure_rate":
-        check.add(
-            "DQ023",
-            f"anomaly.rule names the rule of metric failure_rate, not of {show(metric)}",
-            "write anomaly: {metric: failure_rate, rule: valid_amount}, or leave out rule",
-        )
-    if value.get("date_column") is not None and metric == "failure_rate":
-        check.add(
-            "DQ023",
-            "anomaly.date_column dates the table's rows: metric rows or lag, not failure_rate",
-            "leave out date_column: a failure rate is dated by its update",
-        )
-    if metric == "lag" and value.get("date_column") is None:
-        check.add(
-            "DQ023",
-            "anomaly metric lag needs date_column, the timestamp whose age it measures",
-            "write anomaly: {metric: lag, date_column: order_ts}",
-        )
 
 
 def read_schema(entry: Entry, key: str) -> tuple[Column, ...]:

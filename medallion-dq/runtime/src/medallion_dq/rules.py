@@ -43,8 +43,8 @@ contract's id and version (tools.contract; the gate prints the clause beside a f
         constraint: amount >= 0
         contract: 'orders.amount: minimum'
 
-and Lakehouse Plumber's mapping format (``<constraint>: {action, name}``), so existing files can
-be brought over. A file is loaded into the dicts the ``expect_all*`` decorators take, on Databricks
+and Lakehouse Plumber's mapping format (`<constraint>: {action, name}`), so existing files can
+be brought over. A file is loaded into the dicts the `expect_all*` decorators take, on Databricks
 and locally alike; every problem is reported with a stable code before any data is read.
 """
 
@@ -59,11 +59,10 @@ from typing import Any, cast
 import yaml
 
 from medallion_dq import library, rule_fields
+from medallion_dq.checks import read_checks
 from medallion_dq.constraints import constraint_errors
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as rules.X)
-    CHECK_FIELDS,
-    CHECK_KINDS,
     DURATION,
     EXPECTED,
     IDENTIFIER,
@@ -76,7 +75,6 @@ from medallion_dq.rule_fields import (  # noqa: F401 (the model's parts, read as
     Reader,
     from_file,
     model_keys,
-    read_checks,
     read_choice,
     read_contract,
     read_examples,
@@ -420,7 +418,7 @@ def rule_files(root: Path | Traversable) -> list[Path]:
 
 
 def contract_clauses(rulesets: Iterable[RuleSet]) -> dict[str, str]:
-    """``{"<dataset>.<rule or check>": "<clause> (<contract id> <version>)"}`` of the items
+    """`{"<dataset>.<rule or check>": "<clause> (<contract id> <version>)"}` of the items
     made from a data contract: what the gate, diff, the report and a failed update show beside
     the item's name."""
     from medallion_dq.text import short_name

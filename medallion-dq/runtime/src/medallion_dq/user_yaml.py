@@ -136,7 +136,7 @@ if CParser is not None:
 
 def load_yaml(text: str, *, strict: bool = True) -> Any:
     """A YAML document a user gave: safe (no Python tags), its aliases bounded (YAMLTooLarge),
-    with ``strict`` a key given twice refused; RecursionError when it nests too deeply."""
+    with `strict` a key given twice refused; RecursionError when it nests too deeply."""
     if CParser is None:
         return yaml.load(text, Loader=StrictLoader if strict else BoundedLoader)
     depth = 0

@@ -2,13 +2,13 @@
 
 This module is its face, all the tools import of it: start a backend, run a job or an update,
 their results and errors, the lake, and the pipeline and SQL files as the engine reads them. The
-names and where each lives are listed once, in ``__init__.pyi`` (which type checkers read); a
+names and where each lives are listed once, in `__init__.pyi` (which type checkers read); a
 name is imported at its first use, so importing the face starts no JVM and needs no pyspark
 (`check` runs where only the tools are installed). The engine's modules are private to it:
 import-linter's "protected" contract (pyproject.toml).
 
 Importing it has no side effect: `start` registers the local reader of landing files (Auto
-Loader's emulation) in ``medallion_dq.sources``, which the Databricks layer cannot import.
+Loader's emulation) in `medallion_dq.sources`, which the Databricks layer cannot import.
 """
 
 from __future__ import annotations

@@ -4,12 +4,12 @@
     with start_server(confs={...}, mounts=[tmp_path], image=image) as server:
         spark = SparkSession.builder.remote(server.url).getOrCreate()
 
-``start_cluster`` starts the same image as a Spark standalone cluster on a Docker network of its
-own: a master, ``workers`` workers and the Spark Connect server (the driver, ``--master`` the
+`start_cluster` starts the same image as a Spark standalone cluster on a Docker network of its
+own: a master, `workers` workers and the Spark Connect server (the driver, `--master` the
 cluster), each its own container, so executors run in other containers than the driver, as on a
-multi-node cluster; ``tasks_by_worker()`` says where tasks ran.
+multi-node cluster; `tasks_by_worker()` says where tasks ran.
 
-Folders in ``mounts`` appear at the same path inside the container, so paths in settings
+Folders in `mounts` appear at the same path inside the container, so paths in settings
 (warehouse, metrics file, pipeline storage) mean the same on both sides. That needs a daemon
 on this machine (or one sharing its filesystem).
 
@@ -149,10 +149,10 @@ def build_image(
     base_image: str | None = None,
     ca_dir: Path | None = None,
 ) -> str:
-    """Build the Dockerfile (``docker_dir()``) with ``jars``, Java ``plugins`` sources to compile in the image
+    """Build the Dockerfile (`docker_dir()`) with `jars`, Java `plugins` sources to compile in the image
     (and extra CA certs) and return the full tag.
 
-    ``tag`` is the image name (default: ``medallion-dq-spark-connect``); the tag ends in a hash of
+    `tag` is the image name (default: `medallion-dq-spark-connect`); the tag ends in a hash of
     every input (docker/ folder, jars, plugins, certs, build arguments, base image), so a change
     rebuilds and an unchanged image is reused without calling the builder.
     """
@@ -260,7 +260,7 @@ def _build(client, full_tag: str, inputs: list, build_args: dict, hint: str) -> 
 
 
 class ContainerServer:
-    """A running Spark Connect container: ``.url``, ``.logs()``, ``.stop()``, context manager."""
+    """A running Spark Connect container: `.url`, `.logs()`, `.stop()`, context manager."""
 
     def __init__(self, container: Any) -> None:
         self._container = container
@@ -352,8 +352,8 @@ def _stop_all() -> None:
 
 
 def _node(image: str, mounts: list[Path], user: str | None, backend: str, **kwargs: Any) -> Any:
-    """A container of ``image`` with ``mounts`` at the same path inside, run as the caller
-    (``kwargs``: more of docker's create() arguments)."""
+    """A container of `image` with `mounts` at the same path inside, run as the caller
+    (`kwargs`: more of docker's create() arguments)."""
     from testcontainers.core.container import DockerContainer
 
     container = DockerContainer(image).with_kwargs(
@@ -375,7 +375,7 @@ HOST = "127.0.0.1"
 
 
 def _published(container: Any, *ports: int) -> Any:
-    """``container`` with ``ports`` published on ``HOST``, each on a free port."""
+    """`container` with `ports` published on `HOST`, each on a free port."""
     for port in ports:
         container.ports[str(port)] = (HOST,)  # docker-py's (host address,) binding
     return container
@@ -404,9 +404,9 @@ def start_server(
     startup_timeout: float = 120,
     user: str | None = None,
 ) -> ContainerServer:
-    """Start ``image`` with ``--conf k=v`` for each of ``confs``; wait for the server.
+    """Start `image` with `--conf k=v` for each of `confs`; wait for the server.
 
-    ``user`` defaults to the caller's uid:gid so files the server writes into ``mounts`` belong
+    `user` defaults to the caller's uid:gid so files the server writes into `mounts` belong
     to the caller (a root-owned warehouse could not be deleted by a normal user).
     """
     _check_image(image)
@@ -435,7 +435,7 @@ _SPARK_CLASS = (
 
 class ClusterServer(ContainerServer):
     """A standalone cluster: the Spark Connect server (the driver) with its master and workers,
-    on a network of their own. ``.url``, ``.tasks_by_worker()``, ``.stop()`` stops them all."""
+    on a network of their own. `.url`, `.tasks_by_worker()`, `.stop()` stops them all."""
 
     def __init__(self, driver: Any, nodes: list[Any], network: Any) -> None:
         super().__init__(driver)
@@ -506,10 +506,10 @@ def start_cluster(
     startup_timeout: float = 180,
     user: str | None = None,
 ) -> ClusterServer:
-    """Start a master, ``workers`` workers (one core each) and the Spark Connect server of
-    ``confs`` as the cluster's driver; wait until every worker runs an executor for it.
+    """Start a master, `workers` workers (one core each) and the Spark Connect server of
+    `confs` as the cluster's driver; wait until every worker runs an executor for it.
 
-    Every node mounts ``mounts`` at the same path: the warehouse, checkpoints and landing
+    Every node mounts `mounts` at the same path: the warehouse, checkpoints and landing
     files are one storage that executors and driver see alike.
     """
     from testcontainers.core.network import Network

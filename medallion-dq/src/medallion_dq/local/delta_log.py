@@ -8,11 +8,11 @@ in 2 s on a busy 2-core machine). What it finds:
 
 - a commit missing (a gap in the versions), empty, or cut mid-line; a checkpoint that cannot
   be read; a data file of the current version missing or not the size its commit recorded;
-- the latest commit gone with its checksum files left behind (``.N.json.crc``, Delta's version
-  checksum ``N.crc``): the engine writes its next commit as version N beside the stale checksum
+- the latest commit gone with its checksum files left behind (`.N.json.crc`, Delta's version
+  checksum `N.crc`): the engine writes its next commit as version N beside the stale checksum
   and then cannot read it (Hadoop's "Checksum error"), --full-refresh too;
 - a log file, or a data file of the current version, that disagrees with the checksum Hadoop's
-  local file system wrote beside it (``.<name>.crc``: a CRC-32 per 512 bytes): the engine's
+  local file system wrote beside it (`.<name>.crc`: a CRC-32 per 512 bytes): the engine's
   reads of it fail (a data file's only when a query reads it: the gate, publish);
 - a table folder whose Delta log is gone while its data files are left: the engine can neither
   read it nor create the table there;
@@ -20,9 +20,9 @@ in 2 s on a busy 2-core machine). What it finds:
   commit of the log holds (the commit was lost), so the next update would go on after the lost
   rows and never write them.
 
-Harmless, and left alone: a writer's temporary files (``_delta_log/.N.json.<uuid>.tmp``, a
-``_temporary`` folder; no commit names them and the engine never reads them), a
-``_last_checkpoint`` naming a checkpoint that is not there (Delta lists the log instead).
+Harmless, and left alone: a writer's temporary files (`_delta_log/.N.json.<uuid>.tmp`, a
+`_temporary` folder; no commit names them and the engine never reads them), a
+`_last_checkpoint` naming a checkpoint that is not there (Delta lists the log instead).
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def _log(folder: Path) -> tuple[int | None, list[int], list[str], list[str]]:
 
 
 def checksum_agrees(path: Path) -> bool:
-    """Whether ``path`` agrees with the checksum Hadoop's local file system wrote beside it
-    (``.<name>.crc``: ``crc\\0``, the bytes per checksum, a CRC-32 of each chunk); True when it
+    """Whether `path` agrees with the checksum Hadoop's local file system wrote beside it
+    (`.<name>.crc`: `crc\\0`, the bytes per checksum, a CRC-32 of each chunk); True when it
     has none. Reads the file once, a few MB at a time."""
     try:
         kept = path.with_name(f".{path.name}.crc").read_bytes()
@@ -91,8 +91,8 @@ def checksum_agrees(path: Path) -> bool:
 def _state(folder: Path, *, every: bool = False) -> tuple[dict[str, int] | None, dict[str, int]]:
     """(the data files of the table's current version, path -> the size its commit recorded,
     or None when a V2 checkpoint holds them; each streaming writer's last micro-batch, query id
-    -> batch). With ``every``, each file any commit or checkpoint of the log names. Raises
-    ``ValueError`` naming what of the log is missing or unreadable."""
+    -> batch). With `every`, each file any commit or checkpoint of the log names. Raises
+    `ValueError` naming what of the log is missing or unreadable."""
     base, commits, parts, names = _log(folder)
     log = folder / "_delta_log"
     start = 0 if base is None else base + 1
@@ -151,13 +151,13 @@ def _state(folder: Path, *, every: bool = False) -> tuple[dict[str, int] | None,
 
 def files(folder: Path, *, every: bool = False) -> dict[str, int] | None:
     """The data files of the table's current version (path -> size its commit recorded); with
-    ``every``, each file any commit or checkpoint of the log names; None when a V2 checkpoint
-    holds them. Raises ``ValueError`` naming a commit missing or unreadable."""
+    `every`, each file any commit or checkpoint of the log names; None when a V2 checkpoint
+    holds them. Raises `ValueError` naming a commit missing or unreadable."""
     return _state(folder, every=every)[0]
 
 
 def _ahead(flows: Path, batches: dict[str, int]) -> str | None:
-    """What a flow's streaming checkpoint under ``flows`` (``<flow>/<n>``: n grows with each
+    """What a flow's streaming checkpoint under `flows` (`<flow>/<n>`: n grows with each
     full refresh) says was written that the table's log does not hold, or None."""
     for flow in sorted(p for p in flows.iterdir() if p.is_dir()):
         numbered = [p for p in flow.iterdir() if p.name.isdigit()]
@@ -179,9 +179,9 @@ def _ahead(flows: Path, batches: dict[str, int]) -> str | None:
 
 
 def damage(folder: Path, checkpoints: list[Path] | tuple[()] = ()) -> str | None:
-    """What is wrong with the Delta table in ``folder`` (see the module's docstring), None when
-    nothing; ``checkpoints``: the folders of the streaming checkpoints of the flows writing it
-    (``checkpoint_folders``)."""
+    """What is wrong with the Delta table in `folder` (see the module's docstring), None when
+    nothing; `checkpoints`: the folders of the streaming checkpoints of the flows writing it
+    (`checkpoint_folders`)."""
     try:
         current, batches = _state(folder)
     except ValueError as error:
@@ -205,7 +205,7 @@ def damage(folder: Path, checkpoints: list[Path] | tuple[()] = ()) -> str | None
 
 
 def tables(warehouse: Path) -> dict[str, Path]:
-    """The warehouse's Delta tables, ``schema.table`` -> folder (as register_tables finds them)."""
+    """The warehouse's Delta tables, `schema.table` -> folder (as register_tables finds them)."""
     return {
         f"{schema.name[: -len('.db')]}.{table.name}": table
         for schema in sorted(Path(warehouse).glob("*.db"))
@@ -226,14 +226,14 @@ def _unlogged(warehouse: Path) -> dict[str, Path]:
 
 
 def checkpoint_folders(lake: Path, table: str) -> list[Path]:
-    """The streaming checkpoints of the flows writing ``table`` (``schema.name``), in the storage
-    of each pipeline of the lake (``storage/<pipeline>/_checkpoints/<catalog>/<schema>/<name>``)."""
+    """The streaming checkpoints of the flows writing `table` (`schema.name`), in the storage
+    of each pipeline of the lake (`storage/<pipeline>/_checkpoints/<catalog>/<schema>/<name>`)."""
     schema, _, name = table.rpartition(".")
     return sorted(Path(lake).glob(f"storage/*/_checkpoints/*/{schema}/{name}"))
 
 
 def damaged_tables(lake: Path) -> dict[str, str]:
-    """Every damaged table of the lake in folder ``lake``: name -> what is wrong (``damage``)."""
+    """Every damaged table of the lake in folder `lake`: name -> what is wrong (`damage`)."""
     warehouse = Path(lake) / "warehouse"
     found = {
         name: "its Delta log (_delta_log) is missing, its data files are left"
@@ -246,7 +246,7 @@ def damaged_tables(lake: Path) -> dict[str, str]:
 
 
 def remove(lake: Path, table: str) -> None:
-    """Remove ``table`` of the lake and its streaming checkpoints: a full refresh rebuilds it."""
+    """Remove `table` of the lake and its streaming checkpoints: a full refresh rebuilds it."""
     warehouse = Path(lake) / "warehouse"
     shutil.rmtree({**_unlogged(warehouse), **tables(warehouse)}[table], ignore_errors=True)
     for folder in checkpoint_folders(lake, table):

@@ -92,7 +92,7 @@ def first_fetch():
 
 @contextlib.contextmanager
 def _cache_locked(name: str, doing: str):
-    """The cache's `name` lock held while this process is ``doing`` something into it; another
+    """The cache's `name` lock held while this process is `doing` something into it; another
     process waits for it, and says so."""
 
     def busy(handle) -> None:
@@ -174,7 +174,7 @@ def plugin_jar() -> Path:
 
 
 def build_plugin_jar(jar: Path) -> Path:
-    """Compile the plugin sources against pyspark's jars (Java 17 bytecode) into ``jar``, its
+    """Compile the plugin sources against pyspark's jars (Java 17 bytecode) into `jar`, its
     manifest recording the sources digest."""
     found = (machine.java_tool("javac"), shutil.which("javac"))
     javac = next((tool for tool in found if tool and Path(tool).exists()), None)

@@ -68,7 +68,7 @@ def locked(work_dir: Path) -> Iterator[None]:
 
 
 def prune(runs: Path, keep: int) -> list[Path]:
-    """Remove all but the newest ``keep`` throwaway lakes of ``runs`` (their names start with
+    """Remove all but the newest `keep` throwaway lakes of `runs` (their names start with
     the time they were made), never one a run holds; return those removed."""
     removed = []
     lakes = sorted(p for p in Path(runs).glob("*") if p.is_dir())
@@ -83,7 +83,7 @@ def prune(runs: Path, keep: int) -> list[Path]:
 
 
 def register_tables(spark, warehouse: Path) -> list[str]:
-    """Register the warehouse's Delta tables (``<schema>.db/<table>/_delta_log``) in a new
+    """Register the warehouse's Delta tables (`<schema>.db/<table>/_delta_log`) in a new
     server's catalog; return their names. Known tables are left as they are."""
     names = []
     for schema_dir in sorted(Path(warehouse).glob("*.db")):
@@ -145,7 +145,7 @@ class Ungated:
         return self.work_dir / UPDATES / f"{self.pipeline}.ungated.json"
 
     def entries(self) -> list[dict]:
-        """``[{"update_id", "status", "rows": {dataset: rows or None (not known)}}]``."""
+        """`[{"update_id", "status", "rows": {dataset: rows or None (not known)}}]`."""
         try:
             return json.loads(self.marker.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -193,7 +193,7 @@ class Unjudged:
         _write_json(self.marker, [update_id] if full_refresh else [*self.updates(), update_id])
 
     def judged(self, job: str, failed: list[str]) -> None:
-        """Job ``job``'s gate judged them: ``failed``, why it failed them (none: it passed)."""
+        """Job `job`'s gate judged them: `failed`, why it failed them (none: it passed)."""
         if not failed or not self.updates():
             self._rejection.unlink(missing_ok=True)
         else:
@@ -214,7 +214,7 @@ class Unjudged:
 
 
 def gate_failed(rejected: dict) -> str:
-    """``Unjudged.rejected()`` in words, its first reason alone (the rest: `report`)."""
+    """`Unjudged.rejected()` in words, its first reason alone (the rest: `report`)."""
     first, *more = rejected.get("reasons") or ["see `medallion-dq report`"]
     also = f"; {len(more)} more reason(s): `medallion-dq report`" if more else ""
     return f"job {rejected['job']}'s quality gate failed ({first}{also})"
@@ -293,8 +293,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
 def table_folder(warehouse: Path | None, table: str) -> Path | None:
-    """Where the session catalog keeps managed table ``table`` (``[schema.]name``) under
-    ``warehouse``, by Spark's rule (lower-case names, ``<schema>.db``; the default schema in the
+    """Where the session catalog keeps managed table `table` (`[schema.]name`) under
+    `warehouse`, by Spark's rule (lower-case names, `<schema>.db`; the default schema in the
     warehouse itself); None when the name is not a plain one."""
     if warehouse is None:
         return None
@@ -355,7 +355,7 @@ def _table_names(spark, schema: str) -> set[str] | None:
 
 
 def rows_written(spark, table: str, since: int | None, warehouse: Path | None) -> int | None:
-    """Rows the table's commits after version ``since`` wrote (all commits when None), leaving
+    """Rows the table's commits after version `since` wrote (all commits when None), leaving
     out TRUNCATE and RESTORE, as DESCRIBE HISTORY's operationMetrics.numOutputRows say them."""
     folder = table_folder(warehouse, table)
     found = _commit_versions(folder) if folder else None
@@ -442,7 +442,7 @@ def io_fault(error: BaseException | str) -> str | None:
 
 
 def disk_note(folder: Path, low: int = 64 * 2**20) -> str:
-    """'; 1.0 MB free on its disk' when little space is left where ``folder`` is, else ''."""
+    """'; 1.0 MB free on its disk' when little space is left where `folder` is, else ''."""
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
@@ -458,13 +458,13 @@ def cause(error: BaseException) -> str:
 
 
 def put_back(spark, journal: Journal, warehouse: Path | None = None) -> tuple[list[str], list[str]]:
-    """Return every materialized view of ``journal`` to its version before the update and drop
+    """Return every materialized view of `journal` to its version before the update and drop
     the tables it created, with their checkpoints; delete the data files the update wrote that
     no commit records; return (restored, removed) dataset names.
 
     The tables are put back at once, on threads of the one session: a RESTORE is 6-8 small Spark
     jobs (a failed publish's three gold tables: 13.3 s one after another, 7.8 s at once). Every
-    table is put back even when another one fails; then ``PutBackFailed`` names those that
+    table is put back even when another one fails; then `PutBackFailed` names those that
     could not be."""
     now = versions(spark, journal.tables, warehouse)
     changed = {
@@ -519,7 +519,7 @@ def _restore(spark, table: str, version: int, tries: int = 4) -> None:
 
 
 def untracked_files(folder: Path, since: float) -> list[Path]:
-    """Files of the table written since ``since`` that no commit of its log names: the data of
+    """Files of the table written since `since` that no commit of its log names: the data of
     a commit that failed, and the log's own temporary files. A file its log names, at any
     version, is kept (time travel reads it)."""
     try:
@@ -559,7 +559,7 @@ def landings(work_dir: Path) -> list[Path]:
 
 
 def remember_landing(work_dir: Path, landing: Path, *, reset: bool = False) -> None:
-    """Record that the lake reads ``landing`` now; ``reset``: every file is read again from it
+    """Record that the lake reads `landing` now; `reset`: every file is read again from it
     (a full refresh), earlier folders no longer count."""
     landing = Path(landing).resolve()
     earlier = [] if reset else [p for p in landings(work_dir) if p != landing]

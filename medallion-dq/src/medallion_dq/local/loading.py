@@ -8,33 +8,33 @@ user needs is where in *their* file it went wrong and what it was::
     src/pipelines/validation/silver/orders.py:23: NameError: name 'typed_ordrs' is not defined. Did you mean: 'typed_orders'?
         return typed_ordrs()
 
-``pipeline_code_error(exc, files, root)`` builds that block, a ``PipelineCodeError``:
+`pipeline_code_error(exc, files, root)` builds that block, a `PipelineCodeError`:
 
-* the location is the innermost traceback frame inside one of ``files`` (the pipeline's own
-  code). When the error happened deeper, in another module of the project (``src/<package>/``),
+* the location is the innermost traceback frame inside one of `files` (the pipeline's own
+  code). When the error happened deeper, in another module of the project (`src/<package>/`),
   that module's line is shown, with the pipeline line that called it. Frames of medallion_dq,
   pyspark, importlib or site-packages are never the location;
-* ``SyntaxError`` (and IndentationError): its own file, line, text and a caret line;
-* ``DataQualityError`` and the ``DQ0xx`` TypeErrors of misused expectation decorators: their own
+* `SyntaxError` (and IndentationError): its own file, line, text and a caret line;
+* `DataQualityError` and the `DQ0xx` TypeErrors of misused expectation decorators: their own
   message (it already names the problem and the fix), at the line of the pipeline that called;
-* ``ImportError`` / ``ModuleNotFoundError``: the module, and a hint to check the name or install
-  the project with its dependencies (``pip install -e .``);
-* pyspark errors (``AnalysisException``, ``ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION``...): the
-  first line of their message only; the JVM stack (``JVM stacktrace:``, ``\\tat org.apache...``)
+* `ImportError` / `ModuleNotFoundError`: the module, and a hint to check the name or install
+  the project with its dependencies (`pip install -e .`);
+* pyspark errors (`AnalysisException`, `ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION`...): the
+  first line of their message only; the JVM stack (`JVM stacktrace:`, `\\tat org.apache...`)
   is dropped.
 
-The original exception and its full traceback stay on the error (``.original``,
-``.traceback``) for a ``--traceback`` flag and bug reports.
+The original exception and its full traceback stay on the error (`.original`,
+`.traceback`) for a `--traceback` flag and bug reports.
 
-Wiring, in ``Runner._register`` (one file at a time, so that an error of a .sql file, which has no
+Wiring, in `Runner._register` (one file at a time, so that an error of a .sql file, which has no
 Python frame, is still named)::
 
     for file in spec.libraries:
         with loading.reporting([file], spec.root, keep=lambda e: self.local.lost(e) is not None):
             ...  # exec_module / sql_files.register, as today
 
-``PipelineCodeError`` is a ``ValueError``: ``medallion-dq run`` already turns ValueError into
-``error: <message>`` and exit 2.
+`PipelineCodeError` is a `ValueError`: `medallion-dq run` already turns ValueError into
+`error: <message>` and exit 2.
 """
 
 from __future__ import annotations
@@ -85,15 +85,15 @@ _SPARK_HINTS = {
 
 
 class PipelineCodeError(MedallionDQError, ValueError):
-    """A pipeline file could not be loaded; ``str()`` is the short block to show the user.
+    """A pipeline file could not be loaded; `str()` is the short block to show the user.
 
     Attributes:
         file: the file the location is in, relative to the project root when inside it (None
             when no file could be named).
         line: the line number there (None when unknown).
-        kind: ``syntax`` | ``import`` | ``data_quality`` | ``spark`` | ``python``.
+        kind: `syntax` | `import` | `data_quality` | `spark` | `python`.
         original: the exception that was raised.
-        traceback: the original exception's full traceback, formatted (for ``--traceback``).
+        traceback: the original exception's full traceback, formatted (for `--traceback`).
     """
 
     def __init__(
@@ -228,7 +228,7 @@ def source_and_caret(
     text: str, offset: int | None, end_offset: int | None = None
 ) -> tuple[str, str]:
     """A SyntaxError's line, stripped, and a caret line under the error (1-based offsets, as
-    ``SyntaxError.offset`` / ``end_offset``); the caret line is empty without an offset."""
+    `SyntaxError.offset` / `end_offset`); the caret line is empty without an offset."""
     raw = text.rstrip("\n").expandtabs(1)
     stripped = raw.lstrip()
     if not offset or offset < 1:
@@ -254,14 +254,14 @@ def _where(file: str | None, line: int | None) -> str:
 def pipeline_code_error(
     exc: BaseException, files: Iterable[Path | str], root: Path | str
 ) -> PipelineCodeError:
-    """The short block for ``exc``, raised while loading or registering pipeline ``files``.
+    """The short block for `exc`, raised while loading or registering pipeline `files`.
 
-    ``files``: the pipeline files being loaded (absolute, or relative to the current folder):
+    `files`: the pipeline files being loaded (absolute, or relative to the current folder):
     the location is the innermost traceback frame in one of them. When no frame is (a .sql file,
-    or an error raised before the file's code ran) and ``files`` holds exactly one file, that
-    file is named without a line. ``root``: the project root, for relative paths.
+    or an error raised before the file's code ran) and `files` holds exactly one file, that
+    file is named without a line. `root`: the project root, for relative paths.
 
-    Never raises; returns a ``PipelineCodeError`` (already one: returned as it is).
+    Never raises; returns a `PipelineCodeError` (already one: returned as it is).
     """
     if isinstance(exc, PipelineCodeError):
         return exc
@@ -357,10 +357,10 @@ def reporting(
     *,
     keep: Callable[[BaseException], bool] | None = None,
 ) -> Iterator[None]:
-    """Raise any ``Exception`` of the block as a ``PipelineCodeError`` (see
-    ``pipeline_code_error``), from None: its ``.original`` and ``.traceback`` keep the rest.
+    """Raise any `Exception` of the block as a `PipelineCodeError` (see
+    `pipeline_code_error`), from None: its `.original` and `.traceback` keep the rest.
 
-    ``keep(exc)`` true leaves ``exc`` as it is: pass e.g. ``lambda e: local.lost(e) is not None``
+    `keep(exc)` true leaves `exc` as it is: pass e.g. `lambda e: local.lost(e) is not None`
     so that a lost Spark server still ends the run with exit 3. KeyboardInterrupt, SystemExit
     and other BaseExceptions are never converted.
     """

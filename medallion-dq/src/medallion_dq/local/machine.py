@@ -148,8 +148,8 @@ def log_tail(log: Path, lines: int = 12) -> str:
 
 @contextlib.contextmanager
 def exclusive(path: Path, busy: Callable[[IO[str]], None] = lambda _: None) -> Iterator[IO[str]]:
-    """An exclusive lock on file ``path`` (made if missing) while inside, released however the
-    block ends. When another process holds it, ``busy(file)`` is called before waiting: it says
+    """An exclusive lock on file `path` (made if missing) while inside, released however the
+    block ends. When another process holds it, `busy(file)` is called before waiting: it says
     so, or raises instead of waiting."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a+") as handle:
@@ -171,7 +171,7 @@ _PLAIN = re.compile(r"[A-Za-z0-9/._~-]+")
 
 
 def plain_path(folder: Path) -> Path:
-    """``folder``, made if missing, by a path of plain characters only. The pipeline engine
+    """`folder`, made if missing, by a path of plain characters only. The pipeline engine
     writes its storage root's URI text as a path (a space becomes a folder named `%20`, far
     from the lake) and misses its own checkpoints in a full refresh; a folder whose path needs
     escaping is reached through a link in this user's cache, named by the folder's digest."""

@@ -27,7 +27,7 @@ class Phases:
         self.engine_start = self.first_queued = self.last_finished = None
 
     def lap(self, phase: str) -> None:
-        """Book the time since the last lap to ``phase``."""
+        """Book the time since the last lap to `phase`."""
         now = time.perf_counter()
         self.seconds[phase] += now - self._mark
         self._mark = now
@@ -42,7 +42,7 @@ class Phases:
             self.last_finished = max(self.last_finished or timestamp, timestamp)
 
     def engine(self, started_at: float) -> None:
-        """The engine's run returned; it had started at ``started_at`` (epoch seconds)."""
+        """The engine's run returned; it had started at `started_at` (epoch seconds)."""
         ended_at = time.time()
         queued = min(max(self.first_queued or ended_at, started_at), ended_at)
         finished = min(max(self.last_finished or queued, queued), ended_at)

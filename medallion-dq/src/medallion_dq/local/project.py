@@ -291,8 +291,8 @@ class LocalProject:
     def run_job(
         self, key: str, *, full_refresh: bool = False, allow_empty: bool = False
     ) -> JobResult:
-        """The bundle job's tasks in order; ``allow_empty``: the gate passes an empty delivery
-        (reported, not failed), as the gate's own ``--allow-empty``."""
+        """The bundle job's tasks in order; `allow_empty`: the gate passes an empty delivery
+        (reported, not failed), as the gate's own `--allow-empty`."""
         if key not in self.bundle.jobs:
             raise KeyError(
                 f"no job {key!r} in the bundle: choose one of {', '.join(self.bundle.jobs)}"
@@ -413,7 +413,7 @@ class LocalProject:
         ]
 
     def _failing_records(self, verdict: gate.GateResult, prefix: str) -> dict[str, list[dict]]:
-        """Up to ``failing_examples`` records of each rule over its threshold: a drop rule's
+        """Up to `failing_examples` records of each rule over its threshold: a drop rule's
         from the dataset's quarantine (`_dq_failed_rules` names it), a warn rule's from the
         dataset, where they were kept. A rule whose records cannot be read gets none."""
         from pyspark.sql import functions as F
@@ -482,6 +482,6 @@ def _reads(file, name: str) -> bool:
 
 
 def _pack_thresholds(parameters: list) -> dict[str, float] | None:
-    """The gate task's ``--pack``: its default thresholds by layer, as on Databricks."""
+    """The gate task's `--pack`: its default thresholds by layer, as on Databricks."""
     pack = gate.pack_argument(parameters)
     return library.pack_thresholds(pack) if pack else None

@@ -129,7 +129,7 @@ def read_info(folder: Path) -> ServerInfo | None:
 
 
 def private_folder(folder: Path) -> Path:
-    """``folder`` (and its parent, `.local/spark`) made and kept to its owner: it holds the
+    """`folder` (and its parent, `.local/spark`) made and kept to its owner: it holds the
     server's token and log."""
     for path in (folder.parent, folder):
         path.mkdir(parents=True, exist_ok=True)
@@ -138,7 +138,7 @@ def private_folder(folder: Path) -> Path:
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write ``path`` whole (renamed into place) and readable by its owner only, from its first
+    """Write `path` whole (renamed into place) and readable by its owner only, from its first
     byte."""
     partial = path.with_name(f"{path.name}.tmp")
     partial.unlink(missing_ok=True)
@@ -192,7 +192,7 @@ class Lease:
 
 
 def lease_holders(folder: Path) -> list[int]:
-    """The processes holding a lease on the server of ``folder`` (Linux: /proc/locks)."""
+    """The processes holding a lease on the server of `folder` (Linux: /proc/locks)."""
     try:
         lease = (folder / "lease").stat()
         locks = Path("/proc/locks").read_text().splitlines()
@@ -210,7 +210,7 @@ def lease_holders(folder: Path) -> list[int]:
 
 
 def lease_users(folder: Path) -> str:
-    """Who holds a lease on the server of ``folder``, as their records say: "`medallion-dq
+    """Who holds a lease on the server of `folder`, as their records say: "`medallion-dq
     run` (pid 4242)". The record of a process that died holding a lease (its lock went with
     it) is removed, never named."""
     holders = lease_holders(folder)
@@ -230,8 +230,8 @@ def lease_users(folder: Path) -> str:
 
 @contextlib.contextmanager
 def unused(folder: Path, wait: bool = False):
-    """Keep every client off the server of ``folder`` while inside (an exclusive lock on its
-    lease): at once, or once the clients holding it are done (``wait``); else ServerInUse."""
+    """Keep every client off the server of `folder` while inside (an exclusive lock on its
+    lease): at once, or once the clients holding it are done (`wait`); else ServerInUse."""
 
     def busy(_) -> None:
         held = lease_users(folder)
@@ -432,7 +432,7 @@ def archive_options(archive: Path | None) -> tuple[str, Path | None]:
 
 
 def with_java_options(confs: dict[str, str], options: str) -> dict[str, str]:
-    """``confs`` with ``options`` added to the driver JVM's options."""
+    """`confs` with `options` added to the driver JVM's options."""
     if not options:
         return confs
     java_options = confs.get("spark.driver.extraJavaOptions", "")

@@ -214,8 +214,8 @@ def alias_catalogs(session, names) -> None:
 
 
 def _session(builder: Any) -> SparkSession:
-    """A Connect session from ``builder``, typed as pyspark's public ``SparkSession``: the API
-    the pipelines and tools use, and the type pyspark's own ``builder.remote()`` gives it."""
+    """A Connect session from `builder`, typed as pyspark's public `SparkSession`: the API
+    the pipelines and tools use, and the type pyspark's own `builder.remote()` gives it."""
     return cast("SparkSession", builder.create())
 
 
@@ -335,10 +335,10 @@ class LocalSpark:
             self.end_session(session, release=reachable)
 
     def engine_stopped(self, session, timeout: float = 60.0, quiet: float = 0.5) -> bool:
-        """Wait until no execution of ``session`` has run on the server for ``quiet`` seconds: a
+        """Wait until no execution of `session` has run on the server for `quiet` seconds: a
         canceled update's flows go on with the Spark jobs they start after the cancel (one after
         another, tens of ms apart), and a late commit would land on a table just put back. The
-        metrics listener keeps a file per session while one runs. False after ``timeout``."""
+        metrics listener keeps a file per session while one runs. False after `timeout`."""
         marker = self.metrics_file.with_name(f"{self.metrics_file.name}.running")
         started = last_seen = time.monotonic()
         while (now := time.monotonic()) - last_seen < quiet:
@@ -413,7 +413,7 @@ def _unreachable(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def _output_to(log: Path):
-    """Point this process's stdout and stderr (fds 1 and 2) at ``log``, emptied, while a child is
+    """Point this process's stdout and stderr (fds 1 and 2) at `log`, emptied, while a child is
     started: the child keeps them, so the JVM's own prints (banners, the resolver, a thread's
     dying stack, its last words out of memory) go to the log, and only this server's."""
     sys.stdout.flush()
@@ -433,7 +433,7 @@ def _output_to(log: Path):
 def _start_embedded(confs: dict[str, str], log: Path):
     """What `SparkSession.builder.remote("local[2]")` does, but on a free port, not 15002:
     two test sessions, or a test session and a CLI run, can then share the machine. The server's
-    console output goes to ``log``."""
+    console output goes to `log`."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
     port, token = shared_server.free_port(), secrets.token_hex(16)

@@ -95,7 +95,7 @@ class Project:
         return self._once(("pyproject",), read)
 
     def settings(self, table: str | None = None) -> dict[str, Any]:
-        """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) as written; ValueError naming
+        """`[tool.medallion]` (or `[tool.medallion.<table>]`) as written; ValueError naming
         the table when it is not one, or when pyproject.toml does not parse."""
         return config.section(self.pyproject(), table)
 

@@ -1,7 +1,7 @@
 """The project, as the CLI and the pytest plugin find it: the one reader of its settings.
 
-A project is the folder holding ``databricks.yml``; its settings are the ``[tool.medallion]``
-tables of its ``pyproject.toml``:
+A project is the folder holding `databricks.yml`; its settings are the `[tool.medallion]`
+tables of its `pyproject.toml`:
 
     [tool.medallion]
     rules = "src/acme_orders/rules"     # rule files (default: every src/<package>/rules)
@@ -34,7 +34,7 @@ class ProjectNotFound(MedallionDQError, ValueError):
 
 
 def find_root(start: Path | str | None = None) -> Path:
-    """The folder holding databricks.yml: ``start`` (default: the current folder) or the nearest
+    """The folder holding databricks.yml: `start` (default: the current folder) or the nearest
     parent of it, as git finds its repository."""
     here = Path(start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
@@ -64,14 +64,14 @@ def parse_toml(text: str, name: str) -> dict[str, Any]:
 
 
 def load_config(root: Path, table: str | None = None) -> dict[str, Any]:
-    """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) of the project's pyproject.toml,
+    """`[tool.medallion]` (or `[tool.medallion.<table>]`) of the project's pyproject.toml,
     as written; empty when there is none. Raises ValueError when pyproject.toml does not parse.
     A command reads it through its `project.Project`, once."""
     return section(load_toml(Path(root) / "pyproject.toml"), table)
 
 
 def section(data: Mapping[str, Any], table: str | None = None) -> dict[str, Any]:
-    """``[tool.medallion]`` (or ``[tool.medallion.<table>]``) of a parsed pyproject.toml."""
+    """`[tool.medallion]` (or `[tool.medallion.<table>]`) of a parsed pyproject.toml."""
     tool = data.get("tool", {})
     found = tool.get("medallion", {}) if isinstance(tool, dict) else None
     name = "[tool.medallion]"
@@ -84,9 +84,9 @@ def section(data: Mapping[str, Any], table: str | None = None) -> dict[str, Any]
 
 
 def rules_dirs(root: Path, settings: Mapping[str, Any] | None = None) -> list[Path]:
-    """The project's rule-file folders: ``[tool.medallion] rules`` (a folder or a list), by
-    default every ``src/<package>/rules`` (rule files as package data). ``settings``: the
-    ``[tool.medallion]`` table when the caller has read it already."""
+    """The project's rule-file folders: `[tool.medallion] rules` (a folder or a list), by
+    default every `src/<package>/rules` (rule files as package data). `settings`: the
+    `[tool.medallion]` table when the caller has read it already."""
     root = Path(root)
     value = (load_config(root) if settings is None else settings).get("rules")
     if value is None:

@@ -1,8 +1,8 @@
-"""Every ``DQ_*`` environment variable medallion-dq reads, declared once: its kind, default and
+"""Every `DQ_*` environment variable medallion-dq reads, declared once: its kind, default and
 what it does. The code reads them here only (a test holds it to that); `check()` reads them all,
 so a bad value is named, with its fix, before a Spark server starts.
 
-``python -m medallion_dq.project.settings`` prints them as the markdown table in the README.
+`python -m medallion_dq.project.settings` prints them as the markdown table in the README.
 """
 
 from __future__ import annotations

@@ -21,7 +21,10 @@ import difflib
 import functools
 import time
 import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from medallion_dq import __version__
 from medallion_dq.problems import MedallionDQError
@@ -393,7 +396,7 @@ def cmd_contract(args) -> int:
     return contract.command(args.action, project, **options)
 
 
-def _add_profile_parser(sub) -> None:
+def _profile_parser(sub) -> argparse.ArgumentParser:
     """`profile`'s options."""
     profile = sub.add_parser(
         "profile", help="suggest a rule file from a landing folder or a table (you review it)"
@@ -420,6 +423,7 @@ def _add_profile_parser(sub) -> None:
     )
     profile.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
     profile.add_argument("--backend", choices=BACKENDS, default=None)
+    return profile
 
 
 def _add_output_options(parser: argparse.ArgumentParser, default: object) -> None:
@@ -441,16 +445,7 @@ def _add_output_options(parser: argparse.ArgumentParser, default: object) -> Non
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split())
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "--root", help="project folder (default: the one holding databricks.yml, here or above)"
-    )
-    _add_output_options(parser, default=False)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _check_parser(sub) -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate rules, conventions and bundle YAML (no Spark)")
     check.add_argument(
         "--examples",
@@ -458,15 +453,26 @@ def main(argv: list[str] | None = None) -> int:
         help="also judge every rule's example rows on Spark (one query; the warm server)",
     )
     check.add_argument("--backend", choices=BACKENDS, default=None)
-    run = run_command.add_parser(sub)
+    return check
+
+
+def _report_parser(sub) -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="data-quality summary of local runs (terminal + HTML)")
     report.add_argument("--out", help="folder for dq-report.html (default: .local)")
     report.add_argument("--backend", choices=BACKENDS, default=None)
+    return report
+
+
+def _spark_parser(sub) -> argparse.ArgumentParser:
     spark = sub.add_parser("spark", help="the warm Spark server of test runs: status, or stop it")
     spark.add_argument("action", choices=["status", "stop"], nargs="?", default="status")
     spark.add_argument(
         "--wait", action="store_true", help="stop: wait for the runs using the server to finish"
     )
+    return spark
+
+
+def _diff_parser(sub) -> argparse.ArgumentParser:
     diff = sub.add_parser(
         "diff", help="what the rule changes since a git ref do to the rows (never writes tables)"
     )
@@ -479,7 +485,10 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("--markdown", help="write the diff as markdown (a pull-request comment)")
     diff.add_argument("--json", help="write the diff as JSON")
     diff.add_argument("--backend", choices=BACKENDS, default=None)
-    _add_profile_parser(sub)
+    return diff
+
+
+def _contract_parser(sub) -> argparse.ArgumentParser:
     contract = sub.add_parser(
         "contract",
         help="a data contract (ODCS v3.1) into rule files (import), back (export), or the drift",
@@ -489,9 +498,17 @@ def main(argv: list[str] | None = None) -> int:
     contract.add_argument("--dataset", help="only this schema object (export: this dataset)")
     contract.add_argument("--layer", choices=["silver", "gold"], default="silver")
     contract.add_argument("--out", help="export: write the contract here (default: print it)")
+    return contract
+
+
+def _lake_parser(sub) -> argparse.ArgumentParser:
     lake = sub.add_parser("lake", help="the target's local lake: check every table")
     lake.add_argument("action", choices=["check"])
     lake.add_argument("--target", help="bundle target whose lake (default: the bundle's default)")
+    return lake
+
+
+def _conventions_parser(sub) -> argparse.ArgumentParser:
     conventions = sub.add_parser(
         "conventions", help="the conventions check applies: each setting and where it comes from"
     )
@@ -505,10 +522,18 @@ def main(argv: list[str] | None = None) -> int:
     conventions.add_argument("--markdown", help="diff: write it as markdown (a pull request)")
     conventions.add_argument("--json", help="diff: write it as JSON")
     conventions.add_argument("--backend", choices=BACKENDS, default=None)
+    return conventions
+
+
+def _quarantine_parser(sub) -> argparse.ArgumentParser:
     quarantine = sub.add_parser(
         "quarantine", help="write stale SQL quarantine views again from their rule files"
     )
     quarantine.add_argument("action", choices=["write"])
+    return quarantine
+
+
+def _upgrade_parser(sub) -> argparse.ArgumentParser:
     upgrade = sub.add_parser(
         "upgrade", help="a project of the previous minor release to this one (CHANGELOG's steps)"
     )
@@ -517,35 +542,65 @@ def main(argv: list[str] | None = None) -> int:
     upgrade.add_argument(
         "--path", help="[tool.uv.sources] path: this release's medallion-dq folder"
     )
-    scaffold.add_parsers(sub)  # add source / remove source
-    for command_parser in sub.choices.values():  # `-q` before or after the command
-        _add_output_options(command_parser, default=argparse.SUPPRESS)
+    return upgrade
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of the CLI: `parser` adds its parser (with its name, help and options) to
+    the CLI's subparsers and returns it; `run` is given the parsed arguments and returns the
+    exit code."""
+
+    parser: Callable[[Any], argparse.ArgumentParser]
+    run: Callable[[argparse.Namespace], int]
+
+
+#: Every command, in the order `--help` lists them: a new command is a line here.
+COMMANDS = (
+    Command(_check_parser, cmd_check),
+    Command(run_command.add_parser, lambda args: run_command.cmd_run(args, _project(args.root))),
+    Command(_report_parser, cmd_report),
+    Command(_spark_parser, cmd_spark),
+    Command(_diff_parser, cmd_diff),
+    Command(_profile_parser, cmd_profile),
+    Command(_contract_parser, cmd_contract),
+    Command(_lake_parser, cmd_lake),
+    Command(_conventions_parser, cmd_conventions),
+    Command(_quarantine_parser, cmd_quarantine),
+    Command(_upgrade_parser, cmd_upgrade),
+    Command(scaffold.add_parser, lambda args: scaffold.cmd_add(args, _project(args.root))),
+    Command(scaffold.remove_parser, lambda args: scaffold.cmd_remove(args, _project(args.root))),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=" ".join(__doc__.split("\n\n")[0].split())
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--root", help="project folder (default: the one holding databricks.yml, here or above)"
+    )
+    _add_output_options(parser, default=False)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command_parser = command.parser(sub)
+        command_parser.set_defaults(command_run=command.run)
+        _add_output_options(command_parser, default=argparse.SUPPRESS)  # `-q` before or after
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and the option meant
-        command = sub.choices[args.command]
-        options = [o for p in (command, parser) for a in p._actions for o in a.option_strings]
+        command_parser = sub.choices[args.command]
+        options = [
+            o for p in (command_parser, parser) for a in p._actions for o in a.option_strings
+        ]
         meant = difflib.get_close_matches(unknown[0].split("=")[0], options, n=1)
         hint = f" (did you mean {meant[0]}?)" if meant else ""
-        command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    run = sub.choices["run"]
     if args.command == "run" and not (args.pipeline or args.job):
         run.error("one of the arguments --pipeline --job is required")
     if args.command == "run" and args.job and args.ungated:
         run.error("--ungated goes with --pipeline: a job publishes only what its gate passed")
-    commands = {
-        "check": cmd_check,
-        "run": lambda args: run_command.cmd_run(args, _project(args.root)),
-        "report": cmd_report,
-        "spark": cmd_spark,
-        "diff": cmd_diff,
-        "profile": cmd_profile,
-        "contract": cmd_contract,
-        "lake": cmd_lake,
-        "conventions": cmd_conventions,
-        "quarantine": cmd_quarantine,
-        "upgrade": cmd_upgrade,
-        "add": lambda args: scaffold.cmd_add(args, _project(args.root)),
-        "remove": lambda args: scaffold.cmd_remove(args, _project(args.root)),
-    }
     # A lost server is reported in one line, with what became of it; pyspark's warning repeats it.
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
     # Everything the command says goes through one place (medallion_dq.tools.console).
@@ -556,7 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     action = getattr(args, "action", None)
     named = f"`{PROG} {args.command}{f' {action}' if isinstance(action, str) else ''}`"
     with console.opened(quiet=args.quiet, verbose=args.verbose), process_named(named):
-        return _run(commands[args.command], args)
+        return _run(args.command_run, args)
 
 
 def _run(command, args) -> int:

@@ -70,8 +70,8 @@ def cases(rule_sets: Iterable[rules.RuleSet]) -> list[Case]:
 
 
 def library_rule_set(pack: str) -> rules.RuleSet:
-    """Every rule of pack ``pack``'s library, used as a rule file uses it (columns named as the
-    parameters, the other parameters given the library's ``with``), with the library's examples:
+    """Every rule of pack `pack`'s library, used as a rule file uses it (columns named as the
+    parameters, the other parameters given the library's `with`), with the library's examples:
     what a pack's tests judge on Spark."""
     entries = []
     for rule in library.library(pack).values():

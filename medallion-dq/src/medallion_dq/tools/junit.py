@@ -1,20 +1,20 @@
 """A run's data-quality results as JUnit XML (`medallion-dq run --junit-xml FILE`).
 
 Every CI shows JUnit XML as test results, so a rule going red looks like a failing test there.
-One test case per rule and per dataset-level check of the rule files, ``classname`` the dataset
-and ``name`` the rule or check:
+One test case per rule and per dataset-level check of the rule files, `classname` the dataset
+and `name` the rule or check:
 
 - a rule the quality gate judged passes, or fails when its failed fraction is over its
   threshold (failed rows, the threshold and a few failing records in the failure's text);
 - a dataset check the gate judged passes or fails with its value and bound;
-- a ``fail`` rule that stopped an update fails with the record that broke it;
+- a `fail` rule that stopped an update fails with the record that broke it;
 - a dataset with no input records (an empty delivery) fails, unless allowed;
 - everything else is skipped, saying why it was not judged (the gate did not run, gold's rules
   are judged by their own update, ...).
 
-The XML is built with ``xml.etree``, which escapes what comes from the data; characters XML 1.0
+The XML is built with `xml.etree`, which escapes what comes from the data; characters XML 1.0
 does not allow (C0 controls, U+FFFE), or a CI page would act on (ESC, C1), are written as their
-escapes (``\\x1b``) in every attribute and text, so that the file parses whatever the data held.
+escapes (`\\x1b`) in every attribute and text, so that the file parses whatever the data held.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _case(suite: ET.Element, dataset: str, name: str, seconds: float = 0.0) -> E
 
 
 def _outcome(case: ET.Element, kind: str, message: str, text: str = "") -> None:
-    """Mark ``case`` as failure / error / skipped with a one-line message and a longer text."""
+    """Mark `case` as failure / error / skipped with a one-line message and a longer text."""
     element = ET.SubElement(case, kind, message=message)
     if kind != "skipped":
         element.set("type", "data-quality")
@@ -60,8 +60,8 @@ def _tasks(result: Any) -> list:
 
 
 def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = None) -> ET.Element:
-    """The ``<testsuites>`` element of one run: ``result`` a JobResult or UpdateResult (None when
-    the run ended before it had one, with ``error``); ``rulesets`` the project's rule files."""
+    """The `<testsuites>` element of one run: `result` a JobResult or UpdateResult (None when
+    the run ended before it had one, with `error`); `rulesets` the project's rule files."""
     rulesets = list(rulesets)
     root = ET.Element("testsuites", name=SUITE)
     suite = ET.SubElement(root, "testsuite", name=f"{SUITE}: {what}")
@@ -155,7 +155,7 @@ def build(result: Any, rulesets: Iterable, *, what: str, error: str | None = Non
 
 
 def write(path: str | Path, result: Any, rulesets: Iterable, **options: Any) -> None:
-    """Write ``build(result, rulesets, **options)`` to ``path`` (folders created)."""
+    """Write `build(result, rulesets, **options)` to `path` (folders created)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tree = ET.ElementTree(build(result, rulesets, **options))

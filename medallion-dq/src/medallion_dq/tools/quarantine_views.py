@@ -4,8 +4,8 @@ pack's new version changes a library rule the file uses (`conventions diff` list
 that would appear).
 
 A view file is as `quarantine.view_sql` writes it (the template's, `add source`'s): comments,
-then ``CREATE VIEW <name> [COMMENT '...'] AS SELECT *, <failed rules> AS _dq_failed_rules FROM
-<source> AS quarantine_source WHERE <fails any>``. Its comments, name, comment and source (the
+then `CREATE VIEW <name> [COMMENT '...'] AS SELECT *, <failed rules> AS _dq_failed_rules FROM
+<source> AS quarantine_source WHERE <fails any>`. Its comments, name, comment and source (the
 SELECT that types the rows as silver does) are kept; the two rule expressions are written anew,
 and a column a rule reads that the source's SELECT does not give (`_corrupt_record` after the
 rule `whole_record` came) is added to that SELECT: the view would not resolve without it. A

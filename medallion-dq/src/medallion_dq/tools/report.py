@@ -311,9 +311,9 @@ def latest(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def gate_inputs(project: Project) -> tuple[dict[str, float], dict[str, str]]:
     """From the project's rule files, read once: the quality gate's thresholds (the pack's
-    default for a layer where a rule file sets none, as the gate task's ``--pack`` applies it;
-    `check` holds the two to one pack) and ``{"<dataset>.<rule>": "<clause> (<contract id>
-    <version>)"}`` of the rules made from a data contract. An invalid rule file raises its
+    default for a layer where a rule file sets none, as the gate task's `--pack` applies it;
+    `check` holds the two to one pack) and `{"<dataset>.<rule>": "<clause> (<contract id>
+    <version>)"}` of the rules made from a data contract. An invalid rule file raises its
     DataQualityError, a pack that is not installed its LibraryError."""
     from medallion_dq import gate, library, rules
 
@@ -625,23 +625,31 @@ def _chart(rows: list[Mapping[str, Any]]) -> str:
                 f'stroke="{color}" stroke-width="2"><title>{html_text(tip)}</title></circle>'
             )
         out.append("</g>")
-        legend.append(
-            f'<li><svg width="26" height="10" aria-hidden="true"><line x1="1" x2="25" y1="5" '
-            f'y2="5" stroke="{color}" stroke-width="2.5"{dash_attr}/></svg>'
-            f"<code>{html_text(name)}</code>{'' if points else ' (no rows)'}</li>"
-        )
+        legend.append(_legend_item(name, color, dash_attr, bool(points)))
     out.append("</svg>")
-    more = ""
-    if others:
-        listed = ", ".join(
-            f"<code>{html_text(f'{d}.{r}')}</code> {_pct(w if w >= 0 else None)}"
-            for (d, r), w in others
-        )
-        more = (
-            f'<p class="clause">Not charted, {len(others)} rule(s) failing less (highest failed'
-            f" %): {listed}</p>"
-        )
-    return "".join(out) + f'<ul class="legend">{"".join(legend)}</ul>{more}'
+    return "".join(out) + f'<ul class="legend">{"".join(legend)}</ul>{_not_charted(others)}'
+
+
+def _legend_item(name: str, color: str, dash_attr: str, points: bool) -> str:
+    return (
+        f'<li><svg width="26" height="10" aria-hidden="true"><line x1="1" x2="25" y1="5" '
+        f'y2="5" stroke="{color}" stroke-width="2.5"{dash_attr}/></svg>'
+        f"<code>{html_text(name)}</code>{'' if points else ' (no rows)'}</li>"
+    )
+
+
+def _not_charted(others: list[tuple[tuple, float]]) -> str:
+    """The rules left out of the chart, with their highest failed %, or nothing."""
+    if not others:
+        return ""
+    listed = ", ".join(
+        f"<code>{html_text(f'{d}.{r}')}</code> {_pct(w if w >= 0 else None)}"
+        for (d, r), w in others
+    )
+    return (
+        f'<p class="clause">Not charted, {len(others)} rule(s) failing less (highest failed'
+        f" %): {listed}</p>"
+    )
 
 
 def _all_table(rows: list[Mapping[str, Any]]) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], right: int = 0) -> list[str]:
     """A markdown table; the cells are markdown already (escaped by the caller); the last
-    ``right`` columns but one aligned right (the figures before a status)."""
+    `right` columns but one aligned right (the figures before a status)."""
     align = ["---"] * len(header)
     for at in range(len(header) - 1 - right, len(header) - 1):
         align[at] = "---:"
@@ -40,7 +40,7 @@ def _status(status: str) -> str:
 
 
 def _named(gate: GateResult, dataset: str, name: str, kind: str = "") -> str:
-    """``dataset.name`` as code (a check's kind after it), with the data-contract clause it was
+    """`dataset.name` as code (a check's kind after it), with the data-contract clause it was
     made from beneath."""
     clause = gate.clauses.get(f"{short_name(dataset)}.{name}")
     named = md_code(f"{dataset}.{name}") + (f" ({md_text(kind)})" if kind else "")
@@ -108,8 +108,8 @@ def _update_lines(update: Any) -> list[str]:
 
 
 def markdown(result: Any, what: str, error: str | None = None) -> str:
-    """The markdown of a run of ``what`` (`job medallion`, `pipeline validation`): ``result`` a
-    JobResult, an UpdateResult or None (the run ended before one: ``error`` says why)."""
+    """The markdown of a run of `what` (`job medallion`, `pipeline validation`): `result` a
+    JobResult, an UpdateResult or None (the run ended before one: `error` says why)."""
     status = "FAILED" if error or result is None or not result.ok else "SUCCESS"
     lines = [f"## Data quality: {md_text(what)} {_status(status)}", ""]
     if error:

@@ -1,20 +1,20 @@
 """Read the Declarative Automation Bundle (databricks.yml + resources/*.yml) without a workspace.
 
-``load_bundle`` gives the local runner the same view of the project that Databricks gets on
-``databricks bundle deploy``: which files make up each pipeline, their configuration, their
+`load_bundle` gives the local runner the same view of the project that Databricks gets on
+`databricks bundle deploy`: which files make up each pipeline, their configuration, their
 catalog and schema in a target, and the job's task order.
 
 What is resolved here, offline:
 
-* ``include`` globs (relative to the bundle root) and the target override (``targets.<name>``):
+* `include` globs (relative to the bundle root) and the target override (`targets.<name>`):
   mappings are merged key by key; lists of tasks, job parameters, environments and job clusters
-  are merged by their key (``task_key``, ``name``, ...); any other list is replaced;
-* ``${var.x}`` (``--var``-style overrides first, then ``BUNDLE_VAR_x`` from the environment, then
-  the target's value, then the variable's default), ``${bundle.name}``, ``${bundle.target}``,
-  ``${workspace.root_path}`` / ``file_path`` / ``artifact_path`` / ``state_path`` when they do
+  are merged by their key (`task_key`, `name`, ...); any other list is replaced;
+* `${var.x}` (`--var`-style overrides first, then `BUNDLE_VAR_x` from the environment, then
+  the target's value, then the variable's default), `${bundle.name}`, `${bundle.target}`,
+  `${workspace.root_path}` / `file_path` / `artifact_path` / `state_path` when they do
   not depend on the (unknown) current user.
 
-What stays as written: ``${workspace.current_user...}``, ``${resources...id}`` (known only after a
+What stays as written: `${workspace.current_user...}`, `${resources...id}` (known only after a
 deploy) and job value references (double-brace job references such as job.parameters.x).
 """
 
@@ -37,6 +37,8 @@ import yaml
 
 from medallion_dq import user_yaml
 from medallion_dq.problems import MedallionDQError
+from medallion_dq.project.bundle.references import REFERENCE as REFERENCE  # preflight's too
+from medallion_dq.project.bundle.references import resolve
 from medallion_dq.project.config import BUNDLE_FILE, load_toml
 
 __all__ = [
@@ -84,10 +86,10 @@ FALLBACK_TASK_KINDS = (
 
 @functools.cache
 def task_kinds() -> tuple[str, ...]:
-    """Keys of the task types a job task may carry (``pipeline_task``, ``python_wheel_task``...).
+    """Keys of the task types a job task may carry (`pipeline_task`, `python_wheel_task`...).
 
-    Read from databricks-bundles' own ``Task`` model (its fields named ``*_task``), so that a task
-    type added by a newer release is known here unchanged; ``FALLBACK_TASK_KINDS`` if the package
+    Read from databricks-bundles' own `Task` model (its fields named `*_task`), so that a task
+    type added by a newer release is known here unchanged; `FALLBACK_TASK_KINDS` if the package
     cannot be imported. Imported on first use: it takes a few hundred milliseconds.
     """
     try:
@@ -98,11 +100,6 @@ def task_kinds() -> tuple[str, ...]:
     return kinds or FALLBACK_TASK_KINDS
 
 
-# Same shape as the Databricks CLI's reference regex (libs/dyn/dynvar/ref.go); "$${x}" escapes.
-_NAME = r"_*[^\W\d_]+(?:[-_]*[^\W_]+)*"
-REFERENCE = re.compile(
-    r"(?<!\$)\$\{(" + _NAME + r"(?:\." + _NAME + r"(?:\[[0-9]+\])*)*(?:\[[0-9]+\])*)\}"
-)
 _PIPELINE_ID = re.compile(r"^\$\{resources\.pipelines\.([^.}]+)\.id\}$")
 
 # Lists merged item by item (by this key) when a target overrides a resource.
@@ -129,7 +126,7 @@ class BundleError(MedallionDQError):
 
 @dataclass(frozen=True)
 class PipelineResource:
-    """One ``resources.pipelines.<key>`` entry, resolved for a target."""
+    """One `resources.pipelines.<key>` entry, resolved for a target."""
 
     key: str
     name: str
@@ -169,7 +166,7 @@ class Task:
 
 @dataclass(frozen=True)
 class JobResource:
-    """One ``resources.jobs.<key>`` entry, resolved for a target."""
+    """One `resources.jobs.<key>` entry, resolved for a target."""
 
     key: str
     name: str
@@ -188,8 +185,8 @@ class JobResource:
     def topological_order(self) -> list[Task]:
         """Tasks in an order that runs every task after the ones it depends on.
 
-        Ties keep the order of the YAML file. Raises ``BundleError`` on a task key used twice, an
-        unknown ``depends_on`` or a cycle (``validate_bundle`` reports them with their location).
+        Ties keep the order of the YAML file. Raises `BundleError` on a task key used twice, an
+        unknown `depends_on` or a cycle (`validate_bundle` reports them with their location).
         """
         by_key = {task.key: task for task in self.tasks}
         if len(by_key) < len(self.tasks):
@@ -226,12 +223,12 @@ class JobResource:
 
 
 def order_tasks(depends_on: Mapping[str, Sequence[str]]) -> list[str]:
-    """The task keys of ``depends_on`` (task key -> the keys it depends on) in an order that puts
+    """The task keys of `depends_on` (task key -> the keys it depends on) in an order that puts
     every task after the ones it depends on, taking at each step the first ready task in the
     mapping's (file) order. Keys a task depends on that are not in the mapping are ignored.
 
-    Raises ``graphlib.CycleError`` whose ``args[1]`` is the cycle in "depends on" order, starting
-    (and ending) at its task that comes first in the mapping: ``[a, c, b, a]`` when a depends
+    Raises `graphlib.CycleError` whose `args[1]` is the cycle in "depends on" order, starting
+    (and ending) at its task that comes first in the mapping: `[a, c, b, a]` when a depends
     on c, c on b and b on a.
     """
     position = {key: i for i, key in enumerate(depends_on)}
@@ -279,7 +276,7 @@ class Bundle:
 
 def read_yaml(path: Path) -> Any:
     """A bundle file's YAML (`user_yaml.BoundedLoader`: no alias bomb), with errors turned into
-    ``BundleError``."""
+    `BundleError`."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -448,7 +445,7 @@ def default_target(config: dict[str, Any]) -> str:
 
 
 def apply_target(config: dict[str, Any], target: str) -> dict[str, Any]:
-    """The merged configuration of one target (``targets`` removed)."""
+    """The merged configuration of one target (`targets` removed)."""
     targets = config.get("targets") or {}
     if target not in targets:
         known = ", ".join(targets) or "none"
@@ -510,122 +507,11 @@ def variable_values(
     return values
 
 
-# --------------------------------------------------------------------------- interpolation
-
-
-class _Unresolved(MedallionDQError):
-    pass
-
-
-def _lookup(context: dict[str, Any], path: str) -> Any:
-    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
-    if parts and parts[0] == "variables" and len(parts) >= 3 and parts[2] == "value":
-        parts = ["var", parts[1], *parts[3:]]
-    node: Any = context
-    for part in parts:
-        if part.startswith("["):
-            index = int(part[1:-1])
-            if not isinstance(node, list) or index >= len(node):
-                raise _Unresolved(path)
-            node = node[index]
-        else:
-            if not isinstance(node, dict) or part not in node:
-                raise _Unresolved(path)
-            node = node[part]
-    return node  # may still hold references: the next pass of resolve() takes them
-
-
-def _substitute(value: Any, context: dict[str, Any]) -> Any:
-    if isinstance(value, dict):
-        return {k: _substitute(v, context) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_substitute(v, context) for v in value]
-    if not isinstance(value, str) or "${" not in value:
-        return value
-    whole = REFERENCE.fullmatch(value)
-    if whole:
-        try:
-            return copy.deepcopy(_lookup(context, whole.group(1)))
-        except _Unresolved:
-            return value
-
-    def replace(match: re.Match[str]) -> str:
-        try:
-            found = _lookup(context, match.group(1))
-        except _Unresolved:
-            return match.group(0)
-        if isinstance(found, (dict, list)):
-            return match.group(0)
-        if isinstance(found, bool):
-            return "true" if found else "false"
-        return str(found)
-
-    return REFERENCE.sub(replace, value)
-
-
-def _workspace_defaults(workspace: dict[str, Any]) -> dict[str, Any]:
-    ws = dict(workspace or {})
-    root = ws.get("root_path") or "~/.bundle/${bundle.name}/${bundle.target}"
-    if isinstance(root, str) and root.startswith("~/"):
-        root = "/Workspace/Users/${workspace.current_user.userName}/" + root[2:]
-    ws["root_path"] = root
-    ws.setdefault("file_path", "${workspace.root_path}/files")
-    ws.setdefault("artifact_path", "${workspace.root_path}/artifacts")
-    ws.setdefault("state_path", "${workspace.root_path}/state")
-    ws.setdefault("resource_path", "${workspace.root_path}/resources")
-    return ws
-
-
-def resolve(effective: dict[str, Any], variables: dict[str, Any]) -> dict[str, Any]:
-    """Substitute every reference that can be known offline (a few passes, for chains)."""
-    config = copy.deepcopy(effective)
-    config["workspace"] = _workspace_defaults(config.get("workspace") or {})
-    values = copy.deepcopy(variables)
-    for _ in range(10):
-        context = {
-            "var": values,
-            "bundle": config.get("bundle") or {},
-            "workspace": config.get("workspace") or {},
-        }
-        new_values = _substitute(values, context)
-        new_config = _substitute(config, context)
-        if new_values == values and new_config == config:
-            break
-        values, config = new_values, new_config
-    config["variables"] = values
-    return config
-
-
-def iter_references(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    """(yaml path, reference) for every ``${...}`` in a parsed document."""
-    for sub_path, text in iter_strings(value, path):
-        for match in REFERENCE.finditer(text):
-            yield sub_path, match.group(1)
-
-
-def iter_strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from iter_strings(item, join_path(path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from iter_strings(item, f"{path}[{i}]")
-    elif isinstance(value, str):
-        yield path, value
-
-
-def join_path(path: str, key: Any) -> str:
-    key = str(key)
-    if re.fullmatch(r"[A-Za-z0-9_\-]+", key):
-        return f"{path}.{key}" if path else key
-    return f'{path}["{key}"]'
-
-
 # --------------------------------------------------------------------------- libraries
 
 
 def library_entries(spec: dict[str, Any]) -> list[tuple[str, str]]:
-    """(kind, path) for each ``libraries`` entry: glob / file / notebook."""
+    """(kind, path) for each `libraries` entry: glob / file / notebook."""
     out: list[tuple[str, str]] = []
     for lib in spec.get("libraries") or []:
         if not isinstance(lib, dict):
@@ -647,7 +533,7 @@ def _is_source(path: Path) -> bool:
 
 
 def expand_library(base: Path, kind: str, pattern: str) -> list[Path]:
-    """Files an entry selects. Absolute workspace paths (``/Workspace/...``) select nothing."""
+    """Files an entry selects. Absolute workspace paths (`/Workspace/...`) select nothing."""
     if pattern.startswith("/") or REFERENCE.search(pattern):
         return []
     full = os.path.normpath(os.path.join(str(base), pattern))
@@ -702,11 +588,11 @@ def load_bundle(
     target: str | None = None,
     variables: dict[str, Any] | None = None,
 ) -> Bundle:
-    """Parse databricks.yml + includes, apply ``target`` (default: the default target) and
-    ``variables`` (like ``--var``), and return the resolved pipelines and jobs.
+    """Parse databricks.yml + includes, apply `target` (default: the default target) and
+    `variables` (like `--var`), and return the resolved pipelines and jobs.
 
-    Raises ``BundleError`` with a one-line message when the bundle cannot be read; use
-    ``validate_bundle`` for a full report. A command reads it through its `project.Project`.
+    Raises `BundleError` with a one-line message when the bundle cannot be read; use
+    `validate_bundle` for a full report. A command reads it through its `project.Project`.
     """
     return resolve_bundle(load_raw(Path(root)), target, variables)
 
@@ -714,7 +600,7 @@ def load_bundle(
 def resolve_bundle(
     raw: RawBundle, target: str | None = None, variables: dict[str, Any] | None = None
 ) -> Bundle:
-    """The bundle's files as read (`load_raw`), resolved for ``target`` and ``variables``."""
+    """The bundle's files as read (`load_raw`), resolved for `target` and `variables`."""
     target = target or default_target(raw.config)
     effective = apply_target(raw.config, target)
     values = variable_values(raw.config, target, variables)

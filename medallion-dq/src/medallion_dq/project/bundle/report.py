@@ -9,7 +9,7 @@ import yaml
 
 from medallion_dq import user_yaml
 from medallion_dq.problems import Problem
-from medallion_dq.project.bundle.model import join_path
+from medallion_dq.project.bundle.references import join_path
 from medallion_dq.text import relative_path
 
 

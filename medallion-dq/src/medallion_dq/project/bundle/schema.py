@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any, Union, get_args, get_origin
 
-from medallion_dq.project.bundle.model import RawBundle, join_path, merge, resource_docs
+from medallion_dq.project.bundle.model import RawBundle, merge, resource_docs
+from medallion_dq.project.bundle.references import join_path
 from medallion_dq.project.bundle.report import Report
 
 
 def _resource_models() -> dict[str, Any]:
-    """databricks-bundles' models of the resource kinds checked, by their ``resources`` key.
+    """databricks-bundles' models of the resource kinds checked, by their `resources` key.
 
     Raises ImportError when databricks-bundles (medallion-dq's [tools] extra) cannot be imported.
     """
@@ -67,7 +68,7 @@ Segment = str | int
 def _locate(
     tpe: Any, value: Any, segments: list[Segment], transform: Callable[[Any, Any], Any]
 ) -> tuple[list[Segment], str | None, list[str]]:
-    """Deepest place under which ``transform(tpe, value)`` fails.
+    """Deepest place under which `transform(tpe, value)` fails.
 
     Returns (path segments, the unknown field there or None, the field names allowed there).
     """
@@ -113,7 +114,7 @@ def _path_of(prefix: str, segments: list[Segment]) -> str:
 
 
 def _remove(spec: Any, segments: list[Segment]) -> bool:
-    """Drop the node at ``segments`` (to look for the next error). False if not possible."""
+    """Drop the node at `segments` (to look for the next error). False if not possible."""
     if not segments:
         return False
     node = spec
@@ -160,7 +161,7 @@ def _schema_message(exc: Exception) -> str:
 
 def _enum_fix(message: str, model: Any) -> str | None:
     """For "'X' is not a valid SomeEnum": the allowed values, closest first. The enum is looked
-    up in the package of the resource's model (``databricks.bundles.jobs`` for a job...)."""
+    up in the package of the resource's model (`databricks.bundles.jobs` for a job...)."""
     match = re.match(r"'([^']*)' is not a valid (\w+)$", message)
     if not match:
         return None
@@ -178,7 +179,7 @@ def _enum_fix(message: str, model: Any) -> str | None:
 def _schema_errors(
     model: Any, kind: str, spec: Any, path: str, limit: int = 20
 ) -> tuple[list[tuple[str, str, str]], Any]:
-    """Every schema error of a resource mapping (checked with ``model``, none if ``None``) as
+    """Every schema error of a resource mapping (checked with `model`, none if `None`) as
     (yaml path, message, fix), and the mapping with the faulty nodes removed (to check target
     overrides against)."""
     if model is None or spec is None:

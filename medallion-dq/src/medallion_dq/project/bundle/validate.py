@@ -1,6 +1,6 @@
-"""Offline checks of the bundle, run by ``medallion-dq check``.
+"""Offline checks of the bundle, run by `medallion-dq check`.
 
-``databricks bundle validate`` needs a workspace login; these checks do not. They catch, with the
+`databricks bundle validate` needs a workspace login; these checks do not. They catch, with the
 file and YAML path of the mistake:
 
 ======  ====================================================================================
@@ -9,10 +9,10 @@ BND001  a file cannot be read or is not valid YAML, or its top level is not a ma
 BND002  schema: unknown field, wrong type or value (Databricks' own resource models); also
         once, when those models (the databricks-bundles package) cannot be imported
 BND003  quality gate order: publish must depend on the gate, the gate on the validation run
-BND004  a ``${resources...}`` or other reference names something that does not exist
-BND005  a ``${var.x}`` is not declared, or a variable has no value in a target
-BND006  a pipeline ``libraries`` entry or ``root_path`` matches no file
-BND007  a task ``depends_on`` names an unknown task, or two tasks share a key
+BND004  a `${resources...}` or other reference names something that does not exist
+BND005  a `${var.x}` is not declared, or a variable has no value in a target
+BND006  a pipeline `libraries` entry or `root_path` matches no file
+BND007  a task `depends_on` names an unknown task, or two tasks share a key
 BND008  the job's tasks depend on each other in a cycle
 BND009  a pipeline's catalog or schema does not resolve in a target
 BND010  a secret-looking literal (token, password...) is written in the YAML
@@ -32,7 +32,6 @@ from typing import Any
 from medallion_dq.problems import Problem
 from medallion_dq.project.bundle.model import (
     LIBRARY_PATH_FIELDS,
-    REFERENCE,
     BundleError,
     FolderFiles,
     ProjectFiles,
@@ -41,13 +40,16 @@ from medallion_dq.project.bundle.model import (
     apply_target,
     build_task,
     expand_library,
-    iter_references,
-    iter_strings,
     library_entries,
     order_tasks,
-    resolve,
     resource_docs,
     variable_values,
+)
+from medallion_dq.project.bundle.references import (
+    REFERENCE,
+    iter_references,
+    iter_strings,
+    resolve,
 )
 from medallion_dq.project.bundle.report import Report
 from medallion_dq.project.bundle.schema import check_schemas
@@ -92,7 +94,7 @@ _SECRET_REF_PREFIX = "{" * 2 + "secrets/"  # Databricks secret reference in a Sp
 
 
 def _ref(path: str) -> str:
-    """``${path}``."""
+    """`${path}`."""
     return "${" + path + "}"
 
 
@@ -401,8 +403,8 @@ def _check_job(
 def _job_tasks(
     report: Report, file: Path, base: str, tasks: list[Any]
 ) -> tuple[dict[str, int], dict[str, Task]]:
-    """The job's tasks by key, with their index in ``tasks``; a key used twice (BND007) and a
-    ``depends_on`` on an unknown task (BND007) reported."""
+    """The job's tasks by key, with their index in `tasks`; a key used twice (BND007) and a
+    `depends_on` on an unknown task (BND007) reported."""
     index: dict[str, int] = {}
     built: dict[str, Task] = {}
     for i, raw_task in enumerate(tasks):
@@ -600,7 +602,7 @@ def _check_secrets(report: Report, raw: RawBundle) -> None:
 
 def _declared_entry_points(files: ProjectFiles, report: Report) -> dict[str, set[str]]:
     """Entry points by wheel package name: the project's own (pyproject.toml) and this
-    package's (the gate task runs ``medallion_dq``'s ``quality_gate``)."""
+    package's (the gate task runs `medallion_dq`'s `quality_gate`)."""
     from importlib.metadata import PackageNotFoundError, distribution
 
     declared: dict[str, set[str]] = {}
@@ -676,7 +678,7 @@ def validate_bundle(
     validation_key: str = "validation",
     publish_key: str = "publish",
 ) -> list[Problem]:
-    """Check the bundle of ``project`` (a folder, or its files as a command read them); an empty
+    """Check the bundle of `project` (a folder, or its files as a command read them); an empty
     list means it is clean. Never raises."""
     files = FolderFiles(project) if isinstance(project, (Path, str)) else project
     root = files.root

@@ -4,6 +4,7 @@ clause it came from, any other rule as a sql rule counting the rows that break i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -339,66 +340,87 @@ def _export_check(
     check: rule_fields.Check, name: str, prop, quality: list, left: list
 ) -> dict | None:
     """A dataset check back to its clause: a rowCount rule (added to `quality`), a property's
-    relationship, or the SLA property returned."""
+    relationship, or the SLA property returned. A kind ODCS has no clause for is left out,
+    and said."""
+    export = _CHECK_EXPORTS.get(check.kind)
+    if export is None:
+        left.append(f"{check.name}: {check.kind} check: ODCS has no clause for its kind")
+        return None
     if check.action == "warn" and check.kind in ("freshness", "references"):
         said = "a relationship" if check.kind == "references" else "an SLA property"
         left.append(f"{check.name}: action warn: {said} of ODCS has no severity")
-    if check.kind == "volume":
-        low, high = check.get("min_rows"), check.get("max_rows")
-        bound = (
-            {"mustBe": low}
-            if low is not None and low == high
-            else {"mustBeBetween": [low, high]}
-            if low is not None and high is not None
-            else {"mustBeGreaterOrEqualTo": low}
-            if low is not None
-            else {"mustBeLessOrEqualTo": high}
-            if high is not None
-            else None
-        )
-        ratios = [k for k in ("min_ratio", "max_ratio") if check.get(k) is not None]
-        if ratios:
-            left.append(f"{check.name}: {', '.join(ratios)}: ODCS counts rows, not ratios")
-        if bound is not None:
-            quality.append(
-                _clean(
-                    {
-                        **_ids(check),
-                        "type": "library",
-                        "metric": "rowCount",
-                        **bound,
-                        "severity": "warning" if check.action == "warn" else None,
-                        "description": check.description,
-                    }
-                )
+    return export(check, name, prop, quality, left)
+
+
+def _export_volume(check: rule_fields.Check, name: str, prop, quality: list, left: list) -> None:
+    low, high = check.get("min_rows"), check.get("max_rows")
+    bound = (
+        {"mustBe": low}
+        if low is not None and low == high
+        else {"mustBeBetween": [low, high]}
+        if low is not None and high is not None
+        else {"mustBeGreaterOrEqualTo": low}
+        if low is not None
+        else {"mustBeLessOrEqualTo": high}
+        if high is not None
+        else None
+    )
+    ratios = [k for k in ("min_ratio", "max_ratio") if check.get(k) is not None]
+    if ratios:
+        left.append(f"{check.name}: {', '.join(ratios)}: ODCS counts rows, not ratios")
+    if bound is not None:
+        quality.append(
+            _clean(
+                {
+                    **_ids(check),
+                    "type": "library",
+                    "metric": "rowCount",
+                    **bound,
+                    "severity": "warning" if check.action == "warn" else None,
+                    "description": check.description,
+                }
             )
-    elif check.kind == "freshness":
-        age = rule_fields.DURATION.match(str(check.get("max_age")))
-        assert age is not None  # the rule loader checked it
-        value = float(age.group(1))
-        # A clause without an id is "slaProperties: <property> <element>", as written.
-        written = re.fullmatch(r"slaProperties: (\S+) (\S+)", check.contract or "")
-        return _clean(
-            {
-                **({"id": check.contract} if _STABLE_ID.match(check.contract or "") else {}),
-                "property": written.group(1) if written else "latency",
-                "value": int(value) if value.is_integer() else value,
-                "unit": age.group(2),
-                "element": written.group(2) if written else f"{name}.{check.get('column')}",
-                "description": check.description,
-            }
         )
-    elif check.kind == "references":
-        column = str(check.get("column"))
-        rel = {
-            "to": f"{check.get('dataset')}.{check.get('key') or column}",
-            "type": "foreignKey",
+
+
+def _export_freshness(check: rule_fields.Check, name: str, prop, quality: list, left: list) -> dict:
+    age = rule_fields.DURATION.match(str(check.get("max_age")))
+    assert age is not None  # the rule loader checked it
+    value = float(age.group(1))
+    # A clause without an id is "slaProperties: <property> <element>", as written.
+    written = re.fullmatch(r"slaProperties: (\S+) (\S+)", check.contract or "")
+    return _clean(
+        {
+            **({"id": check.contract} if _STABLE_ID.match(check.contract or "") else {}),
+            "property": written.group(1) if written else "latency",
+            "value": int(value) if value.is_integer() else value,
+            "unit": age.group(2),
+            "element": written.group(2) if written else f"{name}.{check.get('column')}",
+            "description": check.description,
         }
-        custom = [{"property": "name", "value": check.name}]
-        if check.description:
-            custom.append({"property": "description", "value": check.description})
-        prop(column).setdefault("relationships", []).append({**rel, "customProperties": custom})
-    return None
+    )
+
+
+def _export_references(
+    check: rule_fields.Check, name: str, prop, quality: list, left: list
+) -> None:
+    column = str(check.get("column"))
+    rel = {
+        "to": f"{check.get('dataset')}.{check.get('key') or column}",
+        "type": "foreignKey",
+    }
+    custom = [{"property": "name", "value": check.name}]
+    if check.description:
+        custom.append({"property": "description", "value": check.description})
+    prop(column).setdefault("relationships", []).append({**rel, "customProperties": custom})
+
+
+#: The kinds of dataset check ODCS has a clause for; another kind is left out, and said.
+_CHECK_EXPORTS: dict[str, Callable[..., dict | None]] = {
+    "volume": _export_volume,
+    "freshness": _export_freshness,
+    "references": _export_references,
+}
 
 
 def _key_columns(joined: str, columns: list[str]) -> list[str] | None:

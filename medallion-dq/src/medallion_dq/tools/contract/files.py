@@ -11,7 +11,7 @@ import yaml
 from sqlglot import parse_one
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq import rule_fields, rules, user_yaml
+from medallion_dq import checks, rule_fields, rules, user_yaml
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project
 from medallion_dq.tools.contract.model import RuleFile, Translation, singular
@@ -24,7 +24,7 @@ HEADER = (
 )
 
 _RULE_KEYS = ("name", "constraint", "action", "description", "owner", "threshold", "contract")
-_CHECK_KEYS = ("name", *rule_fields.CHECK_KINDS, "action", "description", "contract")
+_CHECK_KEYS = ("name", *checks.KINDS, "action", "description", "contract")
 _FILE_KEYS = ("dataset", "layer", "owner", "description", "threshold", "quarantine", "contract")
 
 
@@ -121,7 +121,7 @@ def _identity(item: dict) -> tuple:
             return ("rule", parse_one(text, dialect="spark").sql(dialect="spark"))
         except (ParseError, TokenError):
             return ("rule", " ".join(text.split()))
-    kind = next((k for k in rule_fields.CHECK_KINDS if k in item), None)
+    kind = next((k for k in checks.KINDS if k in item), None)
     options = item.get(kind) if kind else None
     if not isinstance(options, dict):
         return ("check", kind, id(item))  # unreadable: the same as nothing

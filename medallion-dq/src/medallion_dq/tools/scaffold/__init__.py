@@ -15,7 +15,7 @@ What `add` writes is recorded with each file's digest in `.local/added/<name>.js
 `remove source NAME` deletes exactly those files, or says which one was edited since.
 """
 
-from medallion_dq.tools.scaffold.command import add_parsers, cmd_add, cmd_remove
+from medallion_dq.tools.scaffold.command import add_parser, cmd_add, cmd_remove, remove_parser
 from medallion_dq.tools.scaffold.model import SourceError
 
-__all__ = ["SourceError", "add_parsers", "cmd_add", "cmd_remove"]
+__all__ = ["SourceError", "add_parser", "cmd_add", "cmd_remove", "remove_parser"]

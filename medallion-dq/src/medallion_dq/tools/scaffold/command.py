@@ -174,8 +174,8 @@ def remove_source(project: Project | Path, name: str) -> list[Path]:
 # --------------------------------------------------------------------------- the CLI
 
 
-def add_parsers(sub) -> None:
-    """`add source` and `remove source`, on the CLI's subparsers."""
+def add_parser(sub) -> argparse.ArgumentParser:
+    """`add source`, on the CLI's subparsers."""
     add = sub.add_parser("add", help="add a source from its files: bronze, silver, rules, tests")
     add.add_argument("what", choices=["source"])
     add.add_argument("name", help="the source's name: bronze_<name>, silver_<name>")
@@ -195,9 +195,15 @@ def add_parsers(sub) -> None:
     add.add_argument("--owner", help="owner: of the rule file (the team fixing the data)")
     add.add_argument("--dry-run", action="store_true", help="print the files it would write")
     add.add_argument("--backend", default=None, help="Spark backend (default: embedded)")
+    return add
+
+
+def remove_parser(sub) -> argparse.ArgumentParser:
+    """`remove source`, on the CLI's subparsers."""
     remove = sub.add_parser("remove", help="remove a source `add source` wrote")
     remove.add_argument("what", choices=["source"])
     remove.add_argument("name")
+    return remove
 
 
 def cmd_add(args: argparse.Namespace, project: Project) -> int:

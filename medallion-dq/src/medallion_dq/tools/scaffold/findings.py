@@ -63,27 +63,9 @@ def _findings(
     keys: list[str],
     dataset: str,
 ) -> Findings:
-    from pyspark.sql import functions as F
+    from medallion_dq.tools import profile
 
-    from medallion_dq.tools import profile, profile_input
-
-    fmt = landed.file_format
-    if fmt == "parquet":
-        ddl = ", ".join(f"{quote(t.column)} {t.landed or t.type}" for t in typings)
-        frame = profile_input.read_landing_batch(spark, folder, fmt, ddl)
-        # The profile sees text: a timestamp[ns] as silver's timestamp, not as nanoseconds.
-        frame = frame.select(
-            *[
-                F.expr(t.sql if t.landed else quote(t.column)).cast("string").alias(t.column)
-                for t in typings
-            ],
-            "_source_file",
-        )
-        found = profile_input.Input(frame, f"landing folder {landed.path} (parquet)", None, True)
-    else:
-        ddl = ", ".join(f"{quote(c)} STRING" for c in landed.columns)
-        found = profile_input.landing_input(spark, folder, fmt, ddl)
-        found.label = found.label.replace(str(folder), str(landed.path))
+    found = _landed_input(spark, folder, landed, typings)
     started = time.perf_counter()
     figures = profile.run(found)
     log.info("profiled %s in %.1f s", landed.path, time.perf_counter() - started)
@@ -167,6 +149,32 @@ def _findings(
     return Findings(
         found.label, rules, comments, header, chosen, base, cases, broken, dropped, thresholds
     )
+
+
+def _landed_input(spark, folder: Path, landed: Landed, typings: list[Typing]):
+    """The landed files as the profiler reads them: text, in the landing reader's columns."""
+    from pyspark.sql import functions as F
+
+    from medallion_dq.tools import profile_input
+
+    fmt = landed.file_format
+    if fmt == "parquet":
+        ddl = ", ".join(f"{quote(t.column)} {t.landed or t.type}" for t in typings)
+        frame = profile_input.read_landing_batch(spark, folder, fmt, ddl)
+        # The profile sees text: a timestamp[ns] as silver's timestamp, not as nanoseconds.
+        frame = frame.select(
+            *[
+                F.expr(t.sql if t.landed else quote(t.column)).cast("string").alias(t.column)
+                for t in typings
+            ],
+            "_source_file",
+        )
+        found = profile_input.Input(frame, f"landing folder {landed.path} (parquet)", None, True)
+    else:
+        ddl = ", ".join(f"{quote(c)} STRING" for c in landed.columns)
+        found = profile_input.landing_input(spark, folder, fmt, ddl)
+        found.label = found.label.replace(str(folder), str(landed.path))
+    return found
 
 
 def _verdicts(spark, columns, typings, rules, rows) -> list[list[bool]]:
