@@ -4,14 +4,8 @@ quarantine | upgrade | add | remove | spark | lake`.
 Also `python -m medallion_dq`; run in a project folder (the one holding databricks.yml, or below
 it) or given `--root`.
 
-Exit codes: 0 success; 1 an update failed (a full disk included), the quality gate stopped the
-job, `check` / `lake check` found errors, or `contract check` drift; 2 the command could not
-start (no project, a wrong option, an error in pipeline code, no Java/Docker, invalid rules or
-bundle or data contract, a folder it may not write (read-only, another user's, a full disk),
-the lake busy, another landing folder or a damaged table in the lake,
-a publish of rows the quality gate failed);
-3 the Spark server died during the run;
-130 / 143 SIGINT / SIGTERM ended it (the update put back first).
+Exit codes: 0 done and passed, 1 failed, 2 not started, 3 the Spark server lost, 128 + N a
+signal; what each means, and the one place they are decided: `exits.py`.
 """
 
 from __future__ import annotations
@@ -37,12 +31,9 @@ PROG = "medallion-dq"
 
 
 def _project(value: str | None) -> Project:
-    """The command's project: found once, read once, handed to everything the command runs."""
-    try:
-        return Project(config.find_root(value))
-    except config.ProjectNotFound as error:
-        console.error(f"error: {error}")
-        raise SystemExit(2) from None
+    """The command's project: found once, read once, handed to everything the command runs
+    (none found: ProjectNotFound, exit 2)."""
+    return Project(config.find_root(value))
 
 
 def _code_problems(project: Project) -> list:
@@ -621,7 +612,7 @@ def _run(command, args) -> int:
         return command(args)
     except KeyboardInterrupt:  # `run` puts its update back and says so itself
         console.error(f"{args.command}: stopped by SIGINT")
-        return exits.of(KeyboardInterrupt()) or 130
+        return exits.SIGINT
     except Exception as error:
         code = exits.of(error)
         if code is None:

@@ -1,9 +1,12 @@
 """Every command's exit code, decided here.
 
 - 0: done, and what it judged passed;
-- 1: done, and it failed: a rule, a gate, a check, an update (its line says which);
-- 2: not started, or stopped before it changed anything: a mistake to fix first (a wrong option,
-  a project file, a folder it may not write, pipeline code that does not load);
+- 1: done, and it failed: an update (a full disk included), the quality gate stopped the job,
+  `check` or `lake check` found errors, `contract check` found drift;
+- 2: not started, or stopped before it changed anything: a mistake to fix first (no project, a
+  wrong option, an error in pipeline code, no Java or Docker, invalid rules, bundle or data
+  contract, a folder it may not write, the lake busy, another landing folder or a damaged table
+  in the lake, a publish of rows the quality gate failed);
 - 3: the Spark server was lost mid-command (the line says why, from the server's log);
 - 128 + N: signal N ended it (130: SIGINT, 143: SIGTERM), what it had started put back.
 """
@@ -16,6 +19,7 @@ OK = 0
 FAILED = 1
 NOT_STARTED = 2
 SERVER_LOST = 3
+SIGINT = 128 + 2  # Ctrl-C
 
 
 def of(error: BaseException) -> int | None:
@@ -26,7 +30,7 @@ def of(error: BaseException) -> int | None:
     from medallion_dq.project import writable
 
     if isinstance(error, KeyboardInterrupt):
-        return 128 + 2
+        return SIGINT
     signum = getattr(error, "signum", None)  # the engine's Interrupted, a BaseException
     if isinstance(signum, int):
         return 128 + signum

@@ -180,7 +180,7 @@ def cmd_run(args, project: Project) -> int:
     except KeyboardInterrupt:  # before or between updates: nothing to put back
         summary = {"status": "CANCELED", "error": "SIGINT (exit 130)"}
         console.error(f"{what}: CANCELED by SIGINT before an update started")
-        return 130
+        return exits.SIGINT
     except Exception as error:
         return _run_failed(error, what, summary, args, session)
     finally:
