@@ -138,7 +138,18 @@ def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_
 @pytest.mark.parametrize(
     ("call", "arguments", "said"),
     [
-        ("create_auto_cdc_from_snapshot_flow", {}, "does not run locally yet"),
+        ("create_auto_cdc_from_snapshot_flow", {"source": 42, "keys": ["id"]}, "a function"),
+        (
+            "create_auto_cdc_from_snapshot_flow",
+            {"source": "s", "keys": ["id"], "once": True},
+            r"\(once=True\) does not run locally yet: drop once=True",
+        ),
+        (
+            "create_auto_cdc_from_snapshot_flow",
+            {"source": "s", "keys": ["id"], "track_history_column_list": ["a"]},
+            "track_history_. lists are for stored_as_scd_type=2",
+        ),
+        ("create_auto_cdc_from_snapshot_flow", {"source": "s", "keys": []}, "at least one"),
         ("create_streaming_table", {"expect_all": {"a": "x > 0"}}, "expect_all not run locally"),
     ],
 )

@@ -42,6 +42,7 @@ from medallion_dq.local.delta_log import damage as damage
 from medallion_dq.local.delta_log import damaged_tables as damaged_tables
 from medallion_dq.local.delta_log import remove as remove_table
 from medallion_dq.local.delta_log import tables as delta_tables
+from medallion_dq.local.lakeflow_params import internal as internal_dataset
 from medallion_dq.local.lake import UPDATES as LAKE_UPDATES
 from medallion_dq.local.lake import LakeBusy as LakeBusy
 from medallion_dq.local.lake import PutBackFailed as PutBackFailed
@@ -98,6 +99,7 @@ __all__ = [
     "delta_tables",
     "disk_note",
     "gate_failed",
+    "internal_dataset",
     "io_fault",
     "lake_locked",
     "landing_folders",

@@ -217,7 +217,12 @@ def _write_conventions(project: Project, chosen) -> int:
 
 def cmd_lake(args) -> int:
     """`lake check`: verify every table of the target's lake (its Delta log and data files)."""
-    from medallion_dq.local import damaged_tables, delta_tables, unfinished_updates
+    from medallion_dq.local import (
+        damaged_tables,
+        delta_tables,
+        internal_dataset,
+        unfinished_updates,
+    )
     from medallion_dq.project.bundle import BundleError
 
     project = _project(args.root)
@@ -233,7 +238,9 @@ def cmd_lake(args) -> int:
         console.error(f"lake: no lake at {where} (the target {target} has not run yet)")
         return 2
     damaged = damaged_tables(work_dir)
-    found = {*delta_tables(work_dir / "warehouse"), *damaged}
+    # The engine's own tables (AUTO CDC's events...) are checked, named only when damaged.
+    found = {t for t in delta_tables(work_dir / "warehouse") if not internal_dataset(t)}
+    found |= set(damaged)
     for name, why in damaged.items():
         console.result(f"{name}: damaged: {why}")
     if damaged:
