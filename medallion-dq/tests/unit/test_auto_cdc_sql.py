@@ -161,3 +161,20 @@ def test_what_does_not_run_locally_yet_is_refused_in_one_line(call, arguments, s
     with pytest.raises(AutoCdcError, match=said) as caught:
         function("t", **arguments)
     assert "\n" not in str(caught.value)
+
+
+def test_the_sql_snapshot_form_is_refused_with_the_python_form_that_runs():
+    """AUTO CDC ... FROM SNAPSHOT (Databricks' "CREATE FLOW (pipelines)"; its version query is
+    evaluated by the engine between snapshots): one line naming the Python function."""
+    statement = (
+        "CREATE FLOW orders_cdc AS AUTO CDC INTO orders\n"
+        "FROM SNAPSHOT (SELECT * FROM snaps)\n"
+        "WITH VERSION (SELECT max(v) AS version FROM snaps)\n"
+        "KEYS (order_id)"
+    )
+    with pytest.raises(AutoCdcError) as caught:
+        sql_flow_arguments(statement, "f.sql:3")
+    assert str(caught.value) == (
+        "f.sql:3: AUTO CDC INTO ... FROM SNAPSHOT does not run locally yet: write the flow in"
+        " Python, dp.create_auto_cdc_from_snapshot_flow, which runs here"
+    )

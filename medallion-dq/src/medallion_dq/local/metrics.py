@@ -48,10 +48,9 @@ def drain_listener(local, offset: int, timeout: float = 10.0) -> str:
         if needle in (text := written()):
             return text
         time.sleep(0.02)
-    updates.warning(
-        f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing"
-    )
+    updates.warning(f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing")
     return written()
+
 
 def dataset_metrics(
     update_id: str, declared: dict, flows: dict[str, str], observed: str

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import logging
 import re
 import shutil
@@ -35,10 +34,10 @@ from urllib.parse import quote, urlparse
 
 from medallion_dq.local import eventlog, expectations, failures, lake, loading, machine, sql_files
 from medallion_dq.local import metrics as metrics_file
-from medallion_dq.local.metrics import DatasetMetrics
 from medallion_dq.local.failures import RunError, engine_error_text, explain
 from medallion_dq.local.lake import Journal, put_back
 from medallion_dq.local.lakeflow_params import internal
+from medallion_dq.local.metrics import DatasetMetrics
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
 from medallion_dq.project import settings
@@ -436,7 +435,9 @@ class Runner:
         update.declared = declared
         update.phases.lap("registration")
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
-        update.kinds = {n: k for n, k in {**outputs, **registry.shown_kinds}.items() if not internal(n)}
+        update.kinds = {
+            n: k for n, k in {**outputs, **registry.shown_kinds}.items() if not internal(n)
+        }
         update.tables = {
             name: self._qualified(spec, name)
             for name, kind in outputs.items()
@@ -554,7 +555,8 @@ class Runner:
             output_rows = {
                 name: lake.rows_written(self.spark, table, update.before[name], self._warehouse())
                 for name, table in tables.items()
-                if flows.get(name) == "COMPLETED" and name not in restored + removed
+                if flows.get(name) == "COMPLETED"
+                and name not in restored + removed
                 and not internal(name)
             }
             drift = (

@@ -44,8 +44,9 @@ def store(spark, flow: Any, update: dict[str, Any]) -> str:
     kept = table(flow.target, update.get("database"))
     exists = spark.catalog.tableExists(kept)
     if exists and update.get("full_refresh"):  # every snapshot read again, from the first
-        spark.sql(f"DROP TABLE {_quoted(kept)}")
-        exists = False
+        # Emptied by a write: a pipeline's files may not run DROP or DELETE statements.
+        emptied = spark.read.table(kept).limit(0).write.format("delta").mode("overwrite")
+        emptied.saveAsTable(kept)
     latest = spark.read.table(kept).agg(F.max(VERSION)).first()[0] if exists else None
 
     def append(df, version) -> None:
@@ -76,10 +77,6 @@ def store(spark, flow: Any, update: dict[str, Any]) -> str:
     return kept
 
 
-def _quoted(name: str) -> str:
-    return ".".join(f"`{part.strip('`')}`" for part in name.split("."))
-
-
 def changes(snapshots, flow: Any):
     """The change events of the kept snapshots (see the module's doc), as auto_cdc reads them:
     every column of the source, VERSION (the sequence) and GONE (a delete)."""
@@ -97,5 +94,7 @@ def changes(snapshots, flow: Any):
     deletes = gone.select(
         gone.colRegex(source_columns), F.col(NEXT).alias(VERSION), F.lit(True).alias(GONE)
     )
-    upserts = snapshots.select(snapshots.colRegex(source_columns), VERSION, F.lit(False).alias(GONE))
+    upserts = snapshots.select(
+        snapshots.colRegex(source_columns), VERSION, F.lit(False).alias(GONE)
+    )
     return upserts.unionByName(deletes)
