@@ -66,7 +66,9 @@ def flow_progress_details(status: str, output_rows: int | None, metrics) -> dict
 _DATASET_TYPES = {"MaterializedView": "MATERIALIZED_VIEW", "StreamingTable": "STREAMING_TABLE"}
 
 
-def _definition(pipeline: str, update_id: str, dataset: str, kind: str, now) -> tuple:
+def _definition(
+    pipeline: str, update_id: str, dataset: str, flow: str | None, kind: str, now
+) -> tuple:
     """A `flow_definition` event: which dataset a flow fills and how, with the dataset's kind
     as Databricks shows it (an AUTO CDC target is a streaming table)."""
     details = {
@@ -75,8 +77,8 @@ def _definition(pipeline: str, update_id: str, dataset: str, kind: str, now) -> 
             "dataset_type": _DATASET_TYPES[kind],
         }
     }
-    origin = (pipeline, pipeline, update_id, dataset, dataset)
-    message = f"Flow '{dataset}' is defined as {_DATASET_TYPES[kind]}."
+    origin = (pipeline, pipeline, update_id, flow, dataset)
+    message = f"Dataset '{dataset}' is defined as {_DATASET_TYPES[kind]}."
     return (uuid.uuid4().hex, now, "flow_definition", "INFO", message, origin, json.dumps(details))
 
 
@@ -102,8 +104,9 @@ class EventLog:
             )
         ]
         for dataset, kind in sorted(getattr(result, "kinds", {}).items()):
-            if kind in _DATASET_TYPES and dataset in result.flows:
-                rows.append(_definition(pipeline, result.update_id, dataset, kind, now))
+            if kind in _DATASET_TYPES:
+                flow = dataset if dataset in result.flows else None  # else its flows' names
+                rows.append(_definition(pipeline, result.update_id, dataset, flow, kind, now))
         for flow, state in sorted(result.flows.items()):
             if state not in ("COMPLETED", "FAILED", "SKIPPED", "CANCELED"):
                 continue
