@@ -147,6 +147,13 @@ class Lake:
             pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
         )
         if datasets is not None:
+            from medallion_dq.local import internal_dataset
+
+            if hidden := [d for d in datasets if internal_dataset(d)]:
+                raise ValueError(
+                    f"run(datasets=...): {', '.join(hidden)} is the local engine's own table,"
+                    " not a dataset: name the dataset it serves"
+                )
             wanted = {*datasets, *(f"{d}_quarantine" for d in datasets)}
             spec.libraries = [
                 f for f in spec.libraries if datasets_defined([f], views=True) & wanted
@@ -154,6 +161,15 @@ class Lake:
         return self.project.runner.run(spec, full_refresh=full_refresh)
 
     def table(self, name: str):
+        """Dataset `name` of this test's schema; the local engine's own tables are no dataset
+        (Databricks has none of them): a test reads the AUTO CDC target, not its events."""
+        from medallion_dq.local import internal_dataset
+
+        if internal_dataset(name):
+            raise ValueError(
+                f"{name} is the local engine's own table, not a dataset of the pipeline:"
+                " read the dataset it serves (the AUTO CDC target, the append flow's table)"
+            )
         return self.spark.read.table(f"{self.schema}.{name}")
 
     def rows(self, name: str, key: str) -> dict:

@@ -9,6 +9,7 @@ that grow between updates of one pipeline (deliveries), which no other module's 
 its updates share one lake (module fixtures) to keep its Spark time short.
 """
 
+import json
 import textwrap
 import warnings
 
@@ -152,6 +153,87 @@ COLUMNS * EXCEPT (operation, sequenceNum)
 STORED AS SCD TYPE 2;
 """
 
+# A CDC source view with expectations, its dropped rows kept by a quarantine table, as on any
+# view: the target is made of the rows the rules let through.
+CHECKED = """
+from pyspark import pipelines as dp
+from pyspark.sql.functions import col, expr
+
+from medallion_dq.quarantine import quarantined
+
+RULES = {"not_mexicali": "operation = 'DELETE' OR city <> 'Mexicali'"}
+
+
+@dp.view
+@dp.expect_all_or_drop(RULES)
+def checked_users():
+    return spark.readStream.table("users_cdf")
+
+
+@dp.table
+def checked_users_quarantine():
+    return quarantined(spark.readStream.table("users_cdf"), RULES)
+
+
+dp.create_streaming_table("checked_history")
+dp.create_auto_cdc_flow(
+    target="checked_history",
+    source="checked_users",
+    keys=[col("userId")],
+    sequence_by="sequenceNum",
+    apply_as_deletes=expr("operation = 'DELETE'"),
+    except_column_list=[col("operation"), "sequenceNum"],
+    stored_as_scd_type=2,
+)
+"""
+
+# AUTO CDC FROM SNAPSHOT ("create_auto_cdc_from_snapshot_flow", and "The AUTO CDC APIs" page's
+# historical snapshot ingestion): a function gives the snapshots after the last version, one
+# table per version; a table's name gives one snapshot per update.
+SNAPSHOTS = """
+from pyspark import pipelines as dp
+
+
+def next_snapshot_and_version(latest):
+    version = 1 if latest is None else latest + 1
+    name = f"SCHEMA.snap_{version}"
+    if not spark.catalog.tableExists(name):
+        return None
+    return spark.read.table(name), version
+
+
+dp.create_streaming_table("snap_current")
+dp.create_auto_cdc_from_snapshot_flow(
+    target="snap_current", source=next_snapshot_and_version, keys=["id"]
+)
+dp.create_streaming_table("snap_history")
+dp.apply_changes_from_snapshot(  # the older name
+    target="snap_history",
+    source=next_snapshot_and_version,
+    keys=["id"],
+    stored_as_scd_type=2,
+)
+dp.create_streaming_table("snap_named")
+dp.create_auto_cdc_from_snapshot_flow(
+    target="snap_named",
+    source=next_snapshot_and_version,
+    keys=["id"],
+    stored_as_scd_type="2",
+    track_history_column_list=["name"],
+)
+dp.create_streaming_table("snap_periodic")
+dp.create_auto_cdc_from_snapshot_flow(
+    target="snap_periodic", source="SCHEMA.users_snapshot", keys=["id"]
+)
+"""
+SNAP = "id INT, name STRING, city STRING"
+# The snapshots by version: the first delivery brings 1, the second 2 and 3 (two in one update).
+SNAPS = {
+    1: [(1, "Ana", "Lima"), (2, "Bo", "Rome"), (3, "Cy", "Oslo")],
+    2: [(1, "Ana", "Cusco"), (3, "Cy", "Oslo")],  # 2 gone, 1 moved
+    3: [(1, "Ana", "Cusco"), (2, "Bo", "Pisa"), (3, "Cy", "Oslo")],  # 2 back
+}
+
 # Databricks' parameters the open-source engine lacks ("table", "materialized_view",
 # "create_streaming_table" reference pages), several append flows into one streaming table
 # ("append_flow"; one of them in SQL, "CREATE FLOW (pipelines)") and a Delta sink
@@ -215,7 +297,10 @@ def append(lake, table, rows, schema=SCHEMA):
 
 
 def rows(lake, table) -> set[tuple]:
-    return {tuple(r) for r in lake.table(table).collect()}
+    return {
+        tuple(tuple(v) if isinstance(v, list) else v for v in r)
+        for r in lake.table(table).collect()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -237,10 +322,14 @@ def examples(module_lake, tmp_path_factory):
             "q.sql": EXAMPLES_SQL,
             "r.py": PARAMETERS.replace("SINK_PATH", sink.as_posix()),
             "s.sql": PARAMETERS_SQL,
+            "t.py": CHECKED,
+            "u.py": SNAPSHOTS.replace("SCHEMA", lake.schema),
         },
     )
     names = ["target_scd1", "target_truncated", "target_scd2", "target_tracked", "target_partial"]
-    names += ["sql_history", "appended", "all_users", "cities", "backfilled"]
+    names += ["sql_history", "appended", "all_users", "cities", "backfilled", "checked_history"]
+    names += ["checked_users_quarantine", "snap_current", "snap_history", "snap_named"]
+    names += ["snap_periodic"]
     steps: dict = {}
     for step, delivery, partial in (
         ("first", FIRST, PARTIAL[0]),
@@ -251,6 +340,13 @@ def examples(module_lake, tmp_path_factory):
         append(lake, "partial_cdf", partial)
         append(lake, "users_2019", {"first": OLD, "second": LATE_OLD}.get(step, []))
         append(lake, "users_cdf_truncate", delivery + (TRUNCATE if step == "second" else []))
+        for version in {"first": [1], "second": [2, 3]}.get(step, []):
+            append(lake, f"snap_{version}", SNAPS[version], SNAP)
+        if step != "refresh":
+            snapshot = SNAPS[1 if step == "first" else 3]
+            lake.spark.createDataFrame(snapshot, SNAP).write.format("delta").mode(
+                "overwrite"
+            ).saveAsTable(f"{lake.schema}.users_snapshot")
         with warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             result = lake.project.runner.run(pipeline, full_refresh=step == "refresh")
@@ -264,6 +360,7 @@ def examples(module_lake, tmp_path_factory):
         steps[step]["warned"] = [
             str(w.message) for w in warned if "local difference" in str(w.message)
         ]
+        steps[step]["result"] = result
     return steps
 
 
@@ -378,6 +475,87 @@ def test_column_list_and_ignore_null_updates(examples, step):
     """ignore_null_updates, as Databricks' "create_auto_cdc_flow" page says it: a NULL in an update keeps the target's value; column_list keeps the
     columns named (operation and sequenceNum are left out)."""
     assert examples[step]["target_partial"] == {(1, "Ann", "Cusco"), (2, None, "Oslo")}
+
+
+def test_the_engines_own_tables_are_hidden_and_a_target_is_a_streaming_table(examples, module_lake):
+    """The rest of the project sees the pipeline as Databricks' event log and UI show it: an
+    AUTO CDC target is a streaming table, and the engine's own tables (each source's events,
+    the kept snapshots, the backfill's rows) are in no result, event or reader."""
+    from medallion_dq.local import internal_dataset
+
+    for step in ("first", "second", "refresh"):
+        result = examples[step]["result"]
+        listed = [*result.flows, *result.output_rows, *result.metrics, *result.kinds]
+        assert not [n for n in listed if internal_dataset(n)], listed
+        assert not [n for n in result.to_dict()["datasets"] if internal_dataset(n)]
+        for target in ("target_scd2", "sql_history", "snap_current", "checked_history"):
+            assert result.kinds[target] == "StreamingTable"
+            assert target in result.streaming
+        assert result.kinds["cities"] == "MaterializedView"
+    events = module_lake.project.runner.event_log.read()
+    events = events.filter(events.origin.pipeline_name == "cdc-examples").collect()
+    named = {e.origin.dataset_name for e in events} | {e.origin.flow_name for e in events}
+    assert "target_scd2" in named
+    assert not [n for n in named if n and internal_dataset(n)], named
+    definitions = {
+        e.origin.dataset_name: json.loads(e.details)["flow_definition"]["dataset_type"]
+        for e in events
+        if e.event_type == "flow_definition"
+    }
+    assert definitions["target_scd2"] == definitions["appended"] == "STREAMING_TABLE"
+    assert definitions["cities"] == "MATERIALIZED_VIEW"
+    internal_tables = [
+        r.tableName
+        for r in module_lake.spark.sql(f"SHOW TABLES IN {module_lake.schema}").collect()
+        if internal_dataset(r.tableName)
+    ]
+    assert "__dq_cdc_events_users" in internal_tables  # they are there, only hidden
+    with pytest.raises(ValueError, match="local engine's own table"):
+        module_lake.table("__dq_cdc_events_users")
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_expectations_and_quarantine_on_a_cdc_source_view(examples, step):
+    """A view feeding an AUTO CDC flow drops with expect_all_or_drop and its quarantine keeps
+    what it dropped, as for any view: 125's update to Mexicali never reaches the history."""
+    assert examples[step]["checked_history"] == {
+        (123, "Isabel", "Monterrey", 1, 5),
+        (123, "Isabel", "Chihuahua", 5, 6),
+        (124, "Raul", "Oaxaca", 1, None),
+        (125, "Mercedes", "Tijuana", 2, 6),
+        (125, "Mercedes", "Guadalajara", 6, None),
+        (126, "Lily", "Cancun", 2, None),
+    }
+    quarantined = {r[:5] for r in examples[step]["checked_users_quarantine"]}
+    assert quarantined == {(125, "Mercedes", "Mexicali", "UPDATE", 5)}
+    if step == "second":  # the rule judged the second delivery's rows, one dropped
+        expectation = examples[step]["result"].expectation("checked_users", "not_mexicali")
+        assert (expectation["passed_records"], expectation["failed_records"]) == (3, 1)
+
+
+@pytest.mark.parametrize("step", ["second", "refresh"])
+def test_auto_cdc_from_snapshots_databricks_semantics(examples, step):
+    """ "create_auto_cdc_from_snapshot_flow" (docs.databricks.com/aws/en/ldp/developer/
+    ldp-python-ref-apply-changes-from-snapshot): a key new in a snapshot is inserted, a changed
+    row updated, a key no longer in the snapshot deleted; snapshots 2 and 3 came in one update
+    and are applied in version order; SCD type 2's __START_AT / __END_AT are the versions, and
+    with track_history_column_list a change of city updates the version in place."""
+    assert examples[step]["snap_current"] == set(SNAPS[3])
+    assert examples[step]["snap_history"] == {
+        (1, "Ana", "Lima", 1, 2),
+        (1, "Ana", "Cusco", 2, None),
+        (2, "Bo", "Rome", 1, 2),
+        (2, "Bo", "Pisa", 3, None),
+        (3, "Cy", "Oslo", 1, None),
+    }
+    assert examples[step]["snap_named"] == {
+        (1, "Ana", "Cusco", 1, None),
+        (2, "Bo", "Rome", 1, 2),
+        (2, "Bo", "Pisa", 3, None),
+        (3, "Cy", "Oslo", 1, None),
+    }
+    assert examples["first"]["snap_current"] == set(SNAPS[1])
+    assert examples[step]["snap_periodic"] == set(SNAPS[3])  # a table's name: as it is now
 
 
 def test_a_failing_flow_says_the_engines_error(module_lake, tmp_path_factory):

@@ -3,7 +3,8 @@ by metric with the first backend (medallion_dq.tools.parity).
 
 Cases, 6 updates per backend: rules with NULLs in each, stacked in both orders (1 update; the
 order above the dataset decorator is refused before anything runs); a streaming table over two
-updates, then a fail rule failing the third, every table left as it was (3 updates); the sample
+updates, with an AUTO CDC (SCD type 2) history of it, then a fail rule failing the third, every
+table left as it was (3 updates); the sample
 project's `medallion` job: validation, quality gate, publish (2 updates). A session time zone
 changed on one backend must show as a difference (1 more update there).
 
@@ -238,6 +239,23 @@ def events_by_day():
         .groupBy(F.to_date("at").alias("day"))
         .agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
     )
+
+
+# Each day's latest event, with its history (SCD type 2): AUTO CDC as the local engine runs it.
+@dp.view
+def event_days():
+    return spark.readStream.table("events").select(F.to_date("at").alias("day"), "id", "at")
+
+
+dp.create_streaming_table("events_history")
+dp.create_auto_cdc_flow(
+    target="events_history",
+    source="event_days",
+    keys=["day"],
+    sequence_by="at",
+    except_column_list=["at"],
+    stored_as_scd_type=2,
+)
 """
 FILES = [  # one landing file per update; the third has an amount the fail rule refuses
     '{"id": 1, "amount": 10.00, "at": "2026-11-01T22:30:00Z"}\n'
@@ -257,7 +275,7 @@ def run_stream(local) -> parity.Outcome:
         (landing / f"events-{number}.json").write_text(text)
         result = run_files(lake, "stream", {"stream.py": STREAM}, {"parity.events": str(landing)})
         outcome.update(f"update {number}", result)
-        for table in ("events", "events_by_day"):
+        for table in ("events", "events_by_day", "events_history"):
             outcome.table(lake.spark, f"{lake.schema}.{table}", label=f"{table} after {number}")
     return outcome
 
@@ -274,13 +292,22 @@ def test_streaming_table_over_two_updates_then_a_failed_one(stream_outcomes):
         assert [facts[f"update {n}: events input_records"] for n in (1, 2)] == [3, 2]
         assert [facts[f"update {n}: events.has_id failed_records"] for n in (1, 2)] == [1, 0]
         assert [r[0] for r in facts["table events after 2"].rows] == [1, 2, 3, 4]
+        # Day 2026-11-02's event 2 (update 1) is closed by its event 3 (update 2).
+        history = facts["table events_history after 2"].rows
+        assert [(str(day), key, end is None) for day, key, _, end in history] == [
+            ("2026-11-01", 1, True),
+            ("2026-11-02", 2, False),
+            ("2026-11-02", 3, True),
+            ("2026-11-03", 4, True),
+        ], outcome.backend
+        assert history[1][3] == history[2][2]  # closed when the next one started
         assert facts["update 3: status"] == "FAILED"
         assert facts["update 3: error"] == "EXPECTATION_VIOLATION events.has_amount"
         # The failed update changed nothing: the streaming table committed nothing, the
         # materialized view the engine emptied was put back.
-        for table in ("events", "events_by_day"):
+        for table in ("events", "events_by_day", "events_history"):
             assert facts[f"table {table} after 3"] == facts[f"table {table} after 2"], table
-        assert facts["update 3: restored"] == ("events_by_day",)
+        assert sorted(facts["update 3: restored"]) == ["events_by_day", "events_history"]
     parity.assert_same(stream_outcomes)
 
 

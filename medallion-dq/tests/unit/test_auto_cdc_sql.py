@@ -138,7 +138,18 @@ def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_
 @pytest.mark.parametrize(
     ("call", "arguments", "said"),
     [
-        ("create_auto_cdc_from_snapshot_flow", {}, "does not run locally yet"),
+        ("create_auto_cdc_from_snapshot_flow", {"source": 42, "keys": ["id"]}, "a function"),
+        (
+            "create_auto_cdc_from_snapshot_flow",
+            {"source": "s", "keys": ["id"], "once": True},
+            r"\(once=True\) does not run locally yet: drop once=True",
+        ),
+        (
+            "create_auto_cdc_from_snapshot_flow",
+            {"source": "s", "keys": ["id"], "track_history_column_list": ["a"]},
+            "track_history_. lists are for stored_as_scd_type=2",
+        ),
+        ("create_auto_cdc_from_snapshot_flow", {"source": "s", "keys": []}, "at least one"),
         ("create_streaming_table", {"expect_all": {"a": "x > 0"}}, "expect_all not run locally"),
     ],
 )
@@ -150,3 +161,20 @@ def test_what_does_not_run_locally_yet_is_refused_in_one_line(call, arguments, s
     with pytest.raises(AutoCdcError, match=said) as caught:
         function("t", **arguments)
     assert "\n" not in str(caught.value)
+
+
+def test_the_sql_snapshot_form_is_refused_with_the_python_form_that_runs():
+    """AUTO CDC ... FROM SNAPSHOT (Databricks' "CREATE FLOW (pipelines)"; its version query is
+    evaluated by the engine between snapshots): one line naming the Python function."""
+    statement = (
+        "CREATE FLOW orders_cdc AS AUTO CDC INTO orders\n"
+        "FROM SNAPSHOT (SELECT * FROM snaps)\n"
+        "WITH VERSION (SELECT max(v) AS version FROM snaps)\n"
+        "KEYS (order_id)"
+    )
+    with pytest.raises(AutoCdcError) as caught:
+        sql_flow_arguments(statement, "f.sql:3")
+    assert str(caught.value) == (
+        "f.sql:3: AUTO CDC INTO ... FROM SNAPSHOT does not run locally yet: write the flow in"
+        " Python, dp.create_auto_cdc_from_snapshot_flow, which runs here"
+    )

@@ -42,6 +42,7 @@ from medallion_dq.local.session import LakeFolder as LakeFolder
 from medallion_dq.local.session import LakeSession as LakeSession
 from medallion_dq.local.delta_log import damage as damage
 from medallion_dq.local.delta_log import damaged_tables as damaged_tables
+from medallion_dq.local.lakeflow_params import internal as internal_dataset
 from medallion_dq.local.lake import LakeBusy as LakeBusy
 from medallion_dq.local.lake import PutBackFailed as PutBackFailed
 from medallion_dq.local.lake import Unjudged as Unjudged
@@ -94,6 +95,7 @@ __all__ = [
     "datasets_defined",
     "disk_note",
     "gate_failed",
+    "internal_dataset",
     "io_fault",
     "landing_folders",
     "landing_formats",

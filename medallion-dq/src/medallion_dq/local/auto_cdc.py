@@ -26,14 +26,15 @@ until the flow (or the end of the files, `finish()`) says whether `t` is an AUTO
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from medallion_dq.local import lakeflow_params
+from medallion_dq.local import lakeflow_params, snapshots
 from medallion_dq.problems import MedallionDQError
 
-INTERNAL = "__dq_cdc_"  # internal columns and the events table's name start with it
+INTERNAL = lakeflow_params.INTERNAL_PREFIX + "cdc_"  # internal columns, the events table's name
 SEQ, DEL, TRUNC, TRACK = (f"{INTERNAL}{n}" for n in ("seq", "del", "trunc", "track"))
 START_AT, END_AT = "__START_AT", "__END_AT"
 
@@ -63,6 +64,7 @@ class CdcFlow:
     ignore_null_updates: bool = False
     location: Any = None  # where it was called (the engine names it in its errors)
     registry: Any = None
+    snapshots: Any = None  # AUTO CDC FROM SNAPSHOT: a table's name, or a function (snapshots.py)
 
 
 @dataclass
@@ -207,11 +209,63 @@ def create_auto_cdc_flow(
 apply_changes = create_auto_cdc_flow
 
 
-def create_auto_cdc_from_snapshot_flow(*_args: Any, **_kwargs: Any) -> None:
-    """Databricks' AUTO CDC FROM SNAPSHOT: refused in one line until it runs locally."""
-    raise AutoCdcError(
-        "create_auto_cdc_from_snapshot_flow does not run locally yet: land the snapshots' changes"
-        " as events and use create_auto_cdc_flow, or run this pipeline on Databricks"
+def create_auto_cdc_from_snapshot_flow(
+    target: str,
+    source: Any,
+    keys: list,
+    stored_as_scd_type: int | str = 1,
+    track_history_column_list: list | None = None,
+    track_history_except_column_list: list | None = None,
+    name: str | None = None,
+    once: bool = False,
+) -> None:
+    """Databricks' create_auto_cdc_from_snapshot_flow: each snapshot is turned into change
+    events (a row new or changed: an upsert; a key gone: a delete), sequenced by the snapshot's
+    version, and the target computed from them as create_auto_cdc_flow's (snapshots.py)."""
+    from pyspark.pipelines.source_code_location import get_caller_source_code_location
+
+    call = "create_auto_cdc_from_snapshot_flow"
+    if not isinstance(target, str) or not target.strip():
+        raise AutoCdcError(f"{call}: target must be a dataset name, got {target!r}")
+    if not (isinstance(source, str) and source.strip()) and not callable(source):
+        raise AutoCdcError(
+            f"{call}: source must be a table's name or a function returning (DataFrame,"
+            f" version) or None, got {source!r}"
+        )
+    if once:
+        raise AutoCdcError(
+            f"{call}(once=True) does not run locally yet: drop once=True (each update then"
+            " reads the next snapshots)"
+        )
+    scd = _scd_type(stored_as_scd_type)
+    if track_history_column_list is not None and track_history_except_column_list is not None:
+        raise AutoCdcError(
+            f"{call}: give track_history_column_list or track_history_except_column_list, not both"
+        )
+    if scd == 1 and (track_history_column_list or track_history_except_column_list):
+        raise AutoCdcError(f"{call}: track_history_* lists are for stored_as_scd_type=2")
+    key_columns = _columns(keys, "keys")
+    if not key_columns:
+        raise AutoCdcError(f"{call}: keys must name at least one column")
+    from pyspark.sql import functions as F
+
+    declare(
+        CdcFlow(
+            target=target,
+            source=source if isinstance(source, str) else getattr(source, "__name__", "source"),
+            keys=key_columns,
+            sequence_by=F.col(snapshots.VERSION),
+            scd_type=scd,
+            apply_as_deletes=F.col(snapshots.GONE),
+            track_history_column_list=_columns(
+                track_history_column_list, "track_history_column_list"
+            ),
+            track_history_except_column_list=_columns(
+                track_history_except_column_list, "track_history_except_column_list"
+            ),
+            location=get_caller_source_code_location(stacklevel=1),
+            snapshots=source,
+        )
     )
 
 
@@ -307,7 +361,9 @@ def _register(flow: CdcFlow, options: dict, location: Any) -> None:
     registry = flow.registry
     spark = getattr(registry, "_spark", None) or SparkSession.active()
     events = events_table(flow.source, flow.target)
-    if events not in _pending.events:  # each event read once, whatever reads it
+    if flow.snapshots is not None:
+        events = snapshots.store(spark, flow, lakeflow_params.update())
+    elif events not in _pending.events:  # each event read once, whatever reads it
         _pending.events.add(events)
         comment = f"change events of {flow.source} (medallion-dq's AUTO CDC)"
         lakeflow_params.register_internal(
@@ -321,14 +377,22 @@ def _register(flow: CdcFlow, options: dict, location: Any) -> None:
     registry.register_output(
         MaterializedView(name=flow.target, source_code_location=location, **_table_options(options))
     )
+    with contextlib.suppress(AttributeError):  # the runner's registry: Databricks' kind of it
+        registry.shown_kinds[flow.target] = "StreamingTable"
     compute = scd1 if flow.scd_type == 1 else scd2
+
+    def rows():
+        if flow.snapshots is None:
+            return compute(spark.read.table(events), flow)
+        return compute(snapshots.changes(spark.read.table(events), flow), flow)
+
     registry.register_flow(
         Flow(
             name=flow.target,
             target=flow.target,
             spark_conf={},
             source_code_location=flow.location,
-            func=lambda: compute(spark.read.table(events), flow),
+            func=rows,
         )
     )
 

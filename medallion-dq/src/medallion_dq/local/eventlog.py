@@ -1,6 +1,9 @@
 """A local pipeline event log in the shape of Databricks' `event_log()`.
 
-One `flow_progress` event per completed flow and update, with `details` a JSON string holding
+A `flow_definition` event per dataset an update defines (details: `output_dataset`, and its
+`dataset_type` as Databricks shows it: STREAMING_TABLE for an AUTO CDC target, which the engine
+computes as a materialized view here), and one `flow_progress` event per completed flow and
+update, with `details` a JSON string holding
 `flow_progress.data_quality.expectations` = [{name, dataset, passed_records, failed_records}] and
 `dropped_records`, so the same metrics query and quality gate read both.
 """
@@ -59,6 +62,26 @@ def flow_progress_details(status: str, output_rows: int | None, metrics) -> dict
     return {"flow_progress": progress}
 
 
+# A dataset's kind as the runner records it, and as the local event log says it.
+_DATASET_TYPES = {"MaterializedView": "MATERIALIZED_VIEW", "StreamingTable": "STREAMING_TABLE"}
+
+
+def _definition(
+    pipeline: str, update_id: str, dataset: str, flow: str | None, kind: str, now
+) -> tuple:
+    """A `flow_definition` event: which dataset a flow fills and how, with the dataset's kind
+    as Databricks shows it (an AUTO CDC target is a streaming table)."""
+    details = {
+        "flow_definition": {
+            "output_dataset": dataset,
+            "dataset_type": _DATASET_TYPES[kind],
+        }
+    }
+    origin = (pipeline, pipeline, update_id, flow, dataset)
+    message = f"Dataset '{dataset}' is defined as {_DATASET_TYPES[kind]}."
+    return (uuid.uuid4().hex, now, "flow_definition", "INFO", message, origin, json.dumps(details))
+
+
 class EventLog:
     def __init__(self, spark, path: Path):
         self.spark = spark
@@ -80,6 +103,10 @@ class EventLog:
                 json.dumps({"create_update": {"full_refresh": bool(result.full_refresh)}}),
             )
         ]
+        for dataset, kind in sorted(getattr(result, "kinds", {}).items()):
+            if kind in _DATASET_TYPES:
+                flow = dataset if dataset in result.flows else None  # else its flows' names
+                rows.append(_definition(pipeline, result.update_id, dataset, flow, kind, now))
         for flow, state in sorted(result.flows.items()):
             if state not in ("COMPLETED", "FAILED", "SKIPPED", "CANCELED"):
                 continue

@@ -78,6 +78,11 @@ def begin(*, full_refresh: bool = False, database: str | None = None) -> None:
     _update.update(full_refresh=full_refresh, database=database)
 
 
+def update() -> dict[str, Any]:
+    """The update being registered: {"full_refresh": bool, "database": its default schema}."""
+    return dict(_update)
+
+
 def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
     """`kwargs` without Databricks' parameters the open-source `call` lacks; each one given
     (not None / False) is warned once per update, at `location` (file and line)."""
@@ -96,7 +101,17 @@ def accept(kwargs: dict[str, Any], call: str, location: Any) -> dict[str, Any]:
     return rest
 
 
-ONCE_PREFIX = "__dq_once_"  # the materialized view a one-time flow's query is computed into
+#: Every dataset of the local engine's own (AUTO CDC's events, a backfill's rows, a SQL file's
+#: source view) is named with it: `internal` hides them wherever datasets are listed.
+INTERNAL_PREFIX = "__dq_"
+ONCE_PREFIX = INTERNAL_PREFIX + "once_"  # the materialized view a one-time flow's query is in
+
+
+def internal(name: str) -> bool:
+    """Whether dataset or table `name` (qualified or not) is the local engine's own, which
+    Databricks has no counterpart of: hidden from a run's output, the event log, `report`,
+    `diff`, the gate, `lake check` and the harness's readers."""
+    return name.rsplit(".", 1)[-1].strip("`").lower().startswith(INTERNAL_PREFIX)
 
 
 def once_table(target: str, flow: str) -> str:
@@ -124,8 +139,11 @@ def _append_flow(original: Callable) -> Callable:
 
 def register_internal(registry, kind, name: str, comment: str, location, func) -> None:
     """A dataset of the local engine's own (`kind`: StreamingTable or MaterializedView, with
-    no options) and the one flow that fills it from `func`."""
+    no options) and the one flow that fills it from `func`; `name` must be `internal`."""
     from pyspark.pipelines.flow import Flow
+
+    if not internal(name):
+        raise ValueError(f"an internal dataset's name starts with {INTERNAL_PREFIX}: {name}")
 
     registry.register_output(
         kind(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import logging
 import re
 import shutil
@@ -34,8 +33,11 @@ from typing import Any
 from urllib.parse import quote, urlparse
 
 from medallion_dq.local import eventlog, expectations, failures, lake, loading, machine, sql_files
+from medallion_dq.local import metrics as metrics_file
 from medallion_dq.local.failures import RunError, engine_error_text, explain
 from medallion_dq.local.lake import Journal, put_back
+from medallion_dq.local.lakeflow_params import internal
+from medallion_dq.local.metrics import DatasetMetrics
 from medallion_dq.local.phases import Phases
 from medallion_dq.local.spark import LocalSpark, ServerLost
 from medallion_dq.project import settings
@@ -63,14 +65,6 @@ class PipelineSpec:
 
 
 @dataclass
-class DatasetMetrics:
-    dataset: str
-    input_records: int
-    dropped_records: int
-    expectations: list[dict]  # [{name, dataset, passed_records, failed_records}]
-
-
-@dataclass
 class UpdateResult:
     pipeline: str
     update_id: str
@@ -89,6 +83,9 @@ class UpdateResult:
     timings: dict[str, float] = field(default_factory=dict)
     full_refresh: bool = False  # asked for, or the last one's unfinished (lake.FullRefresh)
     streaming: list[str] = field(default_factory=list)  # its streaming tables: updates add rows
+    # Its datasets' kinds as Databricks shows them (StreamingTable, MaterializedView...); the
+    # engine's own datasets (lakeflow_params.internal) are in no field of a result.
+    kinds: dict[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -178,6 +175,9 @@ class _RecordingRegistry:
 
         self._inner = SparkConnectGraphElementRegistry(spark, graph_id)
         self.outputs: dict[str, str] = {}
+        # Kinds as Databricks shows them, where the engine runs a dataset as another kind (an
+        # AUTO CDC target is a streaming table there, a materialized view here: auto_cdc.py).
+        self.shown_kinds: dict[str, str] = {}
 
     def register_output(self, output) -> None:
         self.outputs[output.name] = type(output).__name__
@@ -200,6 +200,7 @@ class _Update:
     graph_id: str = ""
     declared: dict = field(default_factory=dict)  # its datasets' expectations, as declared
     tables: dict[str, str] = field(default_factory=dict)  # dataset: qualified table
+    kinds: dict[str, str] = field(default_factory=dict)  # dataset: its kind, as Databricks says
     before: dict = field(default_factory=dict)  # their Delta versions before it
     metrics_offset: int = 0  # where its metrics start in the listener's file
     log_offset: int = 0  # where its part of the server's log starts
@@ -210,6 +211,10 @@ class _Update:
     interrupted: int | None = None  # the signal that stopped it
     failed: bool = False
     full_refresh: bool = False
+
+
+def _shown(names: list[str]) -> list[str]:
+    return [name for name in names if not internal(name)]
 
 
 def _event_time(event) -> float | None:
@@ -430,6 +435,9 @@ class Runner:
         update.declared = declared
         update.phases.lap("registration")
         outputs = {**registry.outputs, **sql_files.outputs_of(spec.libraries)}
+        update.kinds = {
+            n: k for n, k in {**outputs, **registry.shown_kinds}.items() if not internal(n)
+        }
         update.tables = {
             name: self._qualified(spec, name)
             for name, kind in outputs.items()
@@ -483,6 +491,8 @@ class Runner:
                     flow, state = short_name(match["flow"]), match["state"]
                     flows[flow] = state
                     update.phases.event(state, _event_time(event))
+                    if internal(flow):  # the engine's own: its failure shows in its target's
+                        continue
                     # An ended flow is a line for the user; a running one feeds a status only.
                     ended = state in ("COMPLETED", "FAILED", "SKIPPED")
                     updates.log(
@@ -535,23 +545,26 @@ class Runner:
                     f"[{spec.name}] its flows still ran a minute after it ended: put back now"
                 )
             restored, removed, unput = self._put_back(update, journal)
+            restored, removed = _shown(restored), _shown(removed)
             if interrupted is not None:
                 for name in tables:  # what had not finished when the signal came
                     if flows.get(name) not in ("COMPLETED", "FAILED", "SKIPPED"):
                         flows[name] = "CANCELED"
-            observed = self._drain_listener(update.metrics_offset)
-            metrics = self._metrics(update.id, update.declared, flows, observed)
+            observed = metrics_file.drain_listener(self.local, update.metrics_offset)
+            metrics = metrics_file.dataset_metrics(update.id, update.declared, flows, observed)
             output_rows = {
                 name: lake.rows_written(self.spark, table, update.before[name], self._warehouse())
                 for name, table in tables.items()
-                if flows.get(name) == "COMPLETED" and name not in restored + removed
+                if flows.get(name) == "COMPLETED"
+                and name not in restored + removed
+                and not internal(name)
             }
             drift = (
                 {}
                 if failed or interrupted is not None
                 else self._drift(spec, tables, output_rows, update.since)
             )
-            streams = [n for n, kind in journal.kinds.items() if kind == "StreamingTable"]
+            streams = [n for n, kind in update.kinds.items() if kind == "StreamingTable"]
             if failed and (committed := {n: output_rows[n] for n in streams if output_rows.get(n)}):
                 status_now = "CANCELED" if interrupted is not None else "FAILED"
                 lake.Ungated(self.local.work_dir, spec.name).add(update.id, status_now, committed)
@@ -565,7 +578,7 @@ class Runner:
                     explain(
                         update.error_text,
                         update.declared,
-                        flows,
+                        dict(sorted(flows.items(), key=lambda f: internal(f[0]))),  # its own last
                         spec.libraries,
                         spec.root,
                         self.clauses(),
@@ -582,7 +595,7 @@ class Runner:
                 spec.name,
                 update.id,
                 status,
-                flows,
+                {name: state for name, state in flows.items() if not internal(name)},
                 metrics,
                 output_rows,
                 restored,
@@ -592,6 +605,7 @@ class Runner:
                 landing_drift=drift,
             )
             result.streaming, result.full_refresh = streams, update.full_refresh
+            result.kinds = update.kinds
             phases.lap("bookkeeping")
             self.event_log.append(spec.name, result)
             phases.lap("event_log")
@@ -693,10 +707,11 @@ class Runner:
         for journal in Journal.left_behind(self.local.work_dir):
             with shielded():
                 restored, removed = put_back(self.spark, journal, self._warehouse())
+                restored, removed = _shown(restored), _shown(removed)
                 streams = {
                     n: t
                     for n, t in journal.tables.items()
-                    if journal.kinds.get(n) == "StreamingTable"
+                    if journal.kinds.get(n) == "StreamingTable" and not internal(n)
                 }
                 now = lake.versions(self.spark, streams, self._warehouse())
                 if committed := {
@@ -713,7 +728,7 @@ class Runner:
                     journal.pipeline,
                     journal.update_id,
                     "CANCELED",
-                    dict.fromkeys(journal.tables, "CANCELED"),
+                    dict.fromkeys(_shown(list(journal.tables)), "CANCELED"),
                     {},
                     {},
                     restored,
@@ -732,74 +747,3 @@ class Runner:
             )
             results.append(result)
         return results
-
-    def _drain_listener(self, offset: int, timeout: float = 10.0) -> str:
-        """What the metrics listener wrote since ``offset``, once it has handled every query of
-        the update. It runs on Spark's listener bus, after each query ends, and the engine can
-        return first: a flow's observation was missing from the file (seen with pollingInterval
-        0). The bus hands events on in order, so once a marker query's own observation is in the
-        file, theirs are too."""
-        from pyspark.sql import functions as F
-
-        def written() -> str:
-            with contextlib.suppress(OSError), self.local.metrics_file.open() as lines:
-                lines.seek(offset)  # only what this update's flows wrote
-                return lines.read()
-            return ""
-
-        marker = f"dq:drain:{uuid.uuid4().hex}"
-        try:
-            self.spark.range(1).observe(marker, F.count(F.lit(1)).alias("n")).collect()
-        except Exception:  # noqa: BLE001 - a lost server is reported by the update itself
-            return written()
-        needle, deadline = f'"observation":"{marker}"', time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in (text := written()):
-                return text
-            time.sleep(0.02)
-        updates.warning(
-            f"metrics listener: no word from it in {timeout:.0f} s; metrics may be missing"
-        )
-        return written()
-
-    def _metrics(
-        self, update_id: str, declared: dict, flows: dict[str, str], observed: str
-    ) -> dict[str, DatasetMetrics]:
-        """Sum the listener's observations of this update (one per MV refresh or micro-batch),
-        from ``observed``, the lines it wrote during the update."""
-        totals: dict[str, dict[str, int]] = {}
-        prefix = expectations.observation_name(update_id, "")
-        seen = set()
-        for line in observed.splitlines():
-            record = json.loads(line)
-            key = (
-                record["observation"],
-                record.get("root_execution_id", record["execution_id"]),
-            )
-            if record["observation"].startswith(prefix) and key not in seen:
-                seen.add(key)
-                dataset = record["observation"][len(prefix) :]
-                bucket = totals.setdefault(dataset, {})
-                for key, value in record["metrics"].items():
-                    bucket[key] = bucket.get(key, 0) + int(value or 0)
-        out = {}
-        for dataset, declared_expectations in declared.items():
-            # A failed flow records no metrics; a view's metrics count wherever it was read.
-            if flows.get(short_name(dataset)) not in (None, "COMPLETED") or dataset not in totals:
-                continue
-            counts = totals[dataset]
-            out[short_name(dataset)] = DatasetMetrics(
-                dataset=short_name(dataset),
-                input_records=counts.get("input", 0),
-                dropped_records=counts.get("dropped", 0),
-                expectations=[
-                    {
-                        "name": e.name,
-                        "dataset": short_name(dataset),
-                        "passed_records": counts.get("input", 0) - counts.get(f"failed_{i}", 0),
-                        "failed_records": counts.get(f"failed_{i}", 0),
-                    }
-                    for i, e in enumerate(declared_expectations)
-                ],
-            )
-        return out

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medallion_dq.local import delta_log, lake, spark
+from medallion_dq.local import delta_log, lake, lakeflow_params, spark
 from medallion_dq.local import server as shared_server
 from medallion_dq.project import Project, writable
 from medallion_dq.project.config import FRESH_KEPT, STATE_DIR
@@ -50,8 +50,9 @@ class LakeFolder:
         return self.path / shared_server.WAREHOUSE
 
     def tables(self) -> list[str]:
-        """The Delta tables of its warehouse (`schema.table`)."""
-        return list(delta_log.tables(self.warehouse))
+        """The Delta tables of its warehouse (`schema.table`) but the engine's own (AUTO CDC's
+        events...), which `damaged` still checks."""
+        return [t for t in delta_log.tables(self.warehouse) if not lakeflow_params.internal(t)]
 
     def damaged(self) -> dict[str, str]:
         """Damaged tables (`schema.table`) and what is wrong with each."""

@@ -278,6 +278,11 @@ def auto_cdc_arguments(statement: str, where: str) -> dict | None:
     if not head:
         return None
     rest = text[head.end() :]
+    if re.match(r"SNAPSHOT\s*\(", rest, re.IGNORECASE):  # read before the update: Python only
+        raise auto_cdc.AutoCdcError(
+            f"{where}: AUTO CDC INTO ... FROM SNAPSHOT does not run locally yet: write the flow"
+            " in Python, dp.create_auto_cdc_from_snapshot_flow, which runs here"
+        )
     starts = [
         t.start for t, depth in _tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"
     ]

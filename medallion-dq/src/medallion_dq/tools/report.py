@@ -77,6 +77,8 @@ def history(events_df: DataFrame) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType
 
+    from medallion_dq.local import internal_dataset
+
     details = F.col("details")
     if not isinstance(events_df.schema["details"].dataType, StringType):
         details = F.to_json(details)
@@ -116,6 +118,8 @@ def history(events_df: DataFrame) -> list[dict[str, Any]]:
             started[key] = r["timestamp"]
     rows = []
     for r in collected:
+        if internal_dataset(r["dataset"] or ""):  # the local engine's own (an older event log)
+            continue
         passed, failed = int(r["passed"] or 0), int(r["failed"] or 0)
         total = passed + failed
         key = (r["pipeline"] or "", r["update_id"] or "")
