@@ -30,16 +30,13 @@ OTHER_BRANCH = {
     "medallion_dq/tools/policy.py",
     "medallion_dq/testing.py",
 }
-LONG_FILES = {
-    "medallion_dq/local/runner.py",  # owned by another branch this round
-}
+LONG_FILES: set[str] = set()  # owned by another branch this round
 LONG_FUNCTIONS: set[str] = set()  # "path:function", owned by another branch this round
 DOUBLE_BACKTICKS = {
     # Owned by another branch this round: its docstrings agree once it is merged.
     "medallion_dq/tools/preflight.py",
     "medallion_dq/local/pipeline_files.py",
     "medallion_dq/local/sql_files.py",
-    "medallion_dq/local/runner.py",
     "medallion_dq/tools/policy.py",
     "medallion_dq/testing.py",
 }

@@ -25,7 +25,7 @@ class DatasetMetrics:
 
 
 def drain_listener(local, offset: int, timeout: float = 10.0) -> str:
-    """What the metrics listener wrote since ``offset``, once it has handled every query of
+    """What the metrics listener wrote since `offset`, once it has handled every query of
     the update. It runs on Spark's listener bus, after each query ends, and the engine can
     return first: a flow's observation was missing from the file (seen with pollingInterval
     0). The bus hands events on in order, so once a marker query's own observation is in the
@@ -56,7 +56,7 @@ def dataset_metrics(
     update_id: str, declared: dict, flows: dict[str, str], observed: str
 ) -> dict[str, DatasetMetrics]:
     """Sum the listener's observations of this update (one per MV refresh or micro-batch),
-    from ``observed``, the lines it wrote during the update."""
+    from `observed`, the lines it wrote during the update."""
     totals: dict[str, dict[str, int]] = {}
     prefix = expectations.observation_name(update_id, "")
     seen = set()

@@ -129,7 +129,7 @@ class UpdateResult:
 
 class Interrupted(BaseException):
     """SIGINT or SIGTERM ended a run. The update (if one had started) was put back and recorded
-    as CANCELED before this was raised: ``result`` says what became of it."""
+    as CANCELED before this was raised: `result` says what became of it."""
 
     def __init__(self, signum: int, result: UpdateResult | None = None):
         super().__init__(signal.Signals(signum).name)
