@@ -545,6 +545,9 @@ def main(argv: list[str] | None = None) -> int:
     for command_parser in sub.choices.values():  # `-q` before or after the command
         _add_output_options(command_parser, default=argparse.SUPPRESS)
     args, unknown = parser.parse_known_args(argv)
+    if args.command == "conventions":  # teams after an option: argparse leaves them unknown
+        args.teams += [u for u in unknown if not u.startswith("-")]
+        unknown = [u for u in unknown if u.startswith("-")]
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command = sub.choices[args.command]
         options = [o for p in (command, parser) for a in p._actions for o in a.option_strings]
