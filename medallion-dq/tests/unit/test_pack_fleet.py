@@ -183,6 +183,8 @@ def test_the_impact_decides_the_bump(numbers, impact):
         ("1.1.0", "1.1.1", "patch"),
         ("1.1.0", "1.1.0", "none"),
         ("1.2", "1.10", "minor"),
+        ("1.0.0", "source", "unknown"),
+        ("2.0.0", "1.9.0", "none"),
     ],  # fmt: skip
 )
 def test_the_bump_between_two_versions(before, after, bump):
@@ -199,6 +201,9 @@ def test_a_bump_smaller_than_a_teams_impact_names_the_team():
         "two: 1.0.0 -> 1.1.0 is a minor bump; its impact needs a major (gate PASS -> FAIL)"
     ]
     assert fleet.too_small(rows, "2.0.0") == [] and fleet.needed(rows) == "major"
+    # A version that is no semver cannot carry the impact: said, never a crash.
+    (line,) = fleet.too_small(rows[:1], "source")
+    assert line.startswith("team: 1.0.0 -> source is no semver bump to judge; its impact")
 
 
 def test_the_numbers_come_from_the_teams_own_diff_and_the_bumps_commands_are_no_impact():
@@ -270,7 +275,8 @@ def test_a_team_that_cannot_be_loaded_is_a_row_with_its_reason(
         ["conventions", "fleet", "--to", str(package), "empty", "ext::sh -c touch% /tmp/x@v1",
          "https://user:secret@example.org/t.git@v1", "--json", "fleet.json"]
     )  # fmt: skip
-    assert code == 0, capsys.readouterr()
+    assert code == 1
+    assert "error: no team could be judged" in capsys.readouterr().err
     rows = json.loads((tmp_path / "fleet.json").read_text())["teams"]
     reasons = [r["reason"] for r in rows]
     assert "no pyproject.toml" in reasons[0]

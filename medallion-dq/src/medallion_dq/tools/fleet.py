@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import library
-from medallion_dq.problems import DataQualityError
+from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, writable
 from medallion_dq.tools import console, conventions, diff, policy, upgrade
 from medallion_dq.tools.markup import md_code, md_text
@@ -59,7 +59,7 @@ _GIT = re.compile(
 _SCHEMES = "file:https:http:ssh:git"
 
 
-class BadInput(ValueError):
+class BadInput(MedallionDQError, ValueError):
     """The fleet cannot start: said in one line, exit 2."""
 
 
@@ -127,18 +127,24 @@ def numbers(row: Row, report: dict[str, Any]) -> Row:
 
 
 def bump(before: str, after: str) -> str:
-    """The semver bump from `before` to `after`: major, minor, patch, or "none"."""
-
-    def parts(version: str) -> tuple[int, ...]:
-        found = re.match(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?", version.strip())
-        if not found:
-            raise BadInput(f"version {version!r} is no major.minor.patch")
-        return tuple(int(x or 0) for x in found.groups())
-
-    was, now = parts(before), parts(after)
+    """The semver bump from `before` to `after`: major, minor, patch, "none" (not higher) or
+    "unknown" (either is no major.minor.patch)."""
+    found = [
+        re.fullmatch(r"(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:[-+.].*)?", v.strip())
+        for v in (before, after)
+    ]
+    if not all(found):
+        return "unknown"
+    was, now = (tuple(int(x or 0) for x in f.groups()) for f in found)  # type: ignore[union-attr]
     if now <= was:
         return "none"
     return "major" if now[0] > was[0] else "minor" if now[1] > was[1] else "patch"
+
+
+def _bump_said(before: str, after: str) -> str:
+    given = bump(before, after)
+    words = {"none": "no version bump", "unknown": "no semver bump to judge"}
+    return words.get(given, f"a {given} bump")
 
 
 def too_small(rows: Sequence[Row], candidate: str) -> list[str]:
@@ -149,10 +155,11 @@ def too_small(rows: Sequence[Row], candidate: str) -> list[str]:
         if not needed or not row.pin:
             continue
         given = bump(row.pin, candidate)
-        if given == "none" or BUMPS.index(needed) > BUMPS.index(given):
+        if given not in BUMPS or BUMPS.index(needed) > BUMPS.index(given):
+            said = _bump_said(row.pin, candidate)
             lines.append(
-                f"{row.team}: {row.pin} -> {candidate} is a {given} bump; its impact needs a"
-                f" {needed} ({why})"
+                f"{row.team}: {row.pin} -> {candidate} is {said}; its impact needs a {needed}"
+                f" ({why})"
             )
     return lines
 
@@ -163,15 +170,15 @@ def needed(rows: Sequence[Row]) -> str:
 
 
 def teams_of(given: Sequence[str], cwd: Path) -> list[str]:
-    """The teams named: a folder or a git URL as given, a file's lines (paths beside it)."""
+    """The teams named: a git URL or a folder as given, a file's lines (paths beside it)."""
     out: list[str] = []
     for one in given:
         path = (cwd / one).expanduser()
-        if _GIT.fullmatch(one) or path.is_dir() or not path.is_file():
-            out.append(one if _GIT.fullmatch(one) or not path.is_dir() else str(path))
+        if _GIT.fullmatch(one) or not path.is_file():
+            out.append(one if _GIT.fullmatch(one) or not path.exists() else str(path))
             continue
         for line in path.read_text(encoding="utf-8").splitlines():
-            line = line.split("#", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+            line = "" if line.lstrip().startswith("#") else line.split(" #", 1)[0].strip()
             if line:
                 out.append(line if _GIT.fullmatch(line) else str((path.parent / line).resolve()))
     return out
@@ -210,7 +217,8 @@ def _clone(url: str, ref: str, into: Path) -> Path:
     ):
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
         if done.returncode != 0:
-            said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            lines = done.stderr.strip().splitlines() or ["no output"]
+            said = next((x for x in lines if x.startswith("fatal:")), lines[-1])
             raise BadInput(f"git {command[1] if command[1] != '-C' else 'checkout'}: {said}")
     return into
 
@@ -323,23 +331,13 @@ def _judge(
 
 
 HEADER = ("team", "pin", "rules changed", "dropped / kept", "gate", "new errors / warnings",
-          "exceptions", "red at preview", "time")  # fmt: skip
+          "exceptions", "red at preview", "time", "not judged because")  # fmt: skip
 
 
 def _cells(row: Row) -> tuple[str, ...]:
+    time = f"{row.seconds:.0f} s"
     if row.reason:
-        return (
-            row.team,
-            row.pin or "?",
-            "not judged: " + row.reason,
-            "",
-            "",
-            "",
-            "",
-            "",
-            f"{row.seconds:.0f} s",
-        )
-    held = len(row.exceptions)
+        return (row.team, row.pin or "?", "", "", "", "", "", "", time, row.reason)
     return (
         row.team,
         row.pin,
@@ -347,9 +345,10 @@ def _cells(row: Row) -> tuple[str, ...]:
         f"+{row.newly_dropped} / +{row.newly_kept}",
         f"{row.gate_before} -> {row.gate_after}",
         f"{len(row.new_errors)} / {len(row.new_warnings)}",
-        f"{held}" + (f" ({len(row.expiring)} expiring)" if row.expiring else ""),
+        f"{len(row.exceptions)}" + (f" ({len(row.expiring)} expiring)" if row.expiring else ""),
         str(len(row.red_when_preview_turns)),
-        f"{row.seconds:.0f} s",
+        time,
+        "",
     )
 
 
@@ -357,7 +356,7 @@ def _verdict_lines(rows: Sequence[Row], pack: str, candidate: str) -> list[str]:
     pins = sorted({r.pin for r in rows if r.pin})
     wanted = needed(rows)
     lines = [f"the impact needs a {wanted} release" if wanted else "no team could be judged"]
-    lines += [f"{pack} {pin} -> {candidate}: a {bump(pin, candidate)} bump" for pin in pins]
+    lines += [f"{pack} {pin} -> {candidate}: {_bump_said(pin, candidate)}" for pin in pins]
     return lines
 
 
@@ -542,4 +541,7 @@ def command(
     small = too_small(rows, chosen.version)
     for line in small:
         console.error(f"error: bump too small: {line}")
+    if all(row.reason for row in rows):
+        console.error("error: no team could be judged: the release's impact is unknown")
+        return 1
     return 1 if small else 0
