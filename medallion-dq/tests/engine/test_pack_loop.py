@@ -8,9 +8,19 @@
    threshold lowered from 5 % to 1 %, DQC005 raised to error and locked; `conventions diff --to`
    (the wheel for one team, a requirement for the other) lists exactly those effects with the
    row counts of each team's own landing files, and exits 1 where the gate would now fail;
-4. bump the pin: after `conventions write` and `quarantine write` (the SQL quarantine view that
+4. before 1.1.0 ships, `conventions fleet` over a file listing the two, team three (a git
+   repository at tag v1, no changed rule, an exception to 1.1.0's lock of DQC005, a rule written
+   twice that 1.1.0's preview makes an error from 1.2.0), a folder whose pyproject.toml does not
+   parse and a repository that does not exist: each judged team's numbers are its own
+   `conventions diff`'s, the others are rows with their reason, team two's gate flip makes the
+   minor bump too small (exit 1), and each judged team gets its pin-bump PR as a file;
+5. bump the pin: after `conventions write` and `quarantine write` (the SQL quarantine view that
    1.1.0's rule change left stale), team one's `check` is clean; team two's names the rules that
-   lack an owner, and a line that sets DQC005 back to a warning is refused, naming the pack.
+   lack an owner, and a line that sets DQC005 back to a warning is refused, naming the pack;
+   team three's exception holds until its day (the table's as_of) and is an error after, and
+   its rule written twice warns in 1.1.0 and is an error in 1.2.0.
+
+The fleet's teams share the worker's warm server (`local_spark`), as the diffs do.
 
 The counts are checked against the landing files read with the standard library. The pack's
 own `nox` (every library rule's examples on Spark) runs in the template's `nox -s generated`;
@@ -169,12 +179,16 @@ def git(root: Path, *args: str) -> None:
 
 
 def team_three(out: Path, pin: str) -> Path:
-    """JSON like team one, its customers' owner left to later (DQC005) under an exception to
-    1.1.0's lock, a rule written twice (DQ028); a git repository tagged v1."""
+    """JSON like team one, but its customer id judged by a rule of its own (no rule of it
+    changes: its diff needs no Spark), its customers' owner left to later (DQC005) under an
+    exception to 1.1.0's lock, a rule written twice (DQ028); a git repository tagged v1."""
     root = bake(out, project_name="Team Three", conventions_pack="acme",
                 conventions_pack_requirement=pin)  # fmt: skip
     rules = root / "src/team_three/rules/silver/customers.yml"
-    kept = [x for x in rules.read_text(encoding="utf-8").splitlines() if not x.startswith("owner:")]
+    text = rules.read_text(encoding="utf-8")
+    own = "constraint: customer_id IS NOT NULL  # the team's own"
+    text = re.sub(r"use: acme\.not_null\(column=customer_id\).*", own, text, count=1)
+    kept = [x for x in text.splitlines() if not x.startswith("owner:")]
     rules.write_text("\n".join(kept) + "\n" + TWICE, encoding="utf-8")
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8").replace(
@@ -363,6 +377,7 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
         assert rows["team-two"]["new_errors"], rows["team-two"]  # DQC005 warning -> error
         held = rows["team-three"]
         assert (held["pin"], held["impact"], held["gate_after"]) == ("1.0.0", "minor", "PASS")
+        assert held["rules_changed"] == 0 and held["diff"]["datasets"] == []
         assert [(e["setting"], e["state"]) for e in held["exceptions"]] == [("DQC005", "held")]
         assert held["expiring"] and "until 2027-01-31" in held["expiring"][0]
         (red,) = held["red_when_preview_turns"]

@@ -201,6 +201,12 @@ def test_a_bump_smaller_than_a_teams_impact_names_the_team():
         "two: 1.0.0 -> 1.1.0 is a minor bump; its impact needs a major (gate PASS -> FAIL)"
     ]
     assert fleet.too_small(rows, "2.0.0") == [] and fleet.needed(rows) == "major"
+    # A team already on the candidate, with nothing that changes, needs no bump.
+    assert fleet.too_small([row()], "1.0.0") == []
+    assert fleet.too_small([row(newly_dropped=1)], "1.0.0") == [
+        "team: 1.0.0 -> 1.0.0 is no version bump; its impact needs a minor (1 row(s) newly"
+        " dropped, 0 newly warned)"
+    ]
     # A version that is no semver cannot carry the impact: said, never a crash.
     (line,) = fleet.too_small(rows[:1], "source")
     assert line.startswith("team: 1.0.0 -> source is no semver bump to judge; its impact")

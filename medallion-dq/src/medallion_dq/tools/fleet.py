@@ -147,6 +147,13 @@ def _bump_said(before: str, after: str) -> str:
     return words.get(given, f"a {given} bump")
 
 
+def _enough(given: str, needed: str) -> bool:
+    """Whether bump `given` carries impact `needed` (a team already on the candidate: none)."""
+    if given in ("unknown", "none"):
+        return given == "none" and needed == "patch"
+    return BUMPS.index(given) >= BUMPS.index(needed)
+
+
 def too_small(rows: Sequence[Row], candidate: str) -> list[str]:
     """One line per team whose impact needs a bigger bump than its pin -> `candidate`."""
     lines = []
@@ -155,7 +162,7 @@ def too_small(rows: Sequence[Row], candidate: str) -> list[str]:
         if not needed or not row.pin:
             continue
         given = bump(row.pin, candidate)
-        if given not in BUMPS or BUMPS.index(needed) > BUMPS.index(given):
+        if not _enough(given, needed):
             said = _bump_said(row.pin, candidate)
             lines.append(
                 f"{row.team}: {row.pin} -> {candidate} is {said}; its impact needs a {needed}"
