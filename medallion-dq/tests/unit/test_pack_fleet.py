@@ -299,3 +299,28 @@ def test_fleet_says_what_is_wrong_before_it_starts(tmp_path, monkeypatch, capsys
     assert "--date soon: not a date" in capsys.readouterr().err
     assert cli.main(["conventions", "show", "team"]) == 2
     assert "takes no team" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "pyproject",
+    [
+        '[project]\nname = "t"\ndependencies = "acme-conventions"\n',
+        'project = "t"\n[tool]\nuv = "x"\n',
+        '[project]\nname = "t"\ndependencies = ["other~=1.0", 3]\n',
+    ],
+)
+def test_a_team_whose_pyproject_names_no_pin_is_a_row_with_its_reason(
+    tmp_path, installed_pack, pyproject
+):
+    package = installed_pack(LIBRARY, POLICY, version="1.1.0")
+    from medallion_dq.tools import upgrade
+
+    chosen = upgrade.candidate(str(package), tmp_path / "scratch", tmp_path)
+    team = tmp_path / "team"
+    team.mkdir()
+    (team / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    (tmp_path / "aside").mkdir()
+    row = fleet.judge(str(team), chosen, tmp_path / "aside", date(2027, 1, 1), None)
+    assert (
+        row.reason == "pyproject.toml: no dependency on acme-conventions (the pack's distribution)"
+    )

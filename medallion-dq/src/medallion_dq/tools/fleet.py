@@ -251,7 +251,9 @@ def pin_of(project: Project, distribution: str) -> str:
     """What the team pins the pack to: its [tool.uv.sources] path or URL, else its requirement
     (BadInput: it names none)."""
     data = config.load_toml(project.root / "pyproject.toml")
-    sources = data.get("tool", {}).get("uv", {}).get("sources", {})
+    sources: Any = data
+    for key in ("tool", "uv", "sources"):  # a table written as something else: none
+        sources = sources.get(key, {}) if isinstance(sources, dict) else {}
     for name, source in sources.items() if isinstance(sources, dict) else ():
         if _normal(name) == _normal(distribution) and isinstance(source, dict):
             if "path" in source:
@@ -259,8 +261,12 @@ def pin_of(project: Project, distribution: str) -> str:
             if "url" in source:
                 return f"{distribution} @ {source['url']}"
             raise BadInput(f"[tool.uv.sources] {name}: a git source is built to be read")
-    for requirement in data.get("project", {}).get("dependencies", []):
-        if _normal(re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0]) == _normal(distribution):
+    table = data.get("project")
+    listed = table.get("dependencies") if isinstance(table, dict) else None
+    for requirement in listed if isinstance(listed, list) else []:
+        if isinstance(requirement, str) and _normal(
+            re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0]
+        ) == _normal(distribution):
             return requirement
     raise BadInput(f"pyproject.toml: no dependency on {distribution} (the pack's distribution)")
 
@@ -305,7 +311,8 @@ def _judge(
     if not (root / "pyproject.toml").is_file():
         raise BadInput(f"{root}: no pyproject.toml, no project")
     project = Project(root)
-    name = config.load_toml(root / "pyproject.toml").get("project", {}).get("name")
+    table = config.load_toml(root / "pyproject.toml").get("project")
+    name = table.get("name") if isinstance(table, dict) else None
     row.team = str(name) if isinstance(name, str) and name else row.team
     pinned = upgrade.candidate(pin_of(project, _distribution(chosen)), scratch / "pin", root)
     row.pin = pinned.version
