@@ -119,7 +119,9 @@ def numbers(row: Row, report: dict[str, Any]) -> Row:
         "PASS" if report["gate"][side]["passes"] else "FAIL" for side in ("before", "after")
     )
     said = [*report["check"]["appeared"]]
-    said += [s.split(" -> ", 1)[1] for s in report["check"]["severity_changed"]]
+    for changed in report["check"]["severity_changed"]:  # only a rise to error is new
+        was, now = changed.split(" -> ", 1)
+        said += [now] if now.startswith("error: ") and was != "error" else []
     impact = [s for s in said if s.split(": ", 1)[1].split(" ", 1)[0] not in FIXED_BY_COMMANDS]
     row.new_errors = [s.removeprefix("error: ") for s in impact if s.startswith("error: ")]
     row.new_warnings = [s.removeprefix("warning: ") for s in impact if s.startswith("warning: ")]
