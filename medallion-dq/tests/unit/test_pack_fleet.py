@@ -325,3 +325,30 @@ def test_a_team_whose_pyproject_names_no_pin_is_a_row_with_its_reason(
     assert (
         row.reason == "pyproject.toml: no dependency on acme-conventions (the pack's distribution)"
     )
+
+
+def test_a_git_team_is_cloned_at_its_tag_commit_or_branch(tmp_path):
+    """Clones of a local repository (no network): a ref that exists gets as far as the project
+    (here: none), one that does not is named."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("no project here\n")
+    for args in (["init", "--quiet", "-b", "main"], ["add", "-A"],
+                 ["commit", "--quiet", "-m", "one"], ["tag", "v1"], ["branch", "release/1"]):  # fmt: skip
+        subprocess.run(
+            ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+            check=True,
+        )
+    chosen = None  # never reached: each team stops before its pin
+    for number, ref in enumerate(("v1", "release/1", "main", "nope")):
+        aside = tmp_path / f"aside-{number}"
+        aside.mkdir()
+        row = fleet.judge(f"file://{repo}@{ref}", chosen, aside, date(2027, 1, 1), None)  # type: ignore[arg-type]
+        if ref == "nope":
+            assert row.reason == "git checkout: 'nope' is no tag, commit or branch of repo"
+        else:
+            assert row.reason.endswith("repo: no pyproject.toml, no project"), row.reason
+    row = fleet.judge(f"file://{repo}", chosen, tmp_path, date(2027, 1, 1), None)  # type: ignore[arg-type]
+    assert row.reason == "a git URL names its ref: <url>@<tag, commit or branch>"

@@ -216,20 +216,31 @@ def file_name(label: str, taken: set[str]) -> str:
 
 
 def _clone(url: str, ref: str, into: Path) -> Path:
-    """The repository at `ref`, cloned into `into` (BadInput: it cannot be)."""
+    """The repository at `ref` (a tag, a commit or a branch), cloned into `into` (BadInput: it
+    cannot be)."""
     if re.match(r"[a-z+]+://[^/@]*:[^/@]*@", url):
         raise BadInput("the URL holds a password: use a git credential helper instead")
     env = {**os.environ, "GIT_ALLOW_PROTOCOL": _SCHEMES, "GIT_TERMINAL_PROMPT": "0"}
-    for command in (
-        ["git", "clone", "--quiet", "--no-checkout", "--", url, str(into)],
-        ["git", "-C", str(into), "checkout", "--quiet", "--detach", f"{ref}^{{commit}}"],
-    ):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        if done.returncode != 0:
-            lines = done.stderr.strip().splitlines() or ["no output"]
-            said = next((x for x in lines if x.startswith("fatal:")), lines[-1])
-            raise BadInput(f"git {command[1] if command[1] != '-C' else 'checkout'}: {said}")
-    return into
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], capture_output=True, text=True, env=env, timeout=600, check=False
+        )
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        return (
+            ""
+            if done.returncode == 0
+            else next((x for x in lines if x.startswith("fatal:")), lines[-1])
+        )
+
+    if said := git("clone", "--quiet", "--no-checkout", "--", url, str(into)):
+        raise BadInput(f"git clone: {said}")
+    for name in (ref, f"origin/{ref}"):  # a tag or a commit; a branch of the remote
+        if not git("-C", str(into), "checkout", "--quiet", "--detach", f"{name}^{{commit}}"):
+            return into
+    raise BadInput(
+        f"git checkout: {ref!r} is no tag, commit or branch of {label_of(url + '@x')[:-2]}"
+    )
 
 
 def _distribution(chosen: upgrade.Candidate) -> str:
@@ -309,6 +320,8 @@ def _judge(
     row: Row, team: str, chosen: upgrade.Candidate, scratch: Path, release: date, local: Any
 ) -> None:
     found = _GIT.fullmatch(team)
+    if not found and "://" in team:
+        raise BadInput("a git URL names its ref: <url>@<tag, commit or branch>")
     root = _clone(found["url"], found["ref"], scratch / "repo") if found else Path(team)
     if not (root / "pyproject.toml").is_file():
         raise BadInput(f"{root}: no pyproject.toml, no project")
