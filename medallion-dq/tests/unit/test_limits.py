@@ -37,7 +37,6 @@ DOUBLE_BACKTICKS = {
     "medallion_dq/tools/preflight.py",
     "medallion_dq/local/pipeline_files.py",
     "medallion_dq/local/sql_files.py",
-    "medallion_dq/tools/policy.py",
     "medallion_dq/testing.py",
 }
 

@@ -179,14 +179,19 @@ _TRIED: dict[str, tuple[Traversable, str]] = {}
 @contextmanager
 def trying(pack: str, folder: Traversable, version: str) -> Iterator[None]:
     """Within it, pack `pack` is the one in `folder` at `version` (a candidate release,
-    tried on a project before its pin moves), not the installed one."""
+    tried on a project before its pin moves), not the installed one. Nested, the outer one
+    holds again after (a team's own pin, with a candidate tried inside it)."""
+    outer = _TRIED.get(pack)
     _TRIED[pack] = (folder, version)
     library.cache_clear()
     pack_thresholds.cache_clear()
     try:
         yield
     finally:
-        _TRIED.pop(pack, None)
+        if outer is None:
+            _TRIED.pop(pack, None)
+        else:
+            _TRIED[pack] = outer
         library.cache_clear()
         pack_thresholds.cache_clear()
 

@@ -137,9 +137,28 @@ def _check_examples(project: Project, backend: str | None) -> tuple[int, list]:
 
 def cmd_conventions(args) -> int:
     """`conventions show`: every setting `check` applies, its value and where it comes from;
-    `conventions diff --to`: a new version of the pack, tried on the project's data (upgrade.py)."""
+    `conventions diff --to`: a new version of the pack, tried on the project's data (upgrade.py);
+    `conventions fleet --to <candidate> <team>...`: tried on every team's (fleet.py)."""
     from medallion_dq.tools import conventions, policy, upgrade
 
+    if args.teams and args.action != "fleet":
+        console.error(f"error: conventions {args.action} takes no team: only fleet does")
+        return 2
+
+    if args.action == "fleet":  # the teams' own repositories, not this one
+        from medallion_dq.tools import fleet
+
+        if not args.to:
+            console.error("error: conventions fleet takes --to <wheel, folder or requirement>")
+            return 2
+        return fleet.command(
+            args.to,
+            args.teams,
+            markdown_path=args.markdown,
+            json_path=args.json,
+            pr_dir=args.pr_dir,
+            release=args.date,
+        )
     project = _project(args.root)
     if args.action == "diff":
         if not args.to:
@@ -503,15 +522,20 @@ def _conventions_parser(sub) -> argparse.ArgumentParser:
     conventions = sub.add_parser(
         "conventions", help="the conventions check applies: each setting and where it comes from"
     )
-    conventions.add_argument("action", choices=["show", "write", "diff"])
+    conventions.add_argument("action", choices=["show", "write", "diff", "fleet"])
+    conventions.add_argument(
+        "teams", nargs="*", help="fleet: team folders, git URLs with @ref, or files listing them"
+    )
+    conventions.add_argument("--pr-dir", help="fleet: write each team's pin-bump PR here")
+    conventions.add_argument("--date", help="fleet: the release's date (default: today)")
     conventions.add_argument(
         "--to",
         help="diff: the pack's new version (a wheel, a folder of its data, a requirement: read,"
         " never built)",
     )
     conventions.add_argument("--landing", help="diff: landing files (default: fixtures/landing)")
-    conventions.add_argument("--markdown", help="diff: write it as markdown (a pull request)")
-    conventions.add_argument("--json", help="diff: write it as JSON")
+    conventions.add_argument("--markdown", help="diff, fleet: write it as markdown")
+    conventions.add_argument("--json", help="diff, fleet: write it as JSON")
     conventions.add_argument("--backend", choices=BACKENDS, default=None)
     return conventions
 
@@ -579,6 +603,9 @@ def main(argv: list[str] | None = None) -> int:
         command_parser.set_defaults(command_run=command.run)
         _add_output_options(command_parser, default=argparse.SUPPRESS)  # `-q` before or after
     args, unknown = parser.parse_known_args(argv)
+    if args.command == "conventions":  # teams after an option: argparse leaves them unknown
+        args.teams += [u for u in unknown if not u.startswith("-")]
+        unknown = [u for u in unknown if u.startswith("-")]
     if unknown:  # said by the command's own parser, with its usage and the option meant
         command_parser = sub.choices[args.command]
         options = [

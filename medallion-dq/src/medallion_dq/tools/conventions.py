@@ -90,7 +90,8 @@ CODES: dict[str, tuple[str, str]] = {
     "DQC019": ("error", "a rule file or the gate task does not do what the conventions pack asks"),
 }
 SEVERITIES = ("error", "warning", "off")
-CONFIG_KEYS = {"severity", "layers", "quarantine_suffix"}
+# exceptions and as_of: read by policy.load (a held exception's value is in the settings).
+CONFIG_KEYS = {"severity", "layers", "quarantine_suffix", "exceptions", "as_of"}
 PIPELINES_DIR = Path("src") / "pipelines"
 
 _WHY_EAGER = (
@@ -780,4 +781,5 @@ def check(
             collector.read_sql_file(path, layer)
     collector.judge()
     collector.problems.extend(more)
-    return collector.finish()
+    found = collector.finish()
+    return policy.marked(chosen, found) if chosen is not None else found

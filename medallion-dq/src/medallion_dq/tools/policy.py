@@ -1,23 +1,40 @@
 """The conventions a project's `check` enforces: its conventions pack's policy, then its own table.
 
-A pack (`library.py`) may hold a ``policy.yml``: the table a project writes as
-``[tool.medallion.conventions]`` (``severity``, ``layers``, ``quarantine_suffix``) and ``locked``,
-the settings a project may make stricter but never looser (a DQC code, ``layers``,
-``quarantine_suffix`` or ``thresholds``). Three more keys are the pack's alone, checked in every
-rule file (DQC019): ``thresholds`` (by layer, the failed fraction the gate allows where a rule
+A pack (`library.py`) may hold a `policy.yml`: the table a project writes as
+`[tool.medallion.conventions]` (`severity`, `layers`, `quarantine_suffix`) and `locked`,
+the settings a project may make stricter but never looser (a DQC code, `layers`,
+`quarantine_suffix` or `thresholds`). Three more keys are the pack's alone, checked in every
+rule file (DQC019): `thresholds` (by layer, the failed fraction the gate allows where a rule
 file sets none; locked, a rule file may set a lower one, never a higher one: DQC017),
-``quarantine`` (by layer, the form every rule file declares: view or table) and ``required``
-(the fields every rule has: description, owner, examples, threshold). A project names its pack in ``[tool.medallion] pack`` (default: the
-built-in ``medallion``, today's conventions, nothing locked). Every value keeps its origin, for
+`quarantine` (by layer, the form every rule file declares: view or table) and `required`
+(the fields every rule has: description, owner, examples, threshold). A project names its pack in `[tool.medallion] pack` (default: the
+built-in `medallion`, today's conventions, nothing locked). Every value keeps its origin, for
 `medallion-dq conventions show`; a project line that loosens a locked setting is DQC017, naming
 the pack, the setting and the line, and the pack's value holds.
+
+A team may hold an exception to a locked setting, with an owner and an expiry, in its table::
+
+    [[tool.medallion.conventions.exceptions]]
+    setting = "DQC005"              # a DQC code, layers or quarantine_suffix
+    value = "warning"
+    reason = "owners of the legacy feeds are being named (JIRA-1234)"
+    approved_by = "platform-team"
+    expires = 2027-03-31            # the last day it holds
+
+Until it expires the value applies and `check` warns (DQC017, a warning naming the exception);
+after, it is the DQC017 error and the pack's value holds. The day is today (UTC), or the table's
+`as_of` (a date, as `[tool.medallion.local] as_of` sets the engine's clock). A pack's
+`no_exceptions: [DQC005]` refuses exceptions to those settings. A pack's `preview` holds
+tightenings that warn first: `preview: {"1.1.0": {DQC004: error}}` warns from 1.1.0 and is
+the pack's severity from the next minor (1.2.0) on.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timezone
 from typing import Any
 
 from medallion_dq import gate, library, rules
@@ -40,7 +57,20 @@ _KEYS = {
     "thresholds",
     "quarantine",
     "required",
+    "no_exceptions",
+    "preview",
 }
+#: The fields of an exception, every one required.
+EXCEPTION_FIELDS = ("setting", "value", "reason", "approved_by", "expires")
+_EXCEPTION_FIXES = {
+    "setting": 'write setting = "DQC005" (a DQC code, layers or quarantine_suffix)',
+    "value": 'write value = "warning" (the setting\'s value while the exception holds)',
+    "reason": 'write reason = "<why the team needs it, and its plan>"',
+    "approved_by": 'write approved_by = "<who of the pack\'s owners approved it>"',
+    "expires": "write expires = 2027-03-31 (the last day it holds, YYYY-MM-DD)",
+}
+#: The project's own keys that are no setting: its exceptions and the day they are judged at.
+_PROJECT_ONLY = {"exceptions", "as_of"}
 #: The rule fields a pack may require of every rule.
 REQUIRABLE = ("description", "owner", "examples", "threshold")
 #: The settings other than severities, as they are when no one sets them.
@@ -75,6 +105,31 @@ class Policy:
     quarantine: dict[str, str] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     thresholds_locked: bool = False
+    #: The project's exceptions, each with its state (PackException.state).
+    exceptions: list[PackException] = field(default_factory=list)
+    #: Tightenings still in preview: code -> (its severity once it turns, the version it turns).
+    preview: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PackException:
+    """One exception a project holds to a locked setting (module doc)."""
+
+    setting: str
+    value: Any
+    reason: str
+    approved_by: str
+    expires: date
+    where: str  # "pyproject.toml line N"
+    #: "held" (it loosens a lock, until its expiry), "expired", "forbidden" (the pack allows
+    #: none to that setting), "unneeded" (nothing locks it looser: it applies as a setting).
+    state: str = "unneeded"
+
+    def said(self) -> str:
+        return (
+            f"exception to {self.setting} = {_value(self.value)!r} (approved by"
+            f" {self.approved_by}, until {self.expires.isoformat()}: {self.reason})"
+        )
 
 
 def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[Problem]]:
@@ -108,6 +163,7 @@ def read_pack(pack: str, codes: Collection[str]) -> tuple[dict[str, Any], list[P
         _locked_problem(data.get("locked", []), codes),
         _layered_problem(data),
         _settings_problem(data),
+        _preview_problem(data, codes),
     ):
         if problem:
             return broken(*problem)
@@ -211,9 +267,10 @@ def _line(text: str, key: str) -> str:
     return TABLE
 
 
-def load(project: Project, defaults: Mapping[str, str]) -> Policy:
+def load(project: Project, defaults: Mapping[str, str], today: date | None = None) -> Policy:
     """The project's policy: `defaults` (code -> built-in severity), the pack's, the project's.
-    Never raises: what cannot be read is a DQC000 problem, a loosened lock a DQC017."""
+    Never raises: what cannot be read is a DQC000 problem, a loosened lock a DQC017. `today`:
+    the day exceptions are judged at (default: the table's as_of, else today, UTC)."""
     problems: list[Problem] = []
     try:
         settings = project.settings()
@@ -255,6 +312,7 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
     for key, value in _flat(packed).items():
         name = key.split(".")[0] if key.startswith("thresholds.") else key.removeprefix("severity.")
         policy.settings[key] = Setting(value, origin, name in locked)
+    _previewed(policy, packed.get("preview") or {}, origin)
     for name in locked - {"thresholds"}:  # a lock holds the value the pack leaves, too
         key = name if name in _DEFAULTS else f"severity.{name}"
         kept = policy.settings.get(key) or Setting(_DEFAULTS.get(name), "built-in")
@@ -269,10 +327,18 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
                 else "remove it; ask the pack's owners to change it",
             )
         )
-    own = {k: v for k, v in own.items() if k not in _PACKS_ALONE}
+    held, wrong = read_exceptions(own.get("exceptions"), text, defaults)
+    policy.problems += wrong
+    if today is None:
+        today, wrong_day = _today(own.get("as_of"))
+        policy.problems += wrong_day
+    covered = {(e.setting, repr(e.value)) for e in held}
+    own = {k: v for k, v in own.items() if k not in _PACKS_ALONE | _PROJECT_ONLY}
     for key, value in _flat(own).items():
         name = key.removeprefix("severity.")
         before = policy.settings.get(key)
+        if (name, repr(value)) in covered:
+            continue  # the exception's own line says it (`_hold`)
         if before is not None and before.locked and _looser(key, value, before.value):
             policy.problems.append(
                 Problem(
@@ -285,6 +351,8 @@ def load(project: Project, defaults: Mapping[str, str]) -> Policy:
             )
             continue
         policy.settings[key] = Setting(value, f"pyproject.toml {_line(text, name)}")
+    forbidden = set(packed.get("no_exceptions", []))
+    policy.exceptions = [_hold(policy, one, today, one.setting in forbidden) for one in held]
     policy.config = _table(policy.settings, defaults)
     return policy
 
@@ -310,7 +378,7 @@ def _flat(table: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in table.items():
         if key in ("severity", "thresholds", "quarantine") and isinstance(value, Mapping):
             out |= {f"{key}.{name}": v for name, v in value.items()}
-        elif key != "locked":
+        elif key not in ("locked", "preview", "no_exceptions"):
             out[key] = value
     return out
 
@@ -429,6 +497,207 @@ def gate_task_problems(policy: Policy, project: Project) -> list[Problem]:
     return out
 
 
+# --------------------------------------------------------------------------- exceptions
+
+
+def read_exceptions(
+    raw: object, text: str, codes: Collection[str]
+) -> tuple[list[PackException], list[Problem]]:
+    """The project's exceptions, and one DQC000 per wrong field (the file, the field, the fix):
+    a wrong exception holds nothing."""
+    if raw is None:
+        return [], []
+    if not isinstance(raw, list) or not all(isinstance(x, Mapping) for x in raw):
+        fix = "write each as [[tool.medallion.conventions.exceptions]] with " + ", ".join(
+            EXCEPTION_FIELDS
+        )
+        return [], [_unread(f"{TABLE} exceptions must be an array of tables", fix)]
+    headers = [
+        f"line {n}"
+        for n, line in enumerate(text.splitlines(), 1)
+        if re.match(r"\s*\[\[\s*tool\.medallion\.conventions\.exceptions\s*\]\]", line)
+    ]
+    found: list[PackException] = []
+    problems: list[Problem] = []
+    for index, entry in enumerate(raw):
+        where = f"pyproject.toml {headers[index] if index < len(headers) else TABLE}"
+        said = len(problems)
+
+        def bad(message: str, fix: str, where: str = where, index: int = index) -> None:
+            problems.append(Problem("DQC000", where, f"exceptions[{index + 1}]: {message}", fix))
+
+        for key in sorted(set(entry) - set(EXCEPTION_FIELDS), key=str):
+            bad(f"unknown field {key!r}", f"use only {', '.join(EXCEPTION_FIELDS)}")
+        for key in EXCEPTION_FIELDS:
+            value = entry.get(key)
+            if value is None or (isinstance(value, str) and not value.strip()):
+                bad(f"no {key!r}", _EXCEPTION_FIXES[key])
+        setting, value = entry.get("setting"), entry.get("value")
+        if setting is not None and setting not in {*codes, *_DEFAULTS}:
+            bad(f"setting {setting!r} is no setting a pack locks", _EXCEPTION_FIXES["setting"])
+        elif setting in codes and value is not None and value not in (*RANK, "warn"):
+            bad(
+                f"value {value!r} of {setting} is not error, warning or off",
+                'write value = "warning"',
+            )
+        expires = _day(entry.get("expires"))
+        if entry.get("expires") is not None and expires is None:
+            bad(
+                f"expires = {_value(entry['expires'])!r} is not a date", _EXCEPTION_FIXES["expires"]
+            )
+        if len(problems) == said and expires is not None:
+            value = "warning" if value == "warn" else value
+            found.append(PackException(str(setting), value, str(entry["reason"]),
+                                       str(entry["approved_by"]), expires, where))  # fmt: skip
+    return found, problems
+
+
+def _day(value: object) -> date | None:
+    """A TOML date (or date-time), or a YYYY-MM-DD text, as a date; None: it is none."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip()).date()
+        except ValueError:
+            return None
+    return None
+
+
+def _today(as_of: object) -> tuple[date, list[Problem]]:
+    """The day exceptions are judged at: the table's as_of, else today (UTC)."""
+    today = datetime.now(timezone.utc).date()
+    if as_of is None:
+        return today, []
+    day = _day(as_of)
+    if day is None:
+        return today, [
+            _unread(f"{TABLE} as_of = {as_of!r} is not a date", "write as_of = 2027-01-31")
+        ]
+    return day, []
+
+
+def _hold(policy: Policy, one: PackException, today: date, forbidden: bool) -> PackException:
+    """Apply one exception to `policy`; it, with its state."""
+    key = one.setting if one.setting in _DEFAULTS else f"severity.{one.setting}"
+    before = policy.settings.get(key)
+    looser = before is not None and before.locked and _looser(key, one.value, before.value)
+    pack = f"conventions pack {policy.pack}"
+    if looser and forbidden:
+        policy.problems.append(
+            Problem(
+                "DQC017",
+                one.where,
+                f"{one.said()}: {pack} allows no exception to {one.setting}",
+                f"remove the exception and meet the pack's {before.value!r}",  # type: ignore[union-attr]
+            )
+        )
+        return replace(one, state="forbidden")
+    if today > one.expires:
+        if looser:
+            policy.problems.append(
+                Problem(
+                    "DQC017",
+                    one.where,
+                    f"{one.said()} expired on {one.expires.isoformat()}: {one.setting} is"
+                    f" {before.value!r} again, which {pack} locks",  # type: ignore[union-attr]
+                    "meet the pack's setting and remove the exception, or have the pack's"
+                    " owners renew it (a later expires)",
+                )
+            )
+        return replace(one, state="expired")
+    if looser:
+        policy.problems.append(
+            Problem(
+                "DQC017",
+                one.where,
+                f"{TABLE} holds {one.said()}: looser than {before.value!r}, which {pack} locks",  # type: ignore[union-attr]
+                f"by {one.expires.isoformat()}, meet the pack's setting and remove the exception"
+                " (after that day this is an error)",
+                severity="warning",
+            )
+        )
+    until = f"exception until {one.expires.isoformat()}, {one.where}"
+    policy.settings[key] = Setting(one.value, until)
+    return replace(one, state="held" if looser else "unneeded")
+
+
+# --------------------------------------------------------------------------- previews
+
+
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def _minor(version: str) -> tuple[int, int] | None:
+    found = _VERSION.match(str(version))
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def turns_at(since: str) -> str:
+    """The version a tightening in preview since `since` turns: the next minor."""
+    major, minor = _minor(since) or (0, 0)
+    return f"{major}.{minor + 1}.0"
+
+
+def _preview_problem(data: Mapping[str, Any], codes: Collection[str]) -> tuple[str, str] | None:
+    """`preview` (by the version it came in: codes -> severity) and `no_exceptions`."""
+    preview = data.get("preview", {})
+    example = 'write preview: {"1.1.0": {DQC004: error}}'
+    if not isinstance(preview, Mapping):
+        return "'preview' must map the version a tightening came in to severities", example
+    for since, severity in preview.items():
+        if _minor(str(since)) is None:
+            return f"preview: {since!r} is no version (major.minor.patch)", example
+        if problem := _severity_problem(severity, codes):
+            return f"preview {since}: {problem[0]}", problem[1]
+    refused = data.get("no_exceptions", [])
+    if not isinstance(refused, list) or any(x not in {*codes, *_DEFAULTS} for x in refused):
+        return (
+            "'no_exceptions' must list DQC codes, layers or quarantine_suffix",
+            "write no_exceptions: [DQC005]",
+        )
+    return None
+
+
+def _previewed(policy: Policy, preview: Mapping[str, Any], origin: str) -> None:
+    """Tightenings in preview warn; from the next minor after they came in, they are the
+    pack's severity."""
+    now = _minor(policy.version)
+    for since, severities in preview.items():
+        turn = turns_at(str(since))
+        for code, severity in (severities or {}).items():
+            severity = "warning" if severity == "warn" else severity
+            key = f"severity.{code}"
+            before = policy.settings.get(key, Setting("off", "built-in"))
+            was = "warning" if before.value == "warn" else str(before.value)
+            if now is not None and now >= _minor(turn):  # type: ignore[operator]
+                policy.settings[key] = Setting(severity, f"{origin}, preview since {since}")
+            elif RANK[severity] > RANK.get(was, 0):
+                shown = "warning" if RANK[severity] > 1 else severity
+                policy.settings[key] = Setting(shown, f"{origin}, preview: {severity} from {turn}")
+                policy.preview[code] = (severity, turn)
+
+
+def in_preview(policy: Policy, code: str) -> bool:
+    """Whether `code`'s severity is a tightening in preview (the project sets none of its own)."""
+    setting = policy.settings.get(f"severity.{code}")
+    return code in policy.preview and setting is not None and ", preview: " in setting.origin
+
+
+def marked(policy: Policy, problems: list[Problem]) -> list[Problem]:
+    """Each problem of a tightening still in preview says so, and when it turns."""
+    out = []
+    for problem in problems:
+        if in_preview(policy, problem.code):
+            severity, turn = policy.preview[problem.code]
+            note = f" (preview: an {severity} from pack {policy.pack} {turn})"
+            problem = replace(problem, message=problem.message + note)
+        out.append(problem)
+    return out
+
+
 def shown(policy: Policy, described: Mapping[str, str]) -> console.Document:
     """The policy as `conventions show` prints it: the pack, then one line per setting."""
     built_in = policy.pack == library.BUILT_IN
@@ -441,7 +710,28 @@ def shown(policy: Policy, described: Mapping[str, str]) -> console.Document:
     for key, default in (("layers", "bronze, silver, gold"), ("quarantine_suffix", "_quarantine")):
         if key not in policy.settings:
             rows.append((key, default, "built-in", ""))
-    return console.document([f"conventions pack: {pack}", console.Table(None, rows)])
+    blocks: list[console.Block] = [f"conventions pack: {pack}", console.Table(None, rows)]
+    if policy.exceptions:
+        blocks.append("exceptions:")
+        blocks.append(
+            console.Table(
+                None,
+                [
+                    (
+                        e.setting,
+                        _value(e.value),
+                        f"until {e.expires.isoformat()}",
+                        e.state,
+                        f"approved by {e.approved_by}",
+                        e.reason,
+                        e.where,
+                    )
+                    for e in policy.exceptions
+                ],  # fmt: skip
+                indent="  ",
+            )
+        )
+    return console.document(blocks)
 
 
 def _value(value: Any) -> str:
