@@ -60,13 +60,6 @@ from medallion_dq.local.autoloader import CSV_MAX_COLUMNS as CSV_MAX_COLUMNS
 from medallion_dq.local.expectations import check_expectation as check_expectation
 from medallion_dq.local.pipeline_files import check_pipeline_code as check_pipeline_code
 from medallion_dq.local.pipeline_files import compile_pipeline_files as compile_pipeline_files
-from medallion_dq.local.pipeline_files import datasets_defined as datasets_defined
-from medallion_dq.local.pipeline_files import landing_folders as landing_folders
-from medallion_dq.local.pipeline_files import landing_formats as landing_formats
-from medallion_dq.local.sql_files import StatementError as StatementError
-from medallion_dq.local.sql_files import parse as parse_sql_statement
-from medallion_dq.local.sql_files import statements as sql_statements
-from medallion_dq.local.sql_files import strip_comments as strip_sql_comments
 
 # What the face exports (ruff checks that it and the imports above agree).
 __all__ = [
@@ -85,7 +78,6 @@ __all__ = [
     "SERVER_LOG_FILE",
     "ServerInUse",
     "ServerLost",
-    "StatementError",
     "TaskResult",
     "Unjudged",
     "UpdateResult",
@@ -94,26 +86,20 @@ __all__ = [
     "compile_pipeline_files",
     "damage",
     "damaged_tables",
-    "datasets_defined",
     "delta_tables",
     "disk_note",
     "gate_failed",
     "io_fault",
     "lake_locked",
-    "landing_folders",
-    "landing_formats",
     "landings",
-    "parse_sql_statement",
     "passing_through",
     "process_named",
     "prune_runs",
     "remove_table",
     "servers",
-    "sql_statements",
     "start",
     "stop_lake_servers",
     "stop_server",
-    "strip_sql_comments",
     "table_folder",
     "unfinished_updates",
     "unused_servers",

@@ -663,7 +663,7 @@ def _check_options(project: Project, landing: str | None, table: str | None, out
             dataclasses.replace(p, file=f"{option} {path}") for p in preflight.check_json_path(path)
         ]
     if table is None:
-        problems += preflight.check_run_options(project, landing=landing)
+        problems += preflight.check_run_options(project, preflight.RunOptions(landing=landing))
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise BadInput([f"error: {p}" for p in errors])

@@ -1,9 +1,10 @@
 """`medallion-dq run`'s options and pipeline code, checked before Spark starts (pure Python).
 
 A user mistake should cost one line and exit 2, not a traceback after a 10-15 s Spark start.
-``check_run_options(root, target=..., variables=..., pipeline=..., job=..., landing=...,
-json_path=...)`` returns every problem it finds as a ``Problem``, one line each, naming the
-option, the value and the fix::
+``check_run_options(project, RunOptions(target=..., variables=..., pipeline=..., landing=...))``
+reads the project's manifest for the target and judges it with the options (``judge``); it
+returns every problem it finds as a ``Problem``, one line each, naming the option, the value
+and the fix::
 
     RUN009 --landing fixtures/landing/orders: no orders/ folder in it (it holds data files
     itself); the sources read <landing>/orders/; fix: did you mean --landing fixtures/landing?
@@ -53,16 +54,11 @@ import difflib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medallion_dq.local import (
-    check_pipeline_code,
-    compile_pipeline_files,
-    datasets_defined,
-    landing_folders,
-    landing_formats,
-)
+from medallion_dq.local import check_pipeline_code
 from medallion_dq.problems import Problem
 from medallion_dq.project import Project
 from medallion_dq.project.bundle.model import (
@@ -72,6 +68,7 @@ from medallion_dq.project.bundle.model import (
     apply_target,
     default_target,
 )
+from medallion_dq.project.manifest import FORMAT_KEY, Manifest
 from medallion_dq.text import relative_path
 
 __all__ = [
@@ -80,13 +77,11 @@ __all__ = [
     "check_json_path",
     "check_lake",
     "check_landing",
+    "RunOptions",
     "check_pipeline_code",
     "check_run_options",
-    "compile_pipeline_files",
-    "datasets_defined",
     "has_errors",
-    "landing_folders",
-    "landing_formats",
+    "judge",
     "parse_variables",
     "pipeline_keys",
 ]
@@ -95,8 +90,6 @@ __all__ = [
 DEFAULT_LANDING = Path("fixtures") / "landing"
 #: File types taken for data when they sit directly in the landing folder.
 DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet", ".avro", ".orc", ".txt", ".xml"}
-#: Where a source's file format is set (a pipeline's configuration), and its default.
-FORMAT_KEY, DEFAULT_FORMAT = "medallion.source.file_format", "json"
 
 _VALID_NAME = re.compile(r"[A-Za-z0-9_]+")
 _WHOLE_VAR = re.compile(r"^\$\{var\.([^.}\[]+)\}$")
@@ -276,7 +269,7 @@ def check_landing(
 
     ``landing``: ``--landing`` as typed (relative to ``cwd``, as the CLI resolves it), or None
     for the default, ``<root>/fixtures/landing``. ``sources``: the sub-folders the pipelines read
-    (``landing_folders``); ``formats``: source -> file formats expected in it (``json``...).
+    (a manifest's ``PipelineCode.landing_folders``); ``formats``: source -> file formats expected in it (``json``...).
     With no sources and no ``--landing``, nothing is checked (no pipeline reads the landing).
     """
     cwd = Path(cwd or Path.cwd())
@@ -496,30 +489,25 @@ def _valid_name(value: str) -> bool:
     return bool(_VALID_NAME.fullmatch(value)) and not value.isdigit()
 
 
-def _variable_origin(
-    name: str, raw_config: dict[str, Any], target: str, overrides: Mapping[str, str]
-) -> tuple[str, str, str]:
+def _variable_origin(manifest: Manifest, name: str) -> tuple[str, str, str]:
     """(file, yaml path, how to set it) of the value variable ``name`` got."""
-    if name in overrides:
-        return f"--var {name}={overrides[name]}", "", f"--var {name}="
-    if f"BUNDLE_VAR_{name}" in os.environ:
-        return f"BUNDLE_VAR_{name}={os.environ[f'BUNDLE_VAR_{name}']}", "", f"BUNDLE_VAR_{name}="
-    target_values = ((raw_config.get("targets") or {}).get(target) or {}).get("variables") or {}
-    if name in target_values:
-        return "databricks.yml", f"targets.{target}.variables.{name}", f"{name}: "
+    variable = manifest.variables.get(name)
+    origin = variable.origin if variable else "default"
+    if origin == "--var":
+        return f"--var {name}={variable.value if variable else ''}", "", f"--var {name}="
+    if origin.startswith("BUNDLE_VAR_"):
+        return f"{origin}={os.environ.get(origin, '')}", "", f"{origin}="
+    if origin.startswith("target "):
+        return "databricks.yml", f"targets.{manifest.target}.variables.{name}", f"{name}: "
     return "databricks.yml", f"variables.{name}.default", "default: "
 
 
-def _check_names(
-    bundle: Bundle,
-    keys: list[str],
-    raw_config: dict[str, Any],
-    overrides: Mapping[str, str],
-) -> list[Problem]:
+def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
     """RUN006 / RUN007 for the catalog and schema of the pipelines ``keys``; one problem per
     value and where it comes from, naming every pipeline it is the catalog or schema of."""
+    bundle = manifest.bundle
     target = bundle.target
-    effective = apply_target(raw_config, target)
+    effective = apply_target(manifest.project.raw_bundle().config, target)
     raw_pipelines = (effective.get("resources") or {}).get("pipelines") or {}
     # (code, file, yaml path, value) -> (field, fix, pipelines)
     found: dict[tuple[str, str, str, str], tuple[str, str, list[str]]] = {}
@@ -555,7 +543,7 @@ def _check_names(
             elif not _valid_name(value):
                 var = _WHOLE_VAR.match(str(written))
                 if var:
-                    file, path, how = _variable_origin(var.group(1), raw_config, target, overrides)
+                    file, path, how = _variable_origin(manifest, var.group(1))
                 else:
                     file = relative_path(pipeline.source_file, bundle.root)
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
@@ -583,30 +571,10 @@ def _check_names(
 # --------------------------------------------------------------------------- the whole check
 
 
-def check_run_options(
-    project: Project | Path | str,
-    *,
-    target: str | None = None,
-    variables: Sequence[str] | Mapping[str, str] = (),
-    pipeline: str | None = None,
-    job: str | None = None,
-    landing: str | Path | None = None,
-    json_path: str | Path | None = None,
-    junit_path: str | Path | None = None,
-    markdown_path: str | Path | None = None,
-    source_folders: Iterable[str] | None = None,
-    check_code: bool = True,
-    cwd: Path | None = None,
-    lakes: Path | None = None,
-    new_delivery: bool = False,
-    full_refresh: bool = False,
-    ungated: bool = False,
-) -> list[Problem]:
-    """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a ``medallion-dq run`` as the user typed them:
 
-    Arguments are the options as the user typed them:
-
-    * ``project``: the project (or its folder, holding databricks.yml);
     * ``target``: ``--target`` (None: the bundle's default target);
     * ``variables``: ``--var`` as typed, ``["schema=x", ...]`` (or an already parsed mapping);
     * ``pipeline`` / ``job``: ``--pipeline`` / ``--job`` (both None: every pipeline of the
@@ -615,74 +583,101 @@ def check_run_options(
       ``<root>/fixtures/landing``, checked only when a chosen pipeline reads the landing);
     * ``json_path`` / ``junit_path`` / ``markdown_path``: ``--json`` / ``--junit-xml`` /
       ``--markdown`` as typed, relative to ``cwd``;
-    * ``source_folders``: the landing sub-folders the pipelines read; None finds them in the
-      pipeline files (``landing_folders``);
+    * ``source_folders``: the landing sub-folders the pipelines read; None: those their files
+      read (the manifest's);
     * ``check_code``: also compile the chosen pipelines' .py files and check their imports
       (RUN012, RUN013);
     * ``cwd``: the folder relative paths are read from (default: the current folder);
     * ``lakes``: the folder of the lasting lakes, one per target (None: a new lake, ``--fresh``):
       the target's lake is checked (``check_lake``) with ``--new-delivery`` / ``--full-refresh``,
       and a ``pipeline`` run after a job's gate (``check_gate``) with ``--ungated``.
+    """
 
-    Returns problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a
-    user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
-    is executed.
+    target: str | None = None
+    variables: Sequence[str] | Mapping[str, str] = ()
+    pipeline: str | None = None
+    job: str | None = None
+    landing: str | Path | None = None
+    json_path: str | Path | None = None
+    junit_path: str | Path | None = None
+    markdown_path: str | Path | None = None
+    source_folders: Iterable[str] | None = None
+    check_code: bool = True
+    cwd: Path | None = None
+    lakes: Path | None = None
+    new_delivery: bool = False
+    full_refresh: bool = False
+    ungated: bool = False
+
+
+def check_run_options(project: Project | Path | str, options: RunOptions) -> list[Problem]:
+    """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
+
+    The bundle is read for the options' target and variables (RUN001, RUN005, RUN014 when it
+    cannot be), then the project's manifest is judged with the options (``judge``). Returns
+    problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a user
+    mistake. Reads files only: no Spark, no pipeline code is executed.
     """
     project = Project.of(project)
-    root = project.root
-    cwd = Path(cwd or Path.cwd())
-    overrides, problems = parse_variables(variables)
-    output_problems = _check_outputs(json_path, junit_path, cwd, markdown_path)
+    cwd = Path(options.cwd or Path.cwd())
+    overrides, problems = parse_variables(options.variables)
+    outputs = _check_outputs(options.json_path, options.junit_path, cwd, options.markdown_path)
     try:
         raw = project.raw_bundle()
     except BundleError as error:
-        return [*problems, _unreadable(error), *output_problems]
-    target, target_problem = _target(raw.config, target)
+        return [*problems, _unreadable(error), *outputs]
+    target, target_problem = _target(raw.config, options.target)
     if target_problem:
-        return [target_problem, *problems, *output_problems]
+        return [target_problem, *problems, *outputs]
     problems += _undeclared_variables(raw.config, overrides)
     try:
-        bundle = project.bundle(target=target, variables=overrides)
+        manifest = project.manifest(target, overrides)
     except BundleError as error:
-        return [*problems, _unreadable(error), *output_problems]
+        return [*problems, _unreadable(error), *outputs]
+    return [*problems, *judge(manifest, options, cwd), *outputs]
 
-    keys, choice_problem = _chosen_pipelines(bundle, pipeline, job)
+
+def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
+    """The problems of running `options` on the project `manifest` (read for their target and
+    variables): the pipelines chosen, their catalog and schema, code, landing and lake."""
+    bundle, root, problems = manifest.bundle, manifest.root, []
+    keys, choice_problem = _chosen_pipelines(bundle, options.pipeline, options.job)
     if choice_problem:
         problems.append(choice_problem)
     if keys is None:
-        if landing is not None:
-            problems += check_landing(landing, [], root=root, cwd=cwd)
-        return [*problems, *output_problems]
-    problems += _check_names(bundle, keys, raw.config, overrides)
-    files = list(dict.fromkeys(f for key in keys for f in bundle.pipelines[key].library_files))
-    if check_code:
+        if options.landing is not None:
+            problems += check_landing(options.landing, [], root=root, cwd=cwd)
+        return problems
+    problems += _check_names(manifest, keys)
+    code = manifest.code(keys)
+    if options.check_code:
         search = [path for k in keys if (path := bundle.pipelines[k].root_path)]
+        files = [f.path for f in code.files]
         problems += check_pipeline_code(files, root, search_paths=search)
-    formats = {} if source_folders is not None else _source_formats(bundle, keys)
-    sources = list(formats) if source_folders is None else list(source_folders)
-    problems += check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
-    if lakes is not None and (Path(lakes) / target).is_dir() and not has_errors(problems):
+    given = options.source_folders
+    formats = {} if given is not None else _source_formats(manifest, keys)
+    sources = list(formats) if given is None else list(given)
+    problems += check_landing(options.landing, sources, root=root, formats=formats, cwd=cwd)
+    lake = Path(options.lakes) / manifest.target if options.lakes is not None else None
+    if lake is not None and lake.is_dir() and not has_errors(problems):
+        landing = options.landing
         path = cwd / Path(landing).expanduser() if landing else root / DEFAULT_LANDING
-        option = f"--landing {landing}" if landing else "--landing (not given)"
         problems += check_lake(
-            Path(lakes) / target,
+            lake,
             path,
-            option,
+            f"--landing {landing}" if landing else "--landing (not given)",
             sources,
             root=root,
-            new_delivery=new_delivery,
-            full_refresh=full_refresh,
-            rebuilt=datasets_defined(files) if full_refresh else (),
-            writers={
-                name: key
-                for key, resource in bundle.pipelines.items()
-                for name in datasets_defined(resource.library_files)
-            },
+            new_delivery=options.new_delivery,
+            full_refresh=options.full_refresh,
+            rebuilt=code.names() if options.full_refresh else (),
+            writers=manifest.writers(),
         )
-        if pipeline in bundle.pipelines:
-            lake = Path(lakes) / target
-            problems += check_gate(bundle, lake, pipeline, ungated=ungated, root=root)
-    return [*problems, *output_problems]
+        if options.pipeline in bundle.pipelines:
+            problems += check_gate(
+                bundle, lake, options.pipeline, ungated=options.ungated, root=root
+            )
+    return problems
 
 
 def _unreadable(error: BundleError) -> Problem:
@@ -740,13 +735,10 @@ def _chosen_pipelines(
     return pipeline_keys(bundle, pipeline, job), None
 
 
-def _source_formats(bundle: Bundle, keys: list[str]) -> dict[str, set[str]]:
+def _source_formats(manifest: Manifest, keys: list[str]) -> dict[str, set[str]]:
     """The landing sub-folders the pipelines ``keys`` read -> their file formats."""
     found: dict[str, set[str]] = {}
     for key in keys:
-        resource = bundle.pipelines[key]
-        fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
-        own = landing_formats(resource.library_files)  # a source's file_format=
-        for folder in landing_folders(resource.library_files):
-            found.setdefault(folder, set()).add(own.get(folder, fmt))
+        for folder, fmt in manifest.pipelines[key].source_formats().items():
+            found.setdefault(folder, set()).add(fmt)
     return found

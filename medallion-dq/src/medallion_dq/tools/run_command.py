@@ -20,6 +20,7 @@ from medallion_dq.tools import console
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
+    from medallion_dq.project.manifest import Manifest
 
 #: --fresh lakes kept in .local/runs/ (the newest; older ones are removed by the next --fresh run).
 KEEP_FRESH = 5
@@ -43,8 +44,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
     from medallion_dq.project.bundle import BundleError, validate_bundle
     from medallion_dq.tools import conventions, preflight
 
-    problems = preflight.check_run_options(
-        project,
+    options = preflight.RunOptions(
         target=args.target,
         variables=args.var,
         pipeline=args.pipeline,
@@ -58,6 +58,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
         full_refresh=args.full_refresh,
         ungated=args.ungated,
     )
+    problems = preflight.check_run_options(project, options)
     if not preflight.has_errors(problems):
         problems += [*validate_bundle(project), *conventions.check(project)]
     try:
@@ -320,15 +321,14 @@ def _lake_server(
 def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
     """By pipeline, the datasets its update writes (read from its files): how far an update
     has got, in the status a terminal shows."""
-    from medallion_dq.local import datasets_defined
     from medallion_dq.tools import preflight
 
-    bundle = project.bundle(target=target, variables=variables)
-    pipelines = [
-        bundle.pipelines[k] for k in preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    ]
+    manifest = project.manifest(target, variables)
+    keys = preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)
     # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
-    return {p.name: sorted(datasets_defined(p.library_files)) for p in pipelines}
+    return {
+        manifest.bundle.pipelines[k].name: sorted(manifest.pipelines[k].code.names()) for k in keys
+    }
 
 
 def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_dir: Path):
@@ -337,15 +337,20 @@ def _damaged_rebuilt(project: Project, target: str, variables: dict, args, work_
     from medallion_dq.local import damaged_tables, remove_table
     from medallion_dq.tools import preflight
 
-    bundle = project.bundle(target=target, variables=variables)
-    keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    rebuilt = preflight.datasets_defined(
-        {f for key in keys for f in bundle.pipelines[key].library_files}
+    manifest = project.manifest(target, variables)
+    rebuilt = rebuilt_tables(
+        manifest, preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)
     )
     for table, why in damaged_tables(work_dir).items():
         if table.split(".")[-1] in rebuilt:
             remove_table(work_dir, table)  # with its flows' checkpoints
             yield table, why
+
+
+def rebuilt_tables(manifest: Manifest, keys: list[str]) -> set[str]:
+    """The tables a full refresh of pipelines `keys` rebuilds: every table their files define,
+    named by `name=` or by the function (RUN017 spares these and removes them when damaged)."""
+    return manifest.code(keys).names()
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
