@@ -14,7 +14,7 @@ import yaml
 
 from medallion_dq.project import config
 from medallion_dq.project.pipelines import read_code
-from medallion_dq.tools import cli, preflight, review
+from medallion_dq.tools import cli, review
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"

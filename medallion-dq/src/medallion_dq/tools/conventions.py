@@ -385,9 +385,8 @@ class _Collector:
         for statement in statements:
             if statement.cdc_target:  # AUTO CDC INTO a target no CREATE names: a dataset too
                 self.datasets.setdefault(layer or "", set()).add(short_name(statement.cdc_target))
-            if statement.error is not None:
-                error = statement.error
-                self.add("DQC000", error.where, error.problem, error.fix)
+            if (unread := statement.error) is not None:
+                self.add("DQC000", unread.where, unread.problem, unread.fix)
                 continue
             parsed = statement.created
             if not parsed:
