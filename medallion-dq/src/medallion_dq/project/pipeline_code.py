@@ -40,6 +40,8 @@ CALL_KINDS = {
 _CALL_DECLARES = {"create_streaming_table": "streaming table", "create_sink": "sink"}
 #: Kinds that are no table of the lake: a view lives in the update, a sink writes elsewhere.
 NOT_TABLES = frozenset({"temporary view", "view", "sink"})
+#: Kinds a dataset is filled as, which its declaration (create_streaming_table) names better.
+FILLED = frozenset({"flow target", "auto cdc target"})
 #: The function of medallion_dq.sources whose calls name the landing sub-folders.
 READER = "read_landing"
 EAGER_CALLS = {"withColumn", "withColumns", "drop"}
@@ -151,17 +153,16 @@ class PipelineModule:
         """(short name, kind, line) of each dataset the module defines, first definition first:
         a query function's dataset decorator (named by `name=`, or by the function), an
         `append_flow`'s target, `create_streaming_table`, an AUTO CDC flow's target, a sink."""
-        found: dict[str, tuple[str, str, int]] = {}
+        found: list[tuple[str, str, int]] = []
         for func in self.query_functions():
             kinds = [self.decorator(d)[0] for d in func.decorator_list]
             kind = next((k for k in kinds if k in DATASET_DECORATORS), None)
             if kind is not None:
-                name = self.dataset_of(func)
-                found.setdefault(name, (name, DECORATOR_KINDS[kind], func.lineno))
+                found.append((self.dataset_of(func), DECORATOR_KINDS[kind], func.lineno))
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Call) and (named := self._declared(node)):
-                found.setdefault(named[0], (*named, node.lineno))
-        return sorted(found.values(), key=lambda d: d[2])
+                found.append((*named, node.lineno))
+        return first_declared(found)
 
     def _declared(self, call: ast.Call) -> tuple[str, str] | None:
         """(short name, kind) of a dataset a call declares: `dp.table(name="x")(f)`,
@@ -332,6 +333,16 @@ class PipelineModule:
                 ):
                     found.append((node.lineno, f".{node.attr}{called_from}", "analysis"))
         yield from sorted(set(found))
+
+
+def first_declared(found: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """(name, kind, line) once per name, in line order: its first declaration, or where it is
+    first filled (a flow's or an AUTO CDC flow's target) when nothing declares it."""
+    chosen: dict[str, tuple[str, str, int]] = {}
+    for name, kind, line in sorted(found, key=lambda d: d[2]):
+        if name not in chosen or (chosen[name][1] in FILLED and kind not in FILLED):
+            chosen[name] = (name, kind, line)
+    return sorted(chosen.values(), key=lambda d: d[2])
 
 
 def _call_name(node: ast.Call) -> str | None:

@@ -157,18 +157,20 @@ def _read_sql(path: Path, text: str) -> PipelineFile:
         statements = pipeline_sql.read(text, str(path))
     except ValueError as error:  # the text cannot be tokenized: the run says it too
         return PipelineFile(path, unread=str(error))
-    datasets: dict[str, Dataset] = {}  # each name once, as first defined
+    found: list[tuple[str, str, int]] = []
     expectations = []
     for statement in statements:
         if statement.cdc_target:
-            target = short_name(statement.cdc_target)
-            datasets.setdefault(target, Dataset(target, "auto cdc target", path, statement.line))
+            found.append((short_name(statement.cdc_target), "auto cdc target", statement.line))
         head = pipeline_sql.created(statement.text)  # a statement `parse` refuses still names it
         if head:
             name = short_name(head[0])
-            datasets.setdefault(name, Dataset(name, _SQL_KINDS[head[1]], path, statement.line))
+            found.append((name, _SQL_KINDS[head[1]], statement.line))
         created = statement.created or {}
         for c in created.get("constraints", ()):
             line = created["lines"][c.name]
             expectations.append(Expectation(name, c.name, c.constraint, c.action, path, line))
-    return PipelineFile(path, tuple(datasets.values()), tuple(expectations))
+    datasets = tuple(
+        Dataset(n, k, path, line) for n, k, line in pipeline_code.first_declared(found)
+    )
+    return PipelineFile(path, datasets, tuple(expectations))
