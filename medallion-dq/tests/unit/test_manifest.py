@@ -233,3 +233,20 @@ def test_the_manifest_is_read_once_typed_and_frozen(project, monkeypatch):
     with pytest.raises(TypeError):
         manifest.pipelines["x"] = None  # type: ignore[index]
     assert {r.dataset for r in manifest.rule_sets} >= {"silver_orders", "silver_customers"}
+
+
+def test_settings_that_cannot_be_read_leave_the_manifest_whole(project):
+    """A wrong `rules` setting, a pyproject.toml that does not parse: said by `check` (DQC000);
+    the manifest of a run still reads."""
+    pyproject = project / "pyproject.toml"
+    text = pyproject.read_text(encoding="utf-8")
+    assert 'rules = "src/acme_orders/rules"' in text
+    for wrong, said in [
+        ("rules = 3", "rules: 3 is not a folder"),
+        ('rules = "a"\nrules = "b"', "pyproject.toml does not parse"),
+    ]:
+        pyproject.write_text(text.replace('rules = "src/acme_orders/rules"', wrong, 1))
+        manifest = Project(project).manifest()
+        assert manifest.settings.rules_dirs == ()
+        assert said in manifest.settings.unread
+        assert "bronze_orders" in manifest.pipelines["validation"].code.names()

@@ -106,7 +106,9 @@ class LocalProject:
         # Records to show per rule the gate fails (`run --junit-xml`); 0: none are read.
         self.failing_examples = failing_examples
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
-        self.bundle = self.project.bundle(target=target, variables=variables)
+        # The project as read for the target: its bundle, and what each pipeline's files define.
+        self.manifest = self.project.manifest(target, variables)
+        self.bundle = self.manifest.bundle
         self.local = local
         self.runner = Runner(local)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
@@ -273,10 +275,10 @@ class LocalProject:
         pipeline, error = self.bundle.pipelines[key], result.error
         if error is None:
             return
-        for other_key, other in self.bundle.pipelines.items():
+        for other_key in self.bundle.pipelines:
             if other_key == key:
                 continue
-            for name in sorted(self.project.pipeline_code(other.library_files).names()):
+            for name in sorted(self.manifest.pipelines[other_key].code.names()):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
                 if self.spark.catalog.tableExists(table) or not any(
                     _reads(file, name) for file in pipeline.library_files

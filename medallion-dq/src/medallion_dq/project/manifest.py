@@ -43,12 +43,14 @@ class Variable:
 @dataclass(frozen=True)
 class Settings:
     """`[tool.medallion]` of pyproject.toml, typed: the rule folders, the conventions pack and
-    the `local` and `conventions` tables as written (their own readers judge their keys)."""
+    the `local` and `conventions` tables as written (their own readers judge their keys).
+    `unread`: why pyproject.toml or its `rules` could not be read (`check` says it, DQC000)."""
 
-    rules_dirs: tuple[Path, ...]
+    rules_dirs: tuple[Path, ...] = ()
     pack: str | None = None
     local: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     conventions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    unread: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,12 +134,16 @@ def variables(
 
 
 def settings(project: Project) -> Settings:
-    """`[tool.medallion]`, typed (ValueError as `Project.settings` raises it)."""
-    table = project.settings()
+    """`[tool.medallion]`, typed; what cannot be read is left out, and said in `unread`."""
+    try:
+        table = project.settings()
+        rules_dirs = tuple(project.rules_dirs(table))
+    except ValueError as error:  # pyproject.toml does not parse, or a wrong `rules`
+        return Settings(unread=str(error))
     local, conventions = table.get("local", {}), table.get("conventions", {})
     pack = table.get("pack")
     return Settings(
-        tuple(project.rules_dirs(table)),
+        rules_dirs,
         pack if isinstance(pack, str) else None,
         MappingProxyType(dict(local) if isinstance(local, dict) else {}),
         MappingProxyType(dict(conventions) if isinstance(conventions, dict) else {}),
@@ -145,8 +151,7 @@ def settings(project: Project) -> Settings:
 
 
 def build(project: Project, target: str | None, overrides: Mapping[str, Any]) -> Manifest:
-    """The manifest (BundleError when the bundle cannot be read or resolved; ValueError when
-    pyproject.toml does not parse)."""
+    """The manifest (BundleError when the bundle cannot be read or resolved)."""
     bundle = project.bundle(target=target, variables=dict(overrides))
     pipelines = {
         key: Pipeline(resource, project.pipeline_code(resource.library_files))
