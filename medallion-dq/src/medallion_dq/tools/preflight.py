@@ -269,7 +269,8 @@ def check_landing(
 
     ``landing``: ``--landing`` as typed (relative to ``cwd``, as the CLI resolves it), or None
     for the default, ``<root>/fixtures/landing``. ``sources``: the sub-folders the pipelines read
-    (a manifest's ``PipelineCode.landing_folders``); ``formats``: source -> file formats expected in it (``json``...).
+    (a manifest's ``PipelineCode.landing_folders``); ``formats``: source -> file formats
+    expected in it (``json``...).
     With no sources and no ``--landing``, nothing is checked (no pipeline reads the landing).
     """
     cwd = Path(cwd or Path.cwd())
