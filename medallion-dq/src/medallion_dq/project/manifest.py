@@ -4,8 +4,8 @@ It holds the bundle resolved for a target (each variable with where its value ca
 pipeline its files read offline (`pipelines.PipelineCode`: datasets, expectations and SQL
 constraints, landing folders and formats), the rule files and `[tool.medallion]` as typed
 settings. Commands, `check`'s conventions, the test harness and the engine take it instead of
-reading the files again. What is costly and not always asked for (the rule sets) is read at the
-first ask and kept.
+reading the files again. What is costly and not always asked for (a pipeline's files, the rule
+sets) is read at the first ask and kept.
 """
 
 from __future__ import annotations
@@ -55,10 +55,15 @@ class Settings:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """A bundle pipeline and its files as read."""
+    """A bundle pipeline and its files as read (at the first ask: a run of one pipeline need
+    not read the others')."""
 
+    project: Project = field(repr=False, compare=False)
     resource: PipelineResource
-    code: PipelineCode
+
+    @cached_property
+    def code(self) -> PipelineCode:
+        return self.project.pipeline_code(self.resource.library_files)
 
     @property
     def key(self) -> str:
@@ -153,10 +158,7 @@ def settings(project: Project) -> Settings:
 def build(project: Project, target: str | None, overrides: Mapping[str, Any]) -> Manifest:
     """The manifest (BundleError when the bundle cannot be read or resolved)."""
     bundle = project.bundle(target=target, variables=dict(overrides))
-    pipelines = {
-        key: Pipeline(resource, project.pipeline_code(resource.library_files))
-        for key, resource in bundle.pipelines.items()
-    }
+    pipelines = {key: Pipeline(project, resource) for key, resource in bundle.pipelines.items()}
     return Manifest(
         project,
         bundle,
