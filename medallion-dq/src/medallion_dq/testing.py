@@ -31,6 +31,7 @@ from medallion_dq.tools import console
 
 if TYPE_CHECKING:
     from medallion_dq.local import UpdateResult
+    from medallion_dq.project.pipelines import PipelineCode
 
 log = logging.getLogger("medallion_dq.testing")  # also when run as __main__
 
@@ -42,7 +43,6 @@ class Lake:
 
     def __init__(self, local, root: Path):
         from medallion_dq.local import LocalProject
-        from medallion_dq.tools.preflight import landing_folders
 
         self.id = uuid.uuid4().hex[:8]
         self.schema = f"test_{self.id}"
@@ -58,7 +58,7 @@ class Lake:
         # Every source the pipelines read gets a landing folder, empty until a test lands files
         # there: a test about orders needs no customers, and a missing folder fails the update.
         files = [f for p in self.project.bundle.pipelines.values() for f in p.library_files]
-        for folder in landing_folders(files):
+        for folder in self.project.project.pipeline_code(files).landing_folders():
             (self.landing / folder).mkdir(parents=True, exist_ok=True)
 
     # -- inputs ---------------------------------------------------------------------------------
@@ -115,15 +115,16 @@ class Lake:
     def _marked(self, table: str) -> bool:
         """Whether the project's bronze defines `table` with read_landing over JSON or CSV, which
         marks a record it could not parse in `_corrupt_record`."""
-        import ast
-
-        from medallion_dq.tools.pipeline_ast import PipelineModule
+        from medallion_dq.project.pipeline_code import PipelineModule, parse_python
 
         for path in sorted((self.root / "src" / "pipelines").rglob("*.py")):
             try:
-                module = PipelineModule(ast.parse(path.read_text(encoding="utf-8")))
-            except (OSError, UnicodeDecodeError, SyntaxError):
+                tree = parse_python(path.read_bytes(), str(path))
+            except OSError:
                 continue
+            if tree is None:
+                continue
+            module = PipelineModule(tree)
             for func in module.query_functions():
                 if module.dataset_of(func) == table and module.reads_text_landing(func):
                     return True
@@ -141,8 +142,6 @@ class Lake:
         """Run bundle pipeline `pipeline` (only `layers`' files if given) in this test's schema.
         `datasets`: only the files defining these (or their `_quarantine`), so a test seeds the
         tables they read and no other source's."""
-        from medallion_dq.local import datasets_defined
-
         spec = self.project.spec(
             pipeline, layers=layers, database=self.schema, name=f"{pipeline}-{self.id}"
         )
@@ -154,10 +153,8 @@ class Lake:
                     f"run(datasets=...): {', '.join(hidden)} is the local engine's own table,"
                     " not a dataset: name the dataset it serves"
                 )
-            wanted = {*datasets, *(f"{d}_quarantine" for d in datasets)}
-            spec.libraries = [
-                f for f in spec.libraries if datasets_defined([f], views=True) & wanted
-            ]
+            code = self.project.project.pipeline_code(spec.libraries)
+            spec.libraries = dataset_files(code, datasets)
         return self.project.runner.run(spec, full_refresh=full_refresh)
 
     def table(self, name: str):
@@ -183,6 +180,13 @@ class Lake:
         return self.spark.sql(f"DESCRIBE HISTORY {self.schema}.{name} LIMIT 1").collect()[0][
             "version"
         ]
+
+
+def dataset_files(code: PipelineCode, datasets: Iterable[str]) -> list[Path]:
+    """The files of `code` defining `datasets` or their `_quarantine` (a dataset of any kind,
+    named by `name=` or by its function), in the pipeline's order."""
+    wanted = {*datasets, *(f"{d}_quarantine" for d in datasets)}
+    return [f.path for f in code.files if {d.name for d in f.datasets} & wanted]
 
 
 # -- assertions ---------------------------------------------------------------------------------
@@ -251,7 +255,7 @@ def pyspark_wheel() -> Path:
     """The folder holding the wheel of the pyspark medallion-dq-dev[local] pins, built there once.
 
     PyPI has pyspark as a 1.4 GB source archive only, which uv would unpack for every new venv;
-    installers find the wheel with ``--find-links <folder>``. The folder is in medallion-dq's
+    installers find the wheel with `--find-links <folder>`. The folder is in medallion-dq's
     cache ($DQ_CACHE_DIR, for a CI that caches its workspace only)."""
     (pin,) = (
         match[1]

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from medallion_dq.project import config
-from medallion_dq.tools import cli, preflight, review
+from medallion_dq.project.pipelines import read_code
+from medallion_dq.tools import cli, review
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"
@@ -69,7 +70,7 @@ def test_three_sources_pass_check_and_their_silver_tests_then_remove_undoes_one(
     )
     assert (pipelines / "silver" / "planes_quarantine.sql").read_text().count("CREATE VIEW") == 1
     # Each bronze file reads its own format (a run reads, and says it reads, their files).
-    formats = preflight.landing_formats((pipelines / "bronze").glob("*.py"))
+    formats = read_code((pipelines / "bronze").glob("*.py")).landing_formats()
     assert formats == {"weather": "csv", "planes": "parquet", "airports": "json", "events": "json"}
 
     # Its freshness check passes on its fixture as of the project's as_of, as the job's gate

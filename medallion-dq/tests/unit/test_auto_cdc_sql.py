@@ -9,6 +9,7 @@ import pytest
 from medallion_dq.local import sql_files
 from medallion_dq.local.auto_cdc import AutoCdcError, events_table
 from medallion_dq.local.sql_files import auto_cdc_arguments as sql_flow_arguments
+from medallion_dq.project import pipeline_sql
 
 SCD2 = """
 -- Databricks' SCD type 2 example, history tracked on all but city
@@ -95,7 +96,7 @@ def test_a_streaming_table_without_a_query_is_declared():
     statement = (
         "CREATE OR REFRESH STREAMING TABLE users_current (userId INT, city STRING)\nCOMMENT 'now'"
     )
-    parsed = sql_files.parse(statement, "f.sql")
+    parsed = pipeline_sql.parse(statement, "f.sql")
     assert parsed is not None
     assert (parsed["name"], parsed["kind"], parsed["query"]) == (
         "users_current",
@@ -105,7 +106,7 @@ def test_a_streaming_table_without_a_query_is_declared():
     assert parsed["options"] == {"comment": "now"}
     assert parsed["columns"] == ["userId INT", "city STRING"]
     with pytest.raises(ValueError, match="no AS <query>"):  # a view still needs its query
-        sql_files.parse("CREATE MATERIALIZED VIEW m", "f.sql")
+        pipeline_sql.parse("CREATE MATERIALIZED VIEW m", "f.sql")
 
 
 def test_one_events_table_per_source_in_the_targets_schema():
@@ -124,13 +125,13 @@ dp.create_auto_cdc_flow(target="users_current", source="users", keys=["id"], seq
 def test_the_offline_readers_know_a_target_declared_as_databricks_writes_it(tmp_path):
     import ast
 
-    from medallion_dq.local.pipeline_files import datasets_defined
-    from medallion_dq.tools.pipeline_ast import PipelineModule
+    from medallion_dq.project.pipeline_code import PipelineModule
+    from medallion_dq.project.pipelines import read_code
 
     python, sql = tmp_path / "users.py", tmp_path / "history.sql"
     python.write_text(PYTHON_TARGET)
     sql.write_text(f"CREATE OR REFRESH STREAMING TABLE users_history;\n{SCD2};\n")
-    assert datasets_defined([python, sql]) == {"users_current", "users_history"}
+    assert read_code([python, sql]).names() == {"users_current", "users_history"}
     assert "users_current" in PipelineModule(ast.parse(PYTHON_TARGET)).defined_names()
     assert sql_files.outputs_of([sql]) == {}  # registered from Python: its kind is the engine's
 

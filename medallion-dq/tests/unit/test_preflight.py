@@ -19,6 +19,7 @@ import pytest
 
 from medallion_dq.local import loading
 from medallion_dq.problems import Problem
+from medallion_dq.project.pipelines import read_code
 from medallion_dq.tools import preflight
 from sample import sample_project
 
@@ -36,7 +37,7 @@ def project(tmp_path) -> Path:
 
 def check(project: Path, **options) -> list[Problem]:
     options.setdefault("pipeline", None if "job" in options else "validation")
-    return preflight.check_run_options(project, cwd=project, **options)
+    return preflight.check_run_options(project, preflight.RunOptions(cwd=project, **options))
 
 
 def one(problems: list[Problem], code: str) -> str:
@@ -145,9 +146,10 @@ def test_landing_missing_or_a_file(project):
 
 
 def test_landing_relative_to_the_current_folder_and_absolute(project):
-    problems = preflight.check_run_options(
-        project, pipeline="validation", landing="landing/orders", cwd=project / "fixtures"
+    options = preflight.RunOptions(
+        pipeline="validation", landing="landing/orders", cwd=project / "fixtures"
     )
+    problems = preflight.check_run_options(project, options)
     assert one(problems, "RUN009").endswith("did you mean --landing landing?")
     absolute = project / "fixtures" / "landing" / "orders"
     text = one(check(project, landing=str(absolute)), "RUN009")
@@ -183,7 +185,7 @@ def test_source_folder_without_files_of_the_format_is_a_warning(project):
 
 
 def test_landing_folders_are_found_in_the_pipeline_code(project, tmp_path):
-    found = preflight.landing_folders([project / BRONZE, project / SILVER])
+    found = read_code([project / BRONZE, project / SILVER]).landing_folders()
     assert found == {
         "orders": [(project / BRONZE, line_of(project / BRONZE, "read_landing(spark"))]
     }
@@ -193,7 +195,7 @@ def test_landing_folders_are_found_in_the_pipeline_code(project, tmp_path):
         "def a():\n    return sources.read_landing(spark, CUSTOMERS, S)\n"
         'def b():\n    return read_landing(spark, folder="clicks/", schema=S)\n'
     )
-    assert set(preflight.landing_folders([other])) == {"customers", "clicks"}
+    assert set(read_code([other]).landing_folders()) == {"customers", "clicks"}
 
 
 # --------------------------------------------------------------------------- preflight: --json

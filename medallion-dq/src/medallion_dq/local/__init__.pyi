@@ -36,34 +36,20 @@ from medallion_dq.local.project import TaskResult as TaskResult
 from medallion_dq.local.runner import Interrupted as Interrupted
 from medallion_dq.local.runner import UpdateResult as UpdateResult
 
-# The lake: a project's tables kept between runs (LakeFolder, read without Spark), and a run's
-# hold on it (LakeSession: its lock, warm server, put-back); its updates and their Delta logs.
+# The lake: a project's tables kept between runs (LakeFolder: its tables, damage, landing
+# folders and unjudged updates, read without Spark), and a run's hold on it (LakeSession: its
+# lock, warm server and put-back); what can go wrong; which tables are the engine's own.
 from medallion_dq.local.session import LakeFolder as LakeFolder
 from medallion_dq.local.session import LakeSession as LakeSession
-from medallion_dq.local.delta_log import damage as damage
-from medallion_dq.local.delta_log import damaged_tables as damaged_tables
-from medallion_dq.local.lakeflow_params import internal as internal_dataset
 from medallion_dq.local.lake import LakeBusy as LakeBusy
 from medallion_dq.local.lake import PutBackFailed as PutBackFailed
-from medallion_dq.local.lake import Unjudged as Unjudged
-from medallion_dq.local.lake import disk_note as disk_note
-from medallion_dq.local.lake import gate_failed as gate_failed
-from medallion_dq.local.lake import io_fault as io_fault
-from medallion_dq.local.lake import landings as landings
-from medallion_dq.local.lake import table_folder as table_folder
+from medallion_dq.local.lakeflow_params import internal as internal_dataset
 
-# Pipeline and SQL files as the engine reads them, offline (check, the preflight): no Spark.
+# Pipeline code judged offline as the engine would run it (check, the preflight): no Spark.
+# What a pipeline defines is the project model's to read (project/pipeline_code.py).
 from medallion_dq.local.autoloader import CSV_MAX_COLUMNS as CSV_MAX_COLUMNS
 from medallion_dq.local.expectations import check_expectation as check_expectation
 from medallion_dq.local.pipeline_files import check_pipeline_code as check_pipeline_code
-from medallion_dq.local.pipeline_files import compile_pipeline_files as compile_pipeline_files
-from medallion_dq.local.pipeline_files import datasets_defined as datasets_defined
-from medallion_dq.local.pipeline_files import landing_folders as landing_folders
-from medallion_dq.local.pipeline_files import landing_formats as landing_formats
-from medallion_dq.local.sql_files import StatementError as StatementError
-from medallion_dq.local.sql_files import parse as parse_sql_statement
-from medallion_dq.local.sql_files import statements as sql_statements
-from medallion_dq.local.sql_files import strip_comments as strip_sql_comments
 
 # What the face exports (ruff checks that it and the imports above agree).
 __all__ = [
@@ -83,32 +69,16 @@ __all__ = [
     "SERVER_LOG_FILE",
     "ServerInUse",
     "ServerLost",
-    "StatementError",
     "TaskResult",
-    "Unjudged",
     "UpdateResult",
     "check_expectation",
     "check_pipeline_code",
-    "compile_pipeline_files",
-    "damage",
-    "damaged_tables",
-    "datasets_defined",
-    "disk_note",
-    "gate_failed",
     "internal_dataset",
-    "io_fault",
-    "landing_folders",
-    "landing_formats",
-    "landings",
-    "parse_sql_statement",
     "passing_through",
     "process_named",
     "servers",
-    "sql_statements",
     "start",
     "stop_server",
-    "strip_sql_comments",
-    "table_folder",
     "unused_servers",
     "warm_lake",
 ]

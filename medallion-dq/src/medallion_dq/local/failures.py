@@ -13,6 +13,7 @@ from medallion_dq.bounds import heaviest
 from medallion_dq.constraints import referenced_columns
 from medallion_dq.local import expectations, lake, pipeline_files, sql_files
 from medallion_dq.local.loading import first_line
+from medallion_dq.project.pipelines import read_code
 from medallion_dq.text import short_name
 
 
@@ -77,11 +78,7 @@ def explain(
             for e in items:
                 if name in referenced_columns(e.constraint):
                     at_fault = flow or dataset
-                    defining = [
-                        f
-                        for f in files
-                        if at_fault in pipeline_files.datasets_defined([f], views=True)
-                    ]
+                    defining = read_code(files).defining(at_fault)
                     where = (
                         f" ({pipeline_files.relative(defining[0], root)})"
                         if defining and at_fault not in by_name
@@ -92,7 +89,7 @@ def explain(
     if unresolved := _UNRESOLVED.search(text):  # the cause, not the engine's wrapper
         flow = short_name(unresolved["flow"]).removesuffix(sql_files.SOURCE_VIEW)
         cause = re.sub(r"\s*SQLSTATE: \w+;?$", "", unresolved["cause"].strip())
-        defining = [f for f in files if flow in pipeline_files.datasets_defined([f])]
+        defining = read_code(files).defining(flow)
         where = f" ({pipeline_files.relative(defining[0], root)})" if defining else ""
         return RunError("ENGINE", f"{flow}{where} could not be resolved: {cause}", flow)
     logged = log_cause(server_log, failed_flow)

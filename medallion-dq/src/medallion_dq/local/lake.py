@@ -212,12 +212,15 @@ class Unjudged:
         self.marker.unlink(missing_ok=True)
         self._rejection.unlink(missing_ok=True)
 
+    @staticmethod
+    def in_words(rejected: dict) -> str:
+        """`rejected()` in words, its first reason alone (the rest: `report`)."""
+        first, *more = rejected.get("reasons") or ["see `medallion-dq report`"]
+        also = f"; {len(more)} more reason(s): `medallion-dq report`" if more else ""
+        return f"job {rejected['job']}'s quality gate failed ({first}{also})"
 
-def gate_failed(rejected: dict) -> str:
-    """`Unjudged.rejected()` in words, its first reason alone (the rest: `report`)."""
-    first, *more = rejected.get("reasons") or ["see `medallion-dq report`"]
-    also = f"; {len(more)} more reason(s): `medallion-dq report`" if more else ""
-    return f"job {rejected['job']}'s quality gate failed ({first}{also})"
+
+gate_failed = Unjudged.in_words
 
 
 @dataclass

@@ -1,7 +1,8 @@
-"""What pipeline files define, read and get wrong, found in their text: no pipeline code is run.
+"""What pipeline files get wrong, found in their text: no pipeline code is run. What they define
+is read by the project's one reader (`project.pipelines`).
 
-Files are compiled and read with ``ast`` / ``symtable`` only. What can only be seen by running
-them (a misused decorator, a Spark error) is reported by ``loading`` when the runner loads them.
+Files are compiled and read with `ast` / `symtable` only. What can only be seen by running
+them (a misused decorator, a Spark error) is reported by `loading` when the runner loads them.
 """
 
 from __future__ import annotations
@@ -10,125 +11,27 @@ import ast
 import difflib
 import importlib.machinery
 import importlib.util
-import re
 import sys
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
-from medallion_dq.local import lakeflow_params, sql_files
+from medallion_dq.local import lakeflow_params
 from medallion_dq.local.loading import source_and_caret
 from medallion_dq.problems import Problem
-
-#: The function of medallion_dq.sources whose calls name the landing sub-folders.
-READER = "read_landing"
+from medallion_dq.project import pipeline_code, pipeline_sql
 
 
 def parse_python(file: Path) -> ast.Module | None:
     """The module's syntax tree; None when it cannot be read or parsed."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(file.read_bytes(), str(file))
-    except (OSError, SyntaxError, ValueError):
+        return pipeline_code.parse_python(file.read_bytes(), str(file))
+    except OSError:
         return None
 
 
-def landing_folders(files: Iterable[Path]) -> dict[str, list[tuple[Path, int]]]:
-    """The landing sub-folders the pipeline files read: ``read_landing(spark, "orders", ...)``
-    (or ``folder="orders"``, or a module-level string constant) -> [(file, line), ...].
-
-    Found with ``ast``: calls whose folder is computed at run time are not seen.
-    """
-    found: dict[str, list[tuple[Path, int]]] = {}
-    for file in files:
-        file = Path(file)
-        if file.suffix != ".py":
-            continue
-        tree = parse_python(file)
-        if tree is None:
-            continue
-        constants = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign) and node.value is not None:
-                target, value = node.target, node.value
-            else:
-                continue
-            if (
-                isinstance(target, ast.Name)
-                and isinstance(value, ast.Constant)
-                and isinstance(value.value, str)
-            ):
-                constants[target.id] = value.value
-        for call in ast.walk(tree):
-            if not isinstance(call, ast.Call):
-                continue
-            func = call.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name != READER:
-                continue
-            arg = next((k.value for k in call.keywords if k.arg == "folder"), None)
-            if arg is None and len(call.args) >= 2:
-                arg = call.args[1]
-            folder = None
-            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                folder = arg.value
-            elif isinstance(arg, ast.Name):
-                folder = constants.get(arg.id)
-            if folder:
-                found.setdefault(folder.strip("/"), []).append((file, call.lineno))
-    return found
-
-
-def landing_formats(files: Iterable[Path]) -> dict[str, str]:
-    """The landing folders whose reader names its own format,
-    ``read_landing(spark, "weather", SCHEMA, file_format="csv")`` -> that format; the others
-    read the pipeline's ``medallion.source.file_format``."""
-    found = {}
-    for folder, places in landing_folders(files).items():
-        for file, line in places:
-            tree = parse_python(Path(file))
-            for node in ast.walk(tree) if tree is not None else ():
-                if isinstance(node, ast.Call) and node.lineno == line:
-                    value = next((k.value for k in node.keywords if k.arg == "file_format"), None)
-                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                        found[folder] = value.value.lower()
-    return found
-
-
-def datasets_defined(files: Iterable[Path], *, views: bool = False) -> set[str]:
-    """Dataset names pipeline files define, read from the text (no code is run): ``name="..."``
-    in Python files, the streaming tables and materialized views of SQL files (and their
-    views, with ``views``)."""
-    kinds = ("STREAMING TABLE", "MATERIALIZED VIEW", *(("VIEW", "TEMPORARY VIEW") if views else ()))
-    names = set()
-    for file in map(Path, files):
-        text = file.read_text(encoding="utf-8", errors="replace")
-        if file.suffix == ".sql":
-            try:
-                found = [sql_files.created(statement) for statement in sql_files.statements(text)]
-            except ValueError:  # SQL that cannot be read: the run says so
-                continue
-            names |= {
-                name.split(".")[-1].strip("`")
-                for name, kind in filter(None, found)
-                if kind in kinds
-            }
-        else:
-            names |= set(re.findall(r"""name\s*=\s*["']([A-Za-z_][\w]*)["']""", text))
-            # dp.create_streaming_table("users_current"): an AUTO CDC target's declaration
-            names |= set(
-                re.findall(
-                    r"""create_streaming_table\(\s*["'](?:[\w.]*\.)?([A-Za-z_]\w*)["']""", text
-                )
-            )
-    return names
-
-
 def relative(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` (``/``-separated), or as given when outside it."""
+    """`path` relative to `root` (`/`-separated), or as given when outside it."""
     try:
         return Path(path).resolve().relative_to(root).as_posix()
     except ValueError:
@@ -136,7 +39,7 @@ def relative(path: Path, root: Path) -> str:
 
 
 def compile_pipeline_files(files: Iterable[Path], root: Path) -> list[Problem]:
-    """RUN012 for each .py file of ``files`` that does not compile; nothing is executed.
+    """RUN012 for each .py file of `files` that does not compile; nothing is executed.
 
     The message holds the error, then the source line and a caret line (3 lines in all)::
 
@@ -181,7 +84,7 @@ def _compile_problem(file: Path, root: Path) -> Problem | None:
 def _module_imports(tree: ast.Module) -> list[tuple[str, int, str]]:
     """(top-level module, line, statement) of the module's own top-level absolute imports.
 
-    Imports inside ``try``, ``if`` or functions are left out: they may be optional.
+    Imports inside `try`, `if` or functions are left out: they may be optional.
     """
     found = []
     for node in tree.body:
@@ -216,10 +119,10 @@ def check_pipeline_code(
     files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
 ) -> list[Problem]:
     """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
-    .py files of ``files``; RUN015 (an undefined name) and RUN019 (a Lakeflow construct the
+    .py files of `files`; RUN015 (an undefined name) and RUN019 (a Lakeflow construct the
     local engine does not run) for all of them.
 
-    Only top-level absolute imports are checked, against ``sys.path`` plus ``search_paths``
+    Only top-level absolute imports are checked, against `sys.path` plus `search_paths`
     (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
     would fail the run with ModuleNotFoundError.
     """
@@ -271,7 +174,7 @@ INJECTED = frozenset({"spark", "__file__", "__name__"})
 
 def undefined_names(file: Path, root: Path) -> list[Problem]:
     """RUN015: global names a pipeline file reads but never defines, imports or gets from
-    Python or the engine (``spark``): the NameError the run would end with, found statically."""
+    Python or the engine (`spark`): the NameError the run would end with, found statically."""
     import builtins
     import symtable
 
@@ -317,8 +220,8 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
 
 def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
     """RUN019: what Databricks runs and the local engine refuses at the call, found in the text
-    so that ``check`` and a run say it before Spark: SQL ``INSERT INTO ONCE`` (Python's
-    ``append_flow(once=True)`` runs), ``create_sink(..., "kafka")``. See local/lakeflow_params.py."""
+    so that `check` and a run say it before Spark: SQL `INSERT INTO ONCE` (Python's
+    `append_flow(once=True)` runs), `create_sink(..., "kafka")`. See local/lakeflow_params.py."""
     rel = relative(file, root)
     found: list[tuple[int, tuple[str, str]]] = []
     if file.suffix == ".sql":
@@ -326,7 +229,7 @@ def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return []  # RUN012 / DQC000 say it
-        for match in lakeflow_params.ONCE_IN_SQL.finditer(sql_files.strip_comments(text)):
+        for match in lakeflow_params.ONCE_IN_SQL.finditer(pipeline_sql.strip_comments(text)):
             line = text.count("\n", 0, match.start()) + 1
             found.append((line, lakeflow_params.SQL_ONCE))
     elif (tree := parse_python(file)) is not None:

@@ -29,7 +29,6 @@ from medallion_dq.local.lake import (
     register_tables,
     remember_landing,
 )
-from medallion_dq.local.pipeline_files import datasets_defined, landing_folders, landing_formats
 from medallion_dq.local.runner import Interrupted, PipelineSpec, Runner, UpdateResult, updates
 from medallion_dq.local.spark import LocalSpark, alias_catalogs
 from medallion_dq.project import Project
@@ -107,7 +106,9 @@ class LocalProject:
         # Records to show per rule the gate fails (`run --junit-xml`); 0: none are read.
         self.failing_examples = failing_examples
         self.database = database  # every pipeline's schema, instead of the bundle's (tests)
-        self.bundle = self.project.bundle(target=target, variables=variables)
+        # The project as read for the target: its bundle, and what each pipeline's files define.
+        self.manifest = self.project.manifest(target, variables)
+        self.bundle = self.manifest.bundle
         self.local = local
         self.runner = Runner(local)
         if database:  # a test's slice of the lake has its own history (volume checks read it)
@@ -174,7 +175,9 @@ class LocalProject:
         """One update of bundle pipeline `key`; `by_hand`: not a task of a job (a pipeline run
         after a job's gate then says what it takes that no gate passed)."""
         spec = self.spec(key, **spec_options)
-        if landing_folders(spec.libraries):  # the folder the lake's files are known from
+        if self.project.pipeline_code(
+            spec.libraries
+        ).landing:  # the folder the lake's files are known from
             remember_landing(self.local.work_dir, self.landing, reset=full_refresh)
         unread = self._unread_landing_files(spec)
         overruled = self._say_unjudged(key) if by_hand else []
@@ -255,10 +258,11 @@ class LocalProject:
         from medallion_dq.sources import unread_files
 
         file_format = spec.configuration.get("medallion.source.file_format", "json")
-        own = landing_formats(spec.libraries)  # a source's file_format=
+        code = self.project.pipeline_code(spec.libraries)
+        own = code.landing_formats()  # a source's file_format=
         skipped = [
             {"path": f.path, "reason": f.reason}
-            for folder in sorted(landing_folders(spec.libraries))
+            for folder in sorted(code.landing_folders())
             for f in unread_files(self.landing, folder, own.get(folder, file_format))
         ]
         for f in skipped:
@@ -271,10 +275,10 @@ class LocalProject:
         pipeline, error = self.bundle.pipelines[key], result.error
         if error is None:
             return
-        for other_key, other in self.bundle.pipelines.items():
+        for other_key in self.bundle.pipelines:
             if other_key == key:
                 continue
-            for name in sorted(datasets_defined(other.library_files)):
+            for name in sorted(self.manifest.pipelines[other_key].code.names()):
                 table = f"{pipeline.schema}.{name}" if pipeline.schema else name
                 if self.spark.catalog.tableExists(table) or not any(
                     _reads(file, name) for file in pipeline.library_files

@@ -70,6 +70,21 @@ class LakeFolder:
         """The landing folders its tables were built from."""
         return lake.landings(self.path)
 
+    def table(self, name: str) -> Path | None:
+        """The folder of table `name` (`schema.table`) in its warehouse, if it is there."""
+        return lake.table_folder(self.warehouse, name)
+
+    def unjudged(self, pipeline: str, schema: str | None) -> lake.Unjudged:
+        """The updates of gated pipeline `pipeline` (its name) whose rows no publish has taken,
+        and the gate that failed them (`rejected()`, `Unjudged.in_words`)."""
+        return lake.Unjudged(self.path, pipeline, schema)
+
+    def disk_fault(self, error: BaseException) -> str | None:
+        """The disk fault `error` reports (a full disk, a read-only lake), with the space left
+        on the lake's disk when little is; None when it reports none."""
+        fault = lake.io_fault(error)
+        return fault + lake.disk_note(self.path) if fault else None
+
     def remove(self, table: str) -> None:
         """Remove `table` (`schema.table`) with its flows' checkpoints."""
         delta_log.remove(self.path, table)

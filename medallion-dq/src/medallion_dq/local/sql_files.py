@@ -1,207 +1,35 @@
-"""SQL pipeline files with `CONSTRAINT name EXPECT (cond) [ON VIOLATION DROP ROW | FAIL UPDATE]`.
+"""SQL pipeline files at run time, with `CONSTRAINT name EXPECT (cond) [ON VIOLATION ...]`.
 
 Open-source SQL has no such clause, so it is handled before the engine sees it: a statement
 with constraints becomes a temporary view holding its query (registered as SQL, so `STREAM(...)`
 and everything else keep working) plus the dataset itself, registered from Python with the same
 expectations as the decorators. Statements without constraints go to the engine unchanged.
+The statements are read by the project's one SQL reader, `project.pipeline_sql`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-from sqlglot import Token, TokenError, TokenType, tokenize
+from sqlglot import TokenType
 
 from medallion_dq.local import auto_cdc, lakeflow_params
 from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
 from medallion_dq.problems import MedallionDQError
-
-_CREATE = re.compile(
-    r"CREATE\s+(?:OR\s+REFRESH\s+)?(?:PRIVATE\s+)?(?P<kind>MATERIALIZED\s+VIEW|STREAMING\s+TABLE|TEMPORARY\s+VIEW|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>[`\w.]+)",
-    re.IGNORECASE,
+from medallion_dq.project.pipeline_sql import (
+    CDC_HEAD,
+    CREATE,
+    lstripped,
+    parse,
+    split,
+    statements,
+    strip_comments,
+    tokens,
 )
-_CONSTRAINT = re.compile(
-    r"CONSTRAINT\s+(?P<name>`[^`]+`|\w+)\s+EXPECT\s*\((?P<cond>.*)\)\s*(?:ON\s+VIOLATION\s+(?P<action>DROP\s+ROW|FAIL\s+UPDATE))?\s*$",
-    re.IGNORECASE | re.DOTALL,
-)
-# What a statement with constraints may say between its columns and AS: each becomes the
-# decorator's option of that name (anything else, as a misspelt COMMENT, is an error).
-_CLAUSE = re.compile(
-    r"\s*(?:COMMENT\s+(?P<comment>'(?:[^'\\]|\\.)*')"
-    r"|PARTITIONED\s+BY\s*\((?P<partition_cols>[^()]*)\)"
-    r"|CLUSTER\s+BY\s*\((?P<cluster_by>[^()]*)\)"
-    r"|TBLPROPERTIES\s*\((?P<table_properties>(?:[^()']|'(?:[^'\\]|\\.)*')*)\)"
-    r"|USING\s+(?P<format>\w+))",
-    re.IGNORECASE,
-)
-_PROPERTY = re.compile(r"\s*('(?:[^'\\]|\\.)*'|[\w.]+)\s*=?\s*('(?:[^'\\]|\\.)*'|[\w.]+)\s*(?:,|$)")
-_KINDS = {
-    "MATERIALIZED VIEW": "MaterializedView",
-    "STREAMING TABLE": "StreamingTable",
-    "TEMPORARY VIEW": "TemporaryView",
-    "VIEW": "TemporaryView",
-}
 
 # The temporary view each SQL dataset with expectations reads its query from.
 SOURCE_VIEW = "__dq_source"
-
-
-def _tokens(text: str) -> Iterator[tuple[Token, int]]:
-    """The tokens of SQL text, read by sqlglot (quotes, escapes and comments as Databricks reads
-    them), each with the depth of parentheses after it."""
-    try:
-        tokens = tokenize(text, read="databricks")
-    except TokenError as error:
-        raise ValueError(f"cannot read the SQL: {error}") from None
-    depth = 0
-    for token in tokens:
-        if token.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-        yield token, depth
-
-
-def _split(text: str, sep: TokenType) -> list[tuple[int, str]]:
-    """``text`` cut at each ``sep`` (``;``, ``,``) outside parentheses, each part with its
-    offset in ``text``; blank parts left out."""
-    parts, start = [], 0
-    for token, depth in _tokens(text):
-        if token.token_type == sep and depth == 0:
-            parts.append((start, text[start : token.start]))
-            start = token.end + 1
-    parts.append((start, text[start:]))
-    return [(at, p) for at, p in parts if p.strip()]
-
-
-def statements(text: str) -> list[str]:
-    """The statements of a SQL file, without the ``;`` between them (empty ones left out)."""
-    return [statement for _, statement in _split(text, TokenType.SEMICOLON)]
-
-
-def strip_comments(text: str) -> str:
-    """``text`` with each comment blanked out: every other character keeps its offset."""
-    return re.sub(
-        r"--[^\n]*|/\*.*?\*/", lambda found: re.sub(r"[^\n]", " ", found[0]), text, flags=re.DOTALL
-    )
-
-
-def _lstripped(text: str) -> int:
-    return len(text) - len(text.lstrip())
-
-
-def created(statement: str) -> tuple[str, str] | None:
-    """(name, kind) of a CREATE statement, kind as written (``STREAMING TABLE``,
-    ``MATERIALIZED VIEW``, ``TEMPORARY VIEW``, ``VIEW``); None for another statement."""
-    match = _CREATE.match(strip_comments(statement).strip())
-    return (match["name"].strip("`"), " ".join(match["kind"].upper().split())) if match else None
-
-
-class StatementError(MedallionDQError, ValueError):
-    """A CREATE statement with constraints the runner cannot read, at its line in the file."""
-
-    def __init__(self, where: str, problem: str, fix: str):
-        self.where, self.problem, self.fix = where, problem, fix
-        super().__init__(f"{where}: {problem}; fix: {fix}")
-
-
-def _unquoted(text: str) -> str:
-    return text[1:-1].replace("\\'", "'") if text.startswith("'") else text
-
-
-def _options(clauses: str, where: str, line: int) -> dict:
-    """The decorator options the clauses before AS say (``comment``, ``partition_cols``...);
-    ``line``: the clauses' first line in the file."""
-    options: dict = {}
-    at = 0
-    while clauses[at:].strip():
-        found = _CLAUSE.match(clauses, at)
-        if not found:
-            skipped = _lstripped(clauses[at:])
-            word = clauses[at + skipped :].split()[0]
-            raise StatementError(
-                f"{where}:{line + clauses.count(chr(10), 0, at + skipped)}",
-                f"cannot read {word!r} before AS",
-                "a statement with constraints takes COMMENT, PARTITIONED BY, CLUSTER BY, "
-                "TBLPROPERTIES and USING there (check the spelling)",
-            )
-        key, value = found.lastgroup, found[found.lastgroup or ""]
-        if key == "comment":
-            options[key] = _unquoted(value)
-        elif key == "format":
-            options[key] = value.lower()
-        elif key == "table_properties":
-            options[key] = {_unquoted(k): _unquoted(v) for k, v in _PROPERTY.findall(value)}
-        else:
-            options[key] = [column.strip().strip("`") for column in value.split(",")]
-        at = found.end()
-    return options
-
-
-def parse(statement: str, where: str, line: int = 1) -> dict | None:
-    """Split a CREATE statement into name, kind, constraints, columns, the decorator options
-    of its clauses (``options``) and query, and the query's offset in ``statement``
-    (``query_at``). ``line``: the statement's first line in the file ``where``."""
-    text = strip_comments(statement)
-    head = text.strip()
-    match = _CREATE.match(head)
-    if not match:
-        return None
-    rest_at = _lstripped(text) + match.end() + _lstripped(head[match.end() :])
-    rest = head[match.end() :].lstrip()
-    columns, constraints, lines = [], [], {}
-    if rest.startswith("("):
-        close = next(
-            t.start for t, depth in _tokens(rest) if t.token_type == TokenType.R_PAREN and not depth
-        )
-        for item_at, item in _split(rest[1:close], TokenType.COMMA):
-            found = _CONSTRAINT.match(item.strip())
-            item_line = line + text.count("\n", 0, rest_at + 1 + item_at + _lstripped(item))
-            if found:
-                lines[found["name"].strip("`")] = item_line
-                action = (found["action"] or "").upper().split()
-                constraints.append(
-                    Expectation(
-                        found["name"].strip("`"),
-                        found["cond"].strip(),
-                        {"DROP": "drop", "FAIL": "fail"}.get(action[0] if action else "", "warn"),
-                    )
-                )
-            elif item.strip().upper().startswith("CONSTRAINT"):
-                raise StatementError(
-                    f"{where}:{item_line}",
-                    f"cannot read constraint {' '.join(item.split())!r}",
-                    "write CONSTRAINT name EXPECT (condition) [ON VIOLATION DROP ROW | FAIL UPDATE]",
-                )
-            else:
-                columns.append(item.strip())
-        rest, rest_at = rest[close + 1 :], rest_at + close + 1
-    as_at = next(
-        (t.start for t, depth in _tokens(rest) if t.token_type == TokenType.ALIAS and not depth),
-        None,
-    )
-    kind = _KINDS[" ".join(match["kind"].upper().split())]
-    if as_at is None and kind != "StreamingTable":
-        raise ValueError(f"{where}: no AS <query> in CREATE statement for {match['name']}")
-    if as_at is None:  # a streaming table its flows fill (AUTO CDC INTO, INSERT INTO)
-        as_at = len(rest)
-    clauses, query = rest[:as_at], rest[as_at + 2 :]
-    query_at = rest_at + as_at + 2 + _lstripped(query)
-    clauses_line = line + text.count("\n", 0, rest_at)
-    declared_only = not query.strip()
-    return {
-        "name": match["name"].strip("`"),
-        "kind": kind,
-        "constraints": constraints,
-        "lines": lines,  # each constraint's line in the file
-        "columns": columns,
-        # Without constraints the statement goes to the engine as written: it reads them.
-        "options": _options(clauses, where, clauses_line) if constraints or declared_only else {},
-        "query": None if declared_only else query.strip(),
-        "query_at": query_at,
-    }
 
 
 def outputs_of(files: list[Path]) -> dict[str, str]:
@@ -226,7 +54,7 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
             continue
         for statement in statements(file.read_text(encoding="utf-8")):
             head = strip_comments(statement).strip()
-            match = _CREATE.match(head)
+            match = CREATE.match(head)
             if match and " ".join(match["kind"].upper().split()) == "VIEW":
                 replace = f"CREATE OR REPLACE VIEW {match['name']} {head[match.end() :].strip()}"
                 out[match["name"].strip("`")] = replace
@@ -234,11 +62,6 @@ def persisted_views(files: list[Path]) -> dict[str, str]:
 
 
 # -- SQL: [CREATE FLOW f AS] AUTO CDC INTO / APPLY CHANGES INTO --------------------------------
-_CDC_HEAD = re.compile(
-    r"(?:CREATE\s+FLOW\s+(?P<flow>[`\w.]+)\s+AS\s+)?(?:AUTO\s+CDC|APPLY\s+CHANGES)\s+INTO\s+"
-    r"(?P<target>[`\w.]+)\s+FROM\s+",
-    re.IGNORECASE,
-)
 _CLAUSES = {
     "keys": r"KEYS\b",
     "ignore_null_updates": r"IGNORE\s+NULL\s+UPDATES\b",
@@ -274,7 +97,7 @@ def _names(text: str, where: str, clause: str) -> tuple[list[str] | None, list[s
 def auto_cdc_arguments(statement: str, where: str) -> dict | None:
     """create_auto_cdc_flow's arguments of an AUTO CDC INTO statement; None for another one."""
     text = strip_comments(statement).strip()
-    head = _CDC_HEAD.match(text)
+    head = CDC_HEAD.match(text)
     if not head:
         return None
     rest = text[head.end() :]
@@ -283,9 +106,7 @@ def auto_cdc_arguments(statement: str, where: str) -> dict | None:
             f"{where}: AUTO CDC INTO ... FROM SNAPSHOT does not run locally yet: write the flow"
             " in Python, dp.create_auto_cdc_from_snapshot_flow, which runs here"
         )
-    starts = [
-        t.start for t, depth in _tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"
-    ]
+    starts = [t.start for t, depth in tokens(rest) if depth == 0 and t.token_type.name != "R_PAREN"]
     found: list[tuple[str, int]] = []
     for at in starts:
         for clause, pattern in _CLAUSES.items():
@@ -337,8 +158,8 @@ _PARSE_ERROR = re.compile(
 
 
 def _parse_error(error: Exception, sent: str, text: str, file: Path) -> ParseException | None:
-    """``error`` of the engine at the line of the file ``text`` it is on; None when it is not
-    a parse error of ``sent`` (the file's statements as sent, each on its lines of the file)."""
+    """`error` of the engine at the line of the file `text` it is on; None when it is not
+    a parse error of `sent` (the file's statements as sent, each on its lines of the file)."""
     found = _PARSE_ERROR.fullmatch(str(error).strip())
     if not found:
         return None
@@ -354,7 +175,7 @@ def _parse_error(error: Exception, sent: str, text: str, file: Path) -> ParseExc
 
 
 def register(text: str, rel_path: Path, registry, spark, file: Path | None = None) -> None:
-    """Register one SQL file (``file``, at ``rel_path`` in the project), lifting CONSTRAINT
+    """Register one SQL file (`file`, at `rel_path` in the project), lifting CONSTRAINT
     clauses into local expectations."""
     from pyspark import pipelines as dp
     from pyspark.pipelines.source_code_location import SourceCodeLocation
@@ -366,8 +187,8 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
         nonlocal sql
         sql += "\n" * (text.count("\n", 0, at) - sql.count("\n")) + piece + ";"
 
-    for at, statement in _split(text, TokenType.SEMICOLON):
-        line = text.count("\n", 0, at + _lstripped(statement)) + 1
+    for at, statement in split(text, TokenType.SEMICOLON):
+        line = text.count("\n", 0, at + lstripped(statement)) + 1
         if once := lakeflow_params.ONCE_IN_SQL.search(strip_comments(statement)):
             what, fix = lakeflow_params.SQL_ONCE
             at_once = text.count("\n", 0, at + once.start()) + 1
@@ -422,7 +243,8 @@ def register(text: str, rel_path: Path, registry, spark, file: Path | None = Non
         options = {"name": parsed["name"], **parsed["options"]}
         if parsed["columns"]:
             options["schema"] = ", ".join(parsed["columns"])
-        decorate(**options)(attach_expectations(parsed["constraints"])(query))
+        expectations = [Expectation(c.name, c.constraint, c.action) for c in parsed["constraints"]]
+        decorate(**options)(attach_expectations(expectations)(query))
     if sql:
         try:
             registry.register_sql(sql, rel_path)

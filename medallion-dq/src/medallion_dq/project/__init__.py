@@ -7,14 +7,16 @@ asker, so a broken file is read (and reported) once too. Functions that also tak
 (tests, the pytest plugin) go through `Project.of`.
 
 The layer below the engine and the tools, read offline: `config` (the project's root and its
-pyproject.toml), `settings` (every DQ_* environment variable) and `bundle` (databricks.yml).
+pyproject.toml), `settings` (every DQ_* environment variable), `bundle` (databricks.yml),
+`pipelines` (what pipeline files define: the one reader of pipeline Python, `pipeline_code`, and
+of pipeline SQL, `pipeline_sql`) and `manifest` (all of it, typed, for one target).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,6 +26,8 @@ from medallion_dq.project.writable import writing
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.project.bundle import Bundle
     from medallion_dq.project.bundle.model import RawBundle
+    from medallion_dq.project.manifest import Manifest
+    from medallion_dq.project.pipelines import PipelineCode, PipelineFile
     from medallion_dq.rules import RuleSet
 
 T = TypeVar("T")
@@ -116,6 +120,32 @@ class Project:
 
         key = ("bundle", target, tuple(sorted((variables or {}).items())))
         return self._once(key, lambda: resolve_bundle(self.raw_bundle(), target, variables))
+
+    def manifest(
+        self, target: str | None = None, variables: Mapping[str, Any] | None = None
+    ) -> Manifest:
+        """The project read for `target` (default: the bundle's default target) and `variables`
+        (`--var`), once: typed and immutable (`manifest.Manifest`). BundleError when the bundle
+        cannot be read or resolved."""
+        from medallion_dq.project import manifest
+
+        overrides = dict(variables or {})
+        key = ("manifest", target, tuple(sorted(overrides.items())))
+        return self._once(key, lambda: manifest.build(self, target, overrides))
+
+    # ---------------------------------------------------------------- pipeline files
+    def pipeline_file(self, path: Path) -> PipelineFile:
+        """A pipeline file as the one reader reads it (`pipelines.read_file`), once."""
+        from medallion_dq.project.pipelines import read_file
+
+        path = Path(path).resolve()
+        return self._once(("pipeline file", path), lambda: read_file(path))
+
+    def pipeline_code(self, files: Iterable[Path]) -> PipelineCode:
+        """Pipeline files as read (`pipelines.read_code`), each once per project."""
+        from medallion_dq.project.pipelines import read_code
+
+        return read_code(files, self.pipeline_file)
 
     # ---------------------------------------------------------------- rule files
     def text(self, path: Path) -> str:

@@ -53,17 +53,17 @@ from sqlglot import exp
 
 from medallion_dq import library, rules, user_yaml
 from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.project import Project
-from medallion_dq.rule_fields import Check, Column
-from medallion_dq.text import relative_path, short_name
-from medallion_dq.tools import conventions_text, policy, review
-from medallion_dq.tools.pipeline_ast import (
+from medallion_dq.project import Project, pipeline_sql
+from medallion_dq.project.pipeline_code import (
     DATASET_DECORATORS,
     EXPECT_DECORATORS,
     PipelineModule,
     kwarg_str,
-    unselected,
 )
+from medallion_dq.project.pipeline_sql import unselected
+from medallion_dq.rule_fields import Check, Column
+from medallion_dq.text import relative_path, short_name
+from medallion_dq.tools import conventions_text, policy, review
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
@@ -374,41 +374,28 @@ class _Collector:
         )
 
     def read_sql_file(self, path: Path, layer: str | None) -> None:
-        from medallion_dq.local import (
-            StatementError,
-            check_expectation,
-            parse_sql_statement,
-            sql_statements,
-            strip_sql_comments,
-        )
+        from medallion_dq.local import check_expectation
 
         rel = relative_path(path, self.root)
         try:
-            text = self.project.text(path)
-            statements = sql_statements(text)
+            statements = pipeline_sql.read(self.project.text(path), rel)
         except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
             self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
             self.code_unread = True
             return
         for statement in statements:
-            offset = max(text.find(statement), 0)
-            try:
-                parsed = parse_sql_statement(statement, rel, text.count("\n", 0, offset) + 1)
-            except StatementError as error:
-                self.add("DQC000", error.where, error.problem, error.fix)
+            if statement.cdc_target:  # AUTO CDC INTO a target no CREATE names: a dataset too
+                self.datasets.setdefault(layer or "", set()).add(short_name(statement.cdc_target))
+            if (unread := statement.error) is not None:
+                self.add("DQC000", unread.where, unread.problem, unread.fix)
                 continue
-            except (ValueError, StopIteration) as error:
-                self.add(
-                    "DQC000",
-                    rel,
-                    f"cannot read a CREATE statement: {error}",
-                    "write CONSTRAINT name EXPECT (condition) [ON VIOLATION ...]",
-                )
-                continue
+            parsed = statement.created
             if not parsed:
                 continue
-            self.datasets.setdefault(layer or "", set()).add(short_name(parsed["name"]))
-            persisted = _PERSISTED_VIEW.match(strip_sql_comments(statement).strip())
+            dataset = short_name(parsed["name"])
+            self.datasets.setdefault(layer or "", set()).add(dataset)
+            text = pipeline_sql.strip_comments(statement.text)
+            persisted = _PERSISTED_VIEW.match(text.strip())
             form = (
                 "view"
                 if persisted
@@ -416,10 +403,9 @@ class _Collector:
                 if parsed["kind"] == "TemporaryView"
                 else "table"
             )
-            self.forms[short_name(parsed["name"])] = (form, rel, statement)
+            self.forms[dataset] = (form, rel, statement.text)
             if layer == "silver":
-                reads = {short_name(t) for t in _SQL_READS.findall(strip_sql_comments(statement))}
-                self.inputs[short_name(parsed["name"])] = (reads, rel)
+                self.inputs[dataset] = ({short_name(t) for t in _SQL_READS.findall(text)}, rel)
             for e in parsed["constraints"]:
                 line = parsed["lines"][e.name]
                 try:  # the runner would refuse it before Spark starts: say it here
@@ -428,7 +414,7 @@ class _Collector:
                     self.problems.extend(error.problems)
                 self.expectations.append(
                     _Expectation(
-                        short_name(parsed["name"]),
+                        dataset,
                         layer,
                         e.action,
                         e.name,
@@ -448,13 +434,7 @@ class _Collector:
             return
         module = PipelineModule(tree)
         for func in module.query_functions():
-            dataset_names = []
-            for deco in func.decorator_list:
-                kind, call = module.decorator(deco)
-                if kind in DATASET_DECORATORS:
-                    key = "target" if kind == "append_flow" else "name"
-                    dataset_names.append(kwarg_str(call, key) or func.name)
-            dataset = short_name(dataset_names[0]) if dataset_names else func.name
+            dataset = module.dataset_of(func)
             if layer == "bronze" and module.reads_text_landing(func):
                 self.marking.add(dataset)
             elif layer == "silver":

@@ -442,12 +442,12 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int) -> None
 def lake_table(project_root: Path, bundle, name: str) -> Path:
     """The folder of table `name` ([schema.]table) in the project's local lake of the bundle's
     target; BadInput when there is none."""
-    from medallion_dq.local import table_folder
+    from medallion_dq.local import LakeFolder
 
     schemas = [p.schema for p in bundle.pipelines.values() if p.schema]
     qualified = name if "." in name or not schemas else f"{schemas[0]}.{name}"
     where = Path(STATE_DIR) / "lake" / bundle.target
-    folder = table_folder(project_root / where / "warehouse", qualified)
+    folder = LakeFolder(project_root / where).table(qualified)
     if folder is None or not (folder / "_delta_log").is_dir():
         raise BadInput(
             [
@@ -663,7 +663,7 @@ def _check_options(project: Project, landing: str | None, table: str | None, out
             dataclasses.replace(p, file=f"{option} {path}") for p in preflight.check_json_path(path)
         ]
     if table is None:
-        problems += preflight.check_run_options(project, landing=landing)
+        problems += preflight.check_run_options(project, preflight.RunOptions(landing=landing))
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise BadInput([f"error: {p}" for p in errors])

@@ -1,50 +1,51 @@
 """`medallion-dq run`'s options and pipeline code, checked before Spark starts (pure Python).
 
 A user mistake should cost one line and exit 2, not a traceback after a 10-15 s Spark start.
-``check_run_options(root, target=..., variables=..., pipeline=..., job=..., landing=...,
-json_path=...)`` returns every problem it finds as a ``Problem``, one line each, naming the
-option, the value and the fix::
+`check_run_options(project, RunOptions(target=..., variables=..., pipeline=..., landing=...))`
+reads the project's manifest for the target and judges it with the options (`judge`); it
+returns every problem it finds as a `Problem`, one line each, naming the option, the value
+and the fix::
 
     RUN009 --landing fixtures/landing/orders: no orders/ folder in it (it holds data files
     itself); the sources read <landing>/orders/; fix: did you mean --landing fixtures/landing?
 
-The caller prints them all and exits 2 when one has ``severity == "error"`` (``has_errors``);
-warnings are printed and the run goes on. For an option, ``Problem.file`` is the option and its
-value as typed (``--landing fixtures/landing/orders``); for a pipeline file it is
-``<path relative to the project>:<line>`` (``Problem.line`` holds the line too); for the bundle
-it is the YAML file (``Problem.path`` the YAML path).
+The caller prints them all and exits 2 when one has `severity == "error"` (`has_errors`);
+warnings are printed and the run goes on. For an option, `Problem.file` is the option and its
+value as typed (`--landing fixtures/landing/orders`); for a pipeline file it is
+`<path relative to the project>:<line>` (`Problem.line` holds the line too); for the bundle
+it is the YAML file (`Problem.path` the YAML path).
 
 Codes:
 
 ======  ==========================================================================================
-RUN001  ``--target`` names no target of databricks.yml (or none is given and none is the default)
-RUN002  ``--pipeline`` names no pipeline of the bundle
-RUN003  ``--job`` names no job of the bundle
-RUN004  ``--var`` is not ``NAME=VALUE``
-RUN005  ``--var`` names a variable databricks.yml does not declare
-RUN006  a pipeline's catalog or schema, variables applied, is empty or not a name (``bad-name``)
-RUN007  a pipeline's catalog or schema still holds a reference with no value (``${var.schema}``)
-RUN008  ``--landing`` (or the default fixtures/landing) does not exist or is not a folder
-RUN009  ``--landing`` lacks a source folder the pipelines read (``<landing>/orders/``)
+RUN001  `--target` names no target of databricks.yml (or none is given and none is the default)
+RUN002  `--pipeline` names no pipeline of the bundle
+RUN003  `--job` names no job of the bundle
+RUN004  `--var` is not `NAME=VALUE`
+RUN005  `--var` names a variable databricks.yml does not declare
+RUN006  a pipeline's catalog or schema, variables applied, is empty or not a name (`bad-name`)
+RUN007  a pipeline's catalog or schema still holds a reference with no value (`${var.schema}`)
+RUN008  `--landing` (or the default fixtures/landing) does not exist or is not a folder
+RUN009  `--landing` lacks a source folder the pipelines read (`<landing>/orders/`)
 RUN010  warning: a source folder holds no file of the pipeline's format (the update reads nothing)
-RUN011  ``--json`` / ``--junit-xml`` is a folder, or its folder cannot be created or written
+RUN011  `--json` / `--junit-xml` is a folder, or its folder cannot be created or written
 RUN012  a pipeline .py file does not compile (syntax error; shown with its line and a caret)
 RUN013  a pipeline .py file imports a module that is not installed
 RUN014  the bundle cannot be read (databricks.yml or resources/*.yml)
 RUN015  a pipeline .py file uses a name it never defines or imports (a misspelt name)
-RUN016  ``--landing`` is not the folder the lasting lake was built from (its files would all be
-        read again), or with ``--new-delivery`` it holds files the lake has read already
+RUN016  `--landing` is not the folder the lasting lake was built from (its files would all be
+        read again), or with `--new-delivery` it holds files the lake has read already
 RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or data file missing,
         cut or disagreeing with its checksum, a streaming checkpoint ahead of its table...)
-RUN018  ``--pipeline`` runs after a job's quality gate and would publish rows that gate failed
-        (``--ungated`` publishes them all the same)
+RUN018  `--pipeline` runs after a job's quality gate and would publish rows that gate failed
+        (`--ungated` publishes them all the same)
 RUN019  a pipeline file uses a Lakeflow construct the local engine does not run:
-        SQL ``CREATE FLOW ... INSERT INTO ONCE``, ``create_sink(..., "kafka")``
+        SQL `CREATE FLOW ... INSERT INTO ONCE`, `create_sink(..., "kafka")`
 ======  ==========================================================================================
 
-Nothing here executes pipeline code: files are compiled and read with ``ast`` / ``symtable``
+Nothing here executes pipeline code: files are compiled and read with `ast` / `symtable`
 only. What can only be seen by running them (a misused decorator, a Spark error) is reported by
-``medallion_dq.local.loading`` when the runner loads them.
+`medallion_dq.local.loading` when the runner loads them.
 """
 
 from __future__ import annotations
@@ -53,16 +54,11 @@ import difflib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medallion_dq.local import (
-    check_pipeline_code,
-    compile_pipeline_files,
-    datasets_defined,
-    landing_folders,
-    landing_formats,
-)
+from medallion_dq.local import check_pipeline_code
 from medallion_dq.problems import Problem
 from medallion_dq.project import Project
 from medallion_dq.project.bundle.model import (
@@ -72,6 +68,7 @@ from medallion_dq.project.bundle.model import (
     apply_target,
     default_target,
 )
+from medallion_dq.project.manifest import FORMAT_KEY, Manifest
 from medallion_dq.text import relative_path
 
 __all__ = [
@@ -80,13 +77,11 @@ __all__ = [
     "check_json_path",
     "check_lake",
     "check_landing",
+    "RunOptions",
     "check_pipeline_code",
     "check_run_options",
-    "compile_pipeline_files",
-    "datasets_defined",
     "has_errors",
-    "landing_folders",
-    "landing_formats",
+    "judge",
     "parse_variables",
     "pipeline_keys",
 ]
@@ -95,8 +90,6 @@ __all__ = [
 DEFAULT_LANDING = Path("fixtures") / "landing"
 #: File types taken for data when they sit directly in the landing folder.
 DATA_SUFFIXES = {".json", ".jsonl", ".csv", ".parquet", ".avro", ".orc", ".txt", ".xml"}
-#: Where a source's file format is set (a pipeline's configuration), and its default.
-FORMAT_KEY, DEFAULT_FORMAT = "medallion.source.file_format", "json"
 
 _VALID_NAME = re.compile(r"[A-Za-z0-9_]+")
 _WHOLE_VAR = re.compile(r"^\$\{var\.([^.}\[]+)\}$")
@@ -122,7 +115,7 @@ def _unknown(code: str, where: str, message: str, value: str, choices, none: str
 
 
 def _typed(path: Path, typed: str | Path | None, cwd: Path) -> str:
-    """``path`` as the user would type it: relative to ``cwd`` unless they typed an absolute one."""
+    """`path` as the user would type it: relative to `cwd` unless they typed an absolute one."""
     if typed is not None and Path(typed).expanduser().is_absolute():
         return str(path)
     relative = os.path.relpath(path, cwd)
@@ -135,9 +128,9 @@ def _typed(path: Path, typed: str | Path | None, cwd: Path) -> str:
 def parse_variables(
     pairs: Sequence[str] | Mapping[str, str],
 ) -> tuple[dict[str, str], list[Problem]]:
-    """``--var`` values as typed (``["schema=x", ...]``) -> ({name: value}, RUN004 problems).
+    """`--var` values as typed (`["schema=x", ...]`) -> ({name: value}, RUN004 problems).
 
-    A mapping is taken as already parsed. A value may hold ``=`` (split at the first one).
+    A mapping is taken as already parsed. A value may hold `=` (split at the first one).
     """
     if isinstance(pairs, Mapping):
         return {str(k): str(v) for k, v in pairs.items()}, []
@@ -170,8 +163,8 @@ def check_json_path(
     option: str = "--json",
     example_name: str = "summary.json",
 ) -> list[Problem]:
-    """RUN011 when the file an ``option`` names (the JSON summary, the JUnit XML) could not be
-    written to ``json_path`` after the run."""
+    """RUN011 when the file an `option` names (the JSON summary, the JUnit XML) could not be
+    written to `json_path` after the run."""
     if json_path is None or str(json_path) == "":
         return []
     cwd = Path(cwd or Path.cwd())
@@ -248,7 +241,7 @@ def _holds_all(folder: Path, sources: Iterable[str]) -> bool:
 
 
 def _landing_guesses(path: Path, sources: list[str]) -> list[Path]:
-    """Folders near ``path`` that hold every source folder: the nearest of two levels up, or
+    """Folders near `path` that hold every source folder: the nearest of two levels up, or
     its sub-folders that do (one named like the default landing folder first)."""
     if not sources:
         return []
@@ -274,10 +267,11 @@ def check_landing(
 ) -> list[Problem]:
     """RUN008 / RUN009 / RUN010 for the landing folder the run will read.
 
-    ``landing``: ``--landing`` as typed (relative to ``cwd``, as the CLI resolves it), or None
-    for the default, ``<root>/fixtures/landing``. ``sources``: the sub-folders the pipelines read
-    (``landing_folders``); ``formats``: source -> file formats expected in it (``json``...).
-    With no sources and no ``--landing``, nothing is checked (no pipeline reads the landing).
+    `landing`: `--landing` as typed (relative to `cwd`, as the CLI resolves it), or None
+    for the default, `<root>/fixtures/landing`. `sources`: the sub-folders the pipelines read
+    (a manifest's `PipelineCode.landing_folders`); `formats`: source -> file formats
+    expected in it (`json`...).
+    With no sources and no `--landing`, nothing is checked (no pipeline reads the landing).
     """
     cwd = Path(cwd or Path.cwd())
     sources = sorted(set(sources))
@@ -351,7 +345,7 @@ def check_landing(
 
 
 def pipeline_keys(bundle: Bundle, pipeline: str | None, job: str | None) -> list[str]:
-    """The bundle pipelines a run updates: ``--pipeline``'s, or those of ``--job``'s tasks."""
+    """The bundle pipelines a run updates: `--pipeline`'s, or those of `--job`'s tasks."""
     if pipeline is not None:
         return [pipeline] if pipeline in bundle.pipelines else []
     if job is not None and job in bundle.jobs:
@@ -383,25 +377,25 @@ def check_lake(
     rebuilt: Iterable[str] = (),
     writers: Mapping[str, str] | None = None,
 ) -> list[Problem]:
-    """RUN016 / RUN017 for the lasting lake the run will update (``lake``: its folder).
+    """RUN016 / RUN017 for the lasting lake the run will update (`lake`: its folder).
 
     RUN016: the lake's streaming tables know the files they read by path (as Auto Loader does),
-    so the same files in another folder would all be read again. A ``landing`` (resolved) other
-    than the one the lake was built from is refused, unless ``full_refresh`` (every file is read
-    again, once) or ``new_delivery``: the folder is a new delivery of the same source, every file
+    so the same files in another folder would all be read again. A `landing` (resolved) other
+    than the one the lake was built from is refused, unless `full_refresh` (every file is read
+    again, once) or `new_delivery`: the folder is a new delivery of the same source, every file
     in it is read, so it must hold only files not read yet; a file there with the name and bytes
     of one under an earlier landing folder would be read twice, and is refused.
-    RUN017: a damaged table (the engine's `damage`), but those named in ``rebuilt``: a ``--full-refresh``
-    rebuilds the tables of the run's pipelines (the CLI removes them first). ``writers``: table
+    RUN017: a damaged table (the engine's `damage`), but those named in `rebuilt`: a `--full-refresh`
+    rebuilds the tables of the run's pipelines (the CLI removes them first). `writers`: table
     name -> the bundle pipeline that writes it, named in the fix."""
-    from medallion_dq.local import damaged_tables, landings
+    from medallion_dq.local import LakeFolder
 
     def shown(path: Path) -> str:
         return relative_path(path, root) if path.is_relative_to(root) else str(path)
 
     problems = []
     where = shown(lake)
-    for table, why in damaged_tables(lake).items():
+    for table, why in LakeFolder(lake).damaged().items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
             continue
@@ -415,7 +409,7 @@ def check_lake(
                 f"`medallion-dq lake check` lists every damaged table of {where}",
             )
         )
-    built_from = landings(lake)
+    built_from = LakeFolder(lake).landings()
     if not list(sources) or not built_from or full_refresh:
         return problems
     landing = landing.resolve()
@@ -453,11 +447,11 @@ def check_lake(
 def check_gate(
     bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool, root: Path | None = None
 ) -> list[Problem]:
-    """RUN018: ``--pipeline`` runs after a job's quality gate (a publish) while the lasting lake
-    ``lake`` holds rows the last such gate failed, unless ``ungated``: on Databricks that job
-    skipped its publish, so one run by hand is refused unless asked for. ``root``: the project,
+    """RUN018: `--pipeline` runs after a job's quality gate (a publish) while the lasting lake
+    `lake` holds rows the last such gate failed, unless `ungated`: on Databricks that job
+    skipped its publish, so one run by hand is refused unless asked for. `root`: the project,
     to name the landing folder the lake reads (relative to it)."""
-    from medallion_dq.local import Unjudged, gate_failed, landings
+    from medallion_dq.local import LakeFolder
 
     problems = []
     for job in [] if ungated else bundle.jobs.values():
@@ -467,17 +461,17 @@ def check_gate(
             continue
         for judged in (judged for _, judged, after in gates if pipeline in after):
             for resource in filter(None, map(bundle.pipelines.get, sorted(judged))):
-                unjudged = Unjudged(lake, resource.name, resource.schema)
+                unjudged = LakeFolder(lake).unjudged(resource.name, resource.schema)
                 if not (rejected := unjudged.rejected()):
                     continue
                 failed = rejected.get("updates") or unjudged.updates()
                 later = [u for u in unjudged.updates() if u not in failed]
                 message = (
                     f"would publish the rows of {resource.key} update(s) {', '.join(failed)}, "
-                    f"which {gate_failed(rejected)}"
+                    f"which {unjudged.in_words(rejected)}"
                     + (f", and of {', '.join(later)}, which no gate has judged" if later else "")
                 )
-                built_from = landings(lake)
+                built_from = LakeFolder(lake).landings()
                 landing = ""
                 if built_from and root is not None and built_from[-1] != root / DEFAULT_LANDING:
                     landing = f" --landing {relative_path(built_from[-1], root)}"
@@ -496,30 +490,25 @@ def _valid_name(value: str) -> bool:
     return bool(_VALID_NAME.fullmatch(value)) and not value.isdigit()
 
 
-def _variable_origin(
-    name: str, raw_config: dict[str, Any], target: str, overrides: Mapping[str, str]
-) -> tuple[str, str, str]:
-    """(file, yaml path, how to set it) of the value variable ``name`` got."""
-    if name in overrides:
-        return f"--var {name}={overrides[name]}", "", f"--var {name}="
-    if f"BUNDLE_VAR_{name}" in os.environ:
-        return f"BUNDLE_VAR_{name}={os.environ[f'BUNDLE_VAR_{name}']}", "", f"BUNDLE_VAR_{name}="
-    target_values = ((raw_config.get("targets") or {}).get(target) or {}).get("variables") or {}
-    if name in target_values:
-        return "databricks.yml", f"targets.{target}.variables.{name}", f"{name}: "
+def _variable_origin(manifest: Manifest, name: str) -> tuple[str, str, str]:
+    """(file, yaml path, how to set it) of the value variable `name` got."""
+    variable = manifest.variables.get(name)
+    origin = variable.origin if variable else "default"
+    if origin == "--var":
+        return f"--var {name}={variable.value if variable else ''}", "", f"--var {name}="
+    if origin.startswith("BUNDLE_VAR_"):
+        return f"{origin}={os.environ.get(origin, '')}", "", f"{origin}="
+    if origin.startswith("target "):
+        return "databricks.yml", f"targets.{manifest.target}.variables.{name}", f"{name}: "
     return "databricks.yml", f"variables.{name}.default", "default: "
 
 
-def _check_names(
-    bundle: Bundle,
-    keys: list[str],
-    raw_config: dict[str, Any],
-    overrides: Mapping[str, str],
-) -> list[Problem]:
-    """RUN006 / RUN007 for the catalog and schema of the pipelines ``keys``; one problem per
+def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
+    """RUN006 / RUN007 for the catalog and schema of the pipelines `keys`; one problem per
     value and where it comes from, naming every pipeline it is the catalog or schema of."""
+    bundle = manifest.bundle
     target = bundle.target
-    effective = apply_target(raw_config, target)
+    effective = apply_target(manifest.project.raw_bundle().config, target)
     raw_pipelines = (effective.get("resources") or {}).get("pipelines") or {}
     # (code, file, yaml path, value) -> (field, fix, pipelines)
     found: dict[tuple[str, str, str, str], tuple[str, str, list[str]]] = {}
@@ -555,7 +544,7 @@ def _check_names(
             elif not _valid_name(value):
                 var = _WHOLE_VAR.match(str(written))
                 if var:
-                    file, path, how = _variable_origin(var.group(1), raw_config, target, overrides)
+                    file, path, how = _variable_origin(manifest, var.group(1))
                 else:
                     file = relative_path(pipeline.source_file, bundle.root)
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
@@ -583,106 +572,113 @@ def _check_names(
 # --------------------------------------------------------------------------- the whole check
 
 
-def check_run_options(
-    project: Project | Path | str,
-    *,
-    target: str | None = None,
-    variables: Sequence[str] | Mapping[str, str] = (),
-    pipeline: str | None = None,
-    job: str | None = None,
-    landing: str | Path | None = None,
-    json_path: str | Path | None = None,
-    junit_path: str | Path | None = None,
-    markdown_path: str | Path | None = None,
-    source_folders: Iterable[str] | None = None,
-    check_code: bool = True,
-    cwd: Path | None = None,
-    lakes: Path | None = None,
-    new_delivery: bool = False,
-    full_refresh: bool = False,
-    ungated: bool = False,
-) -> list[Problem]:
-    """Every problem of a ``medallion-dq run`` before Spark starts; ``[]`` when it can start.
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a `medallion-dq run` as the user typed them:
 
-    Arguments are the options as the user typed them:
-
-    * ``project``: the project (or its folder, holding databricks.yml);
-    * ``target``: ``--target`` (None: the bundle's default target);
-    * ``variables``: ``--var`` as typed, ``["schema=x", ...]`` (or an already parsed mapping);
-    * ``pipeline`` / ``job``: ``--pipeline`` / ``--job`` (both None: every pipeline of the
+    * `target`: `--target` (None: the bundle's default target);
+    * `variables`: `--var` as typed, `["schema=x", ...]` (or an already parsed mapping);
+    * `pipeline` / `job`: `--pipeline` / `--job` (both None: every pipeline of the
       bundle is checked);
-    * ``landing``: ``--landing`` as typed, relative to ``cwd`` (None: the default
-      ``<root>/fixtures/landing``, checked only when a chosen pipeline reads the landing);
-    * ``json_path`` / ``junit_path`` / ``markdown_path``: ``--json`` / ``--junit-xml`` /
-      ``--markdown`` as typed, relative to ``cwd``;
-    * ``source_folders``: the landing sub-folders the pipelines read; None finds them in the
-      pipeline files (``landing_folders``);
-    * ``check_code``: also compile the chosen pipelines' .py files and check their imports
+    * `landing`: `--landing` as typed, relative to `cwd` (None: the default
+      `<root>/fixtures/landing`, checked only when a chosen pipeline reads the landing);
+    * `json_path` / `junit_path` / `markdown_path`: `--json` / `--junit-xml` /
+      `--markdown` as typed, relative to `cwd`;
+    * `source_folders`: the landing sub-folders the pipelines read; None: those their files
+      read (the manifest's);
+    * `check_code`: also compile the chosen pipelines' .py files and check their imports
       (RUN012, RUN013);
-    * ``cwd``: the folder relative paths are read from (default: the current folder);
-    * ``lakes``: the folder of the lasting lakes, one per target (None: a new lake, ``--fresh``):
-      the target's lake is checked (``check_lake``) with ``--new-delivery`` / ``--full-refresh``,
-      and a ``pipeline`` run after a job's gate (``check_gate``) with ``--ungated``.
+    * `cwd`: the folder relative paths are read from (default: the current folder);
+    * `lakes`: the folder of the lasting lakes, one per target (None: a new lake, `--fresh`):
+      the target's lake is checked (`check_lake`) with `--new-delivery` / `--full-refresh`,
+      and a `pipeline` run after a job's gate (`check_gate`) with `--ungated`.
+    """
 
-    Returns problems in option order; exit 2 when ``has_errors(problems)``. Never raises for a
-    user mistake (an unreadable bundle is RUN014). Reads files only: no Spark, no pipeline code
-    is executed.
+    target: str | None = None
+    variables: Sequence[str] | Mapping[str, str] = ()
+    pipeline: str | None = None
+    job: str | None = None
+    landing: str | Path | None = None
+    json_path: str | Path | None = None
+    junit_path: str | Path | None = None
+    markdown_path: str | Path | None = None
+    source_folders: Iterable[str] | None = None
+    check_code: bool = True
+    cwd: Path | None = None
+    lakes: Path | None = None
+    new_delivery: bool = False
+    full_refresh: bool = False
+    ungated: bool = False
+
+
+def check_run_options(project: Project | Path | str, options: RunOptions) -> list[Problem]:
+    """Every problem of a `medallion-dq run` before Spark starts; `[]` when it can start.
+
+    The bundle is read for the options' target and variables (RUN001, RUN005, RUN014 when it
+    cannot be), then the project's manifest is judged with the options (`judge`). Returns
+    problems in option order; exit 2 when `has_errors(problems)`. Never raises for a user
+    mistake. Reads files only: no Spark, no pipeline code is executed.
     """
     project = Project.of(project)
-    root = project.root
-    cwd = Path(cwd or Path.cwd())
-    overrides, problems = parse_variables(variables)
-    output_problems = _check_outputs(json_path, junit_path, cwd, markdown_path)
+    cwd = Path(options.cwd or Path.cwd())
+    overrides, problems = parse_variables(options.variables)
+    outputs = _check_outputs(options.json_path, options.junit_path, cwd, options.markdown_path)
     try:
         raw = project.raw_bundle()
     except BundleError as error:
-        return [*problems, _unreadable(error), *output_problems]
-    target, target_problem = _target(raw.config, target)
+        return [*problems, _unreadable(error), *outputs]
+    target, target_problem = _target(raw.config, options.target)
     if target_problem:
-        return [target_problem, *problems, *output_problems]
+        return [target_problem, *problems, *outputs]
     problems += _undeclared_variables(raw.config, overrides)
     try:
-        bundle = project.bundle(target=target, variables=overrides)
+        manifest = project.manifest(target, overrides)
     except BundleError as error:
-        return [*problems, _unreadable(error), *output_problems]
+        return [*problems, _unreadable(error), *outputs]
+    return [*problems, *judge(manifest, options, cwd), *outputs]
 
-    keys, choice_problem = _chosen_pipelines(bundle, pipeline, job)
+
+def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
+    """The problems of running `options` on the project `manifest` (read for their target and
+    variables): the pipelines chosen, their catalog and schema, code, landing and lake."""
+    bundle, root, problems = manifest.bundle, manifest.root, []
+    keys, choice_problem = _chosen_pipelines(bundle, options.pipeline, options.job)
     if choice_problem:
         problems.append(choice_problem)
     if keys is None:
-        if landing is not None:
-            problems += check_landing(landing, [], root=root, cwd=cwd)
-        return [*problems, *output_problems]
-    problems += _check_names(bundle, keys, raw.config, overrides)
-    files = list(dict.fromkeys(f for key in keys for f in bundle.pipelines[key].library_files))
-    if check_code:
+        if options.landing is not None:
+            problems += check_landing(options.landing, [], root=root, cwd=cwd)
+        return problems
+    problems += _check_names(manifest, keys)
+    code = manifest.code(keys)
+    if options.check_code:
         search = [path for k in keys if (path := bundle.pipelines[k].root_path)]
+        files = [f.path for f in code.files]
         problems += check_pipeline_code(files, root, search_paths=search)
-    formats = {} if source_folders is not None else _source_formats(bundle, keys)
-    sources = list(formats) if source_folders is None else list(source_folders)
-    problems += check_landing(landing, sources, root=root, formats=formats, cwd=cwd)
-    if lakes is not None and (Path(lakes) / target).is_dir() and not has_errors(problems):
+    given = options.source_folders
+    formats = {} if given is not None else _source_formats(manifest, keys)
+    sources = list(formats) if given is None else list(given)
+    problems += check_landing(options.landing, sources, root=root, formats=formats, cwd=cwd)
+    lake = Path(options.lakes) / manifest.target if options.lakes is not None else None
+    if lake is not None and lake.is_dir() and not has_errors(problems):
+        landing = options.landing
         path = cwd / Path(landing).expanduser() if landing else root / DEFAULT_LANDING
-        option = f"--landing {landing}" if landing else "--landing (not given)"
         problems += check_lake(
-            Path(lakes) / target,
+            lake,
             path,
-            option,
+            f"--landing {landing}" if landing else "--landing (not given)",
             sources,
             root=root,
-            new_delivery=new_delivery,
-            full_refresh=full_refresh,
-            rebuilt=datasets_defined(files) if full_refresh else (),
-            writers={
-                name: key
-                for key, resource in bundle.pipelines.items()
-                for name in datasets_defined(resource.library_files)
-            },
+            new_delivery=options.new_delivery,
+            full_refresh=options.full_refresh,
+            rebuilt=code.names() if options.full_refresh else (),
+            writers=manifest.writers(),
         )
-        if pipeline in bundle.pipelines:
-            lake = Path(lakes) / target
-            problems += check_gate(bundle, lake, pipeline, ungated=ungated, root=root)
-    return [*problems, *output_problems]
+        if options.pipeline in bundle.pipelines:
+            problems += check_gate(
+                bundle, lake, options.pipeline, ungated=options.ungated, root=root
+            )
+    return problems
 
 
 def _unreadable(error: BundleError) -> Problem:
@@ -690,7 +686,7 @@ def _unreadable(error: BundleError) -> Problem:
 
 
 def _target(config: dict[str, Any], target: str | None) -> tuple[str, Problem | None]:
-    """``--target``, or the bundle's default target; RUN001 when there is none such."""
+    """`--target`, or the bundle's default target; RUN001 when there is none such."""
     targets = list(config.get("targets") or {}) if isinstance(config.get("targets"), dict) else []
     if target is None:
         try:
@@ -706,7 +702,7 @@ def _target(config: dict[str, Any], target: str | None) -> tuple[str, Problem | 
 
 
 def _undeclared_variables(config: dict[str, Any], overrides: Mapping[str, str]) -> list[Problem]:
-    """RUN005 for each ``--var`` databricks.yml does not declare."""
+    """RUN005 for each `--var` databricks.yml does not declare."""
     declared = config.get("variables") or {}
     declared = declared if isinstance(declared, dict) else {}
     return [
@@ -726,8 +722,8 @@ def _undeclared_variables(config: dict[str, Any], overrides: Mapping[str, str]) 
 def _chosen_pipelines(
     bundle: Bundle, pipeline: str | None, job: str | None
 ) -> tuple[list[str] | None, Problem | None]:
-    """The pipelines the run updates (``pipeline_keys``); None and RUN002 / RUN003 when
-    ``--pipeline`` / ``--job`` names none of the bundle's."""
+    """The pipelines the run updates (`pipeline_keys`); None and RUN002 / RUN003 when
+    `--pipeline` / `--job` names none of the bundle's."""
     if pipeline is not None and pipeline not in bundle.pipelines:
         where, message = f"--pipeline {pipeline}", "no such pipeline in the bundle"
         message += " (resources/*.pipeline.yml)"
@@ -740,13 +736,10 @@ def _chosen_pipelines(
     return pipeline_keys(bundle, pipeline, job), None
 
 
-def _source_formats(bundle: Bundle, keys: list[str]) -> dict[str, set[str]]:
-    """The landing sub-folders the pipelines ``keys`` read -> their file formats."""
+def _source_formats(manifest: Manifest, keys: list[str]) -> dict[str, set[str]]:
+    """The landing sub-folders the pipelines `keys` read -> their file formats."""
     found: dict[str, set[str]] = {}
     for key in keys:
-        resource = bundle.pipelines[key]
-        fmt = resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
-        own = landing_formats(resource.library_files)  # a source's file_format=
-        for folder in landing_folders(resource.library_files):
-            found.setdefault(folder, set()).add(own.get(folder, fmt))
+        for folder, fmt in manifest.pipelines[key].source_formats().items():
+            found.setdefault(folder, set()).add(fmt)
     return found

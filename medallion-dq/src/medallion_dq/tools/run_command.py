@@ -18,6 +18,7 @@ from medallion_dq.tools import console, exits
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
+    from medallion_dq.project.manifest import Manifest
 
 
 def _preflight(project: Project, args) -> tuple[list, str | None]:
@@ -26,8 +27,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
     from medallion_dq.project.bundle import BundleError, validate_bundle
     from medallion_dq.tools import conventions, preflight
 
-    problems = preflight.check_run_options(
-        project,
+    options = preflight.RunOptions(
         target=args.target,
         variables=args.var,
         pipeline=args.pipeline,
@@ -41,6 +41,7 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
         full_refresh=args.full_refresh,
         ungated=args.ungated,
     )
+    problems = preflight.check_run_options(project, options)
     if not preflight.has_errors(problems):
         problems += [*validate_bundle(project), *conventions.check(project)]
     try:
@@ -226,13 +227,12 @@ def _put_back(session, stop, args) -> str:
 def _run_failed(error: Exception, what: str, summary: dict, args, session) -> int:
     """The exit code of a run that `error` ended (exits.py; its line said, `summary` given
     it), or the error raised again when it is not one a user is told about in a line."""
-    from medallion_dq.local import PipelineCodeError, PutBackFailed, disk_note, io_fault
+    from medallion_dq.local import PipelineCodeError, PutBackFailed
 
     local = session.local
     lost = local.lost(error) if local is not None else None  # the server's loss, and why
-    if lost is None and (fault := io_fault(error)):
+    if lost is None and (fault := session.folder.disk_fault(error)):
         # A full disk, a read-only lake, mid-update: the update was put back; the run failed.
-        fault += disk_note(session.folder.path)
         where = session.folder.path.relative_to(session.project.root)
         summary["error"] = f"the lake {where} could not be written: {fault}"
         console.error(f"{what}: FAILED: {summary['error']}")
@@ -253,29 +253,26 @@ def _run_failed(error: Exception, what: str, summary: dict, args, session) -> in
 
 
 def _rebuilt(project: Project, target: str, variables: dict, args) -> set[str]:
-    """The datasets a full refresh of the run's pipelines rebuilds (a damaged table of another
-    pipeline stopped the run in preflight)."""
+    """The tables a full refresh of the run's pipelines rebuilds: every table their files
+    define, named by `name=` or by the function (RUN017 spares these; the session removes them
+    when damaged; a damaged table of another pipeline stopped the run in preflight)."""
     from medallion_dq.tools import preflight
 
-    bundle = project.bundle(target=target, variables=variables)
-    keys = preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    return preflight.datasets_defined(
-        {f for key in keys for f in bundle.pipelines[key].library_files}
-    )
+    manifest = project.manifest(target, variables)
+    return manifest.code(preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)).names()
 
 
 def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
     """By pipeline, the datasets its update writes (read from its files): how far an update
     has got, in the status a terminal shows."""
-    from medallion_dq.local import datasets_defined
     from medallion_dq.tools import preflight
 
-    bundle = project.bundle(target=target, variables=variables)
-    pipelines = [
-        bundle.pipelines[k] for k in preflight.pipeline_keys(bundle, args.pipeline, args.job)
-    ]
+    manifest = project.manifest(target, variables)
+    keys = preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)
     # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
-    return {p.name: sorted(datasets_defined(p.library_files)) for p in pipelines}
+    return {
+        manifest.bundle.pipelines[k].name: sorted(manifest.pipelines[k].code.names()) for k in keys
+    }
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

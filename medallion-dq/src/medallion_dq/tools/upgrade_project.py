@@ -28,9 +28,9 @@ from typing import Any
 from medallion_dq import __version__, rules
 from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, write_file
+from medallion_dq.project.pipeline_code import PipelineModule
 from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, quarantine_views
-from medallion_dq.tools.pipeline_ast import PipelineModule
 
 RUNTIME, DEV = "medallion-dq", "medallion-dq-dev"
 WHOLE_RECORD = {"whole_record": "_corrupt_record IS NULL"}

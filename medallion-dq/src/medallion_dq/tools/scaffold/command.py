@@ -41,7 +41,6 @@ def _package(project: Project) -> str:
 
 def _refuse_taken(plan: Plan) -> None:
     from medallion_dq.project.bundle import BundleError
-    from medallion_dq.tools.preflight import datasets_defined
 
     name, root = plan.name, plan.root
     if not NAME.fullmatch(name):
@@ -59,7 +58,9 @@ def _refuse_taken(plan: Plan) -> None:
     except BundleError as error:
         raise SourceError(f"databricks.yml: {error}") from None
     files = [f for p in bundle.pipelines.values() for f in p.library_files]
-    taken = {f"bronze_{name}", f"silver_{name}", name} & datasets_defined(files)
+    taken = {f"bronze_{name}", f"silver_{name}", name} & plan.project.pipeline_code(files).names(
+        views=True
+    )
     if taken:
         raise SourceError(
             f"source {name!r} exists: the pipelines define {', '.join(sorted(taken))}"

@@ -1,15 +1,15 @@
-"""What the conventions read from a pipeline's Python file, by its syntax tree (nothing is run):
-the datasets its decorators define, the rules they are given, and the calls in its query
-functions that the open-source engine runs eagerly or refuses."""
+"""The one offline reader of pipeline Python files, by their syntax tree (nothing is run): the
+datasets a file defines (of every kind the engine runs: `@dp.table`, `@dp.materialized_view`,
+`@dp.temporary_view`, `@dp.view`, named by `name=` or by the function; `create_streaming_table`,
+`append_flow` targets, `create_auto_cdc_flow` / `apply_changes` targets, sinks), the rules its
+decorators are given, the landing folders it reads and the calls in its query functions that the
+open-source engine runs eagerly or refuses."""
 
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Iterator, Mapping
-
-import sqlglot
-from sqlglot import exp
+import warnings
+from collections.abc import Iterator
 
 from medallion_dq.text import short_name
 
@@ -22,10 +22,42 @@ EXPECT_DECORATORS = {
     "expect_all_or_drop": "drop",
     "expect_all_or_fail": "fail",
 }
+#: A dataset decorator's kind of dataset.
+DECORATOR_KINDS = {
+    "table": "table",
+    "materialized_view": "materialized view",
+    "temporary_view": "temporary view",
+    "view": "temporary view",  # Lakeflow's @dp.view is a temporary view
+    "append_flow": "flow target",
+}
+#: Calls that fill a target table of their own: AUTO CDC flows (`target=`).
+CALL_KINDS = {
+    "create_auto_cdc_flow": "auto cdc target",
+    "apply_changes": "auto cdc target",
+    "create_auto_cdc_from_snapshot_flow": "auto cdc target",
+    "apply_changes_from_snapshot": "auto cdc target",
+}
+_CALL_DECLARES = {"create_streaming_table": "streaming table", "create_sink": "sink"}
+#: Kinds that are no table of the lake: a view lives in the update, a sink writes elsewhere.
+NOT_TABLES = frozenset({"temporary view", "view", "sink"})
+#: Kinds a dataset is filled as, which its declaration (create_streaming_table) names better.
+FILLED = frozenset({"flow target", "auto cdc target"})
+#: The function of medallion_dq.sources whose calls name the landing sub-folders.
+READER = "read_landing"
 EAGER_CALLS = {"withColumn", "withColumns", "drop"}
 ANALYSIS_ATTRS = {"columns", "schema", "dtypes"}
 ANALYSIS_CALLS = {"count", "collect", "toPandas", "show", "printSchema", "isEmpty"}
 GROUPING_CALLS = {"groupBy", "groupby", "rollup", "cube", "pivot", "groupingSets"}
+
+
+def parse_python(source: bytes | str, filename: str = "<pipeline>") -> ast.Module | None:
+    """A module's syntax tree; None when it does not parse (RUN012 / DQC000 say why)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning etc.: not the reader's business
+            return ast.parse(source, filename)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def kwarg_str(call: ast.Call | None, key: str) -> str | None:
@@ -114,23 +146,76 @@ class PipelineModule:
         return func.name
 
     def defined_names(self) -> set[str]:
-        """Dataset names: `name=` of dataset decorators and calls, and query function names."""
-        names = {f.name for f in self.query_functions()}
+        """The short names of the datasets the module defines (`datasets`)."""
+        return {name for name, _, _ in self.datasets()}
+
+    def datasets(self) -> list[tuple[str, str, int]]:
+        """(short name, kind, line) of each dataset the module defines, first definition first:
+        a query function's dataset decorator (named by `name=`, or by the function), an
+        `append_flow`'s target, `create_streaming_table`, an AUTO CDC flow's target, a sink."""
+        found: list[tuple[str, str, int]] = []
+        for func in self.query_functions():
+            kinds = [self.decorator(d)[0] for d in func.decorator_list]
+            kind = next((k for k in kinds if k in DATASET_DECORATORS), None)
+            if kind is not None:
+                found.append((self.dataset_of(func), DECORATOR_KINDS[kind], func.lineno))
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Call):
-                kind, _ = self.decorator(node)
-                if kind in DATASET_DECORATORS or kind == "create_streaming_table":
-                    for key in ("name", "target"):
-                        if (value := kwarg_str(node, key)) is not None:
-                            names.add(short_name(value))
-                first = node.args[0] if node.args else None
-                if (  # create_streaming_table("users_current"), as Databricks writes it
-                    kind == "create_streaming_table"
-                    and isinstance(first, ast.Constant)
-                    and isinstance(first.value, str)
-                ):
-                    names.add(short_name(first.value))
-        return names
+            if isinstance(node, ast.Call) and (named := self._declared(node)):
+                found.append((*named, node.lineno))
+        return first_declared(found)
+
+    def _declared(self, call: ast.Call) -> tuple[str, str] | None:
+        """(short name, kind) of a dataset a call declares: `dp.table(name="x")(f)`,
+        `create_streaming_table("x")`, `create_auto_cdc_flow(target="x", ...)`, a sink."""
+        kind, _ = self.decorator(call)
+        key = "target" if kind == "append_flow" or kind in CALL_KINDS else "name"
+        if kind in DATASET_DECORATORS:
+            name = kwarg_str(call, key)
+            return (short_name(name), DECORATOR_KINDS[kind]) if name else None
+        if kind not in CALL_KINDS and kind != "create_streaming_table" and kind != "create_sink":
+            return None
+        first = call.args[0] if call.args else None
+        name = kwarg_str(call, key)
+        if name is None and isinstance(first, ast.Constant) and isinstance(first.value, str):
+            name = first.value  # create_streaming_table("users_current"), as Databricks writes
+        if not name:
+            return None
+        return short_name(name), CALL_KINDS.get(kind or "") or _CALL_DECLARES[kind or ""]
+
+    def landing(self) -> list[tuple[str, int, str | None]]:
+        """(folder, line, file format or None) of each `read_landing(spark, "orders", ...)` call
+        (or `folder="orders"`, or a module-level string constant); None: the pipeline's
+        `medallion.source.file_format`. A folder computed at run time is not seen."""
+        constants = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                target, value = node.target, node.value
+            else:
+                continue
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+            ):
+                constants[target.id] = value.value
+        found = []
+        for call in ast.walk(self.tree):
+            if not isinstance(call, ast.Call) or _call_name(call) != READER:
+                continue
+            arg = next((k.value for k in call.keywords if k.arg == "folder"), None)
+            if arg is None and len(call.args) >= 2:
+                arg = call.args[1]
+            folder = None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                folder = arg.value
+            elif isinstance(arg, ast.Name):
+                folder = constants.get(arg.id)
+            fmt = kwarg_str(call, "file_format")
+            if folder:
+                found.append((folder.strip("/"), call.lineno, fmt.lower() if fmt else None))
+        return found
 
     def rule_names(self, kind: str, call: ast.Call) -> Iterator[tuple[str | None, str, str | None]]:
         """(rule name or None, source expression, action of the rule-file attribute or None)."""
@@ -250,60 +335,19 @@ class PipelineModule:
         yield from sorted(set(found))
 
 
+def first_declared(found: list[tuple[str, str, int]]) -> list[tuple[str, str, int]]:
+    """(name, kind, line) once per name, in line order: its first declaration, or where it is
+    first filled (a flow's or an AUTO CDC flow's target) when nothing declares it."""
+    chosen: dict[str, tuple[str, str, int]] = {}
+    for name, kind, line in sorted(found, key=lambda d: d[2]):
+        if name not in chosen or (chosen[name][1] in FILLED and kind not in FILLED):
+            chosen[name] = (name, kind, line)
+    return sorted(chosen.values(), key=lambda d: d[2])
+
+
 def _call_name(node: ast.Call) -> str | None:
     if isinstance(node.func, ast.Attribute):
         return node.func.attr
     if isinstance(node.func, ast.Name):
         return node.func.id
     return None
-
-
-# A quarantine view as `quarantine.view_sql` writes it (tools/quarantine_views.py).
-VIEW = re.compile(
-    r"CREATE\s+VIEW\s+(?P<name>`[^`]+`|[\w.]+)\s+"
-    r"(?:COMMENT\s+'(?P<comment>(?:[^'\\]|\\.)*)'\s+)?"
-    r"AS\s+SELECT\s+\*\s*,.*?\s+AS\s+_dq_failed_rules\s+"
-    r"FROM\s+(?P<source>.*)\s+AS\s+quarantine_source\s+WHERE\s.*\Z",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def _read_columns(rules: Mapping[str, str]) -> list[str]:
-    """The row's columns the rules read, in rule order, as written (a lambda's parameter and a
-    struct's field are not columns of the row)."""
-    found: dict[str, str] = {}
-    for constraint in rules.values():
-        try:
-            tree = sqlglot.parse_one(constraint, read="spark")
-        except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-            continue  # `check` says it (DQ0xx)
-        bound = {
-            p.name.lower() for node in tree.find_all(exp.Lambda) for p in node.expressions
-        }  # fmt: skip
-        for column in tree.find_all(exp.Column):
-            name = column.parts[0].name
-            if name.lower() not in bound:
-                found.setdefault(name.lower(), name)
-    return list(found.values())
-
-
-def _source_select(source: str) -> exp.Select | None:
-    """The SELECT of a view's source `(SELECT ...)`; None: a table name, or not read."""
-    try:
-        tree = sqlglot.parse_one(source.strip(), read="spark")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return None
-    while isinstance(tree, (exp.Subquery, exp.Paren)):
-        tree = tree.this
-    return tree if isinstance(tree, exp.Select) else None
-
-
-def unselected(statement: str, rules: Mapping[str, str]) -> list[str]:
-    """The columns `rules` read that the quarantine view's source SELECT does not give (none
-    where the SELECT has a `*`, or the source is not a SELECT this can read)."""
-    match = VIEW.search(statement)
-    select = _source_select(match["source"]) if match else None
-    if select is None or any(isinstance(e, exp.Star) for e in select.expressions):
-        return []
-    given = {name.lower() for name in select.named_selects}
-    return [name for name in _read_columns(rules) if name.lower() not in given]

@@ -1,0 +1,168 @@
+"""A project read into one typed, immutable object, once per command (`Project.manifest`).
+
+It holds the bundle resolved for a target (each variable with where its value came from), per
+pipeline its files read offline (`pipelines.PipelineCode`: datasets, expectations and SQL
+constraints, landing folders and formats), the rule files and `[tool.medallion]` as typed
+settings. Commands, `check`'s conventions, the test harness and the engine take it instead of
+reading the files again. What is costly and not always asked for (a pipeline's files, the rule
+sets) is read at the first ask and kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from medallion_dq.project.pipelines import PipelineCode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from medallion_dq.project import Project
+    from medallion_dq.project.bundle import Bundle
+    from medallion_dq.project.bundle.model import PipelineResource
+    from medallion_dq.rules import RuleSet
+
+#: A pipeline's configuration key naming its landing files' format, and the default.
+FORMAT_KEY, DEFAULT_FORMAT = "medallion.source.file_format", "json"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A bundle variable's value and its origin: `--var`, `BUNDLE_VAR_<name>`,
+    `target <name>` (the target's `variables:`) or `default`."""
+
+    name: str
+    value: Any
+    origin: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`[tool.medallion]` of pyproject.toml, typed: the rule folders, the conventions pack and
+    the `local` and `conventions` tables as written (their own readers judge their keys).
+    `unread`: why pyproject.toml or its `rules` could not be read (`check` says it, DQC000)."""
+
+    rules_dirs: tuple[Path, ...] = ()
+    pack: str | None = None
+    local: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    conventions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    unread: str = ""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A bundle pipeline and its files as read (at the first ask: a run of one pipeline need
+    not read the others')."""
+
+    project: Project = field(repr=False, compare=False)
+    resource: PipelineResource
+
+    @cached_property
+    def code(self) -> PipelineCode:
+        return self.project.pipeline_code(self.resource.library_files)
+
+    @property
+    def key(self) -> str:
+        return self.resource.key
+
+    @property
+    def file_format(self) -> str:
+        """The format its landing folders are read in when a reader names none."""
+        return self.resource.configuration.get(FORMAT_KEY, DEFAULT_FORMAT)
+
+    def source_formats(self) -> dict[str, str]:
+        """Landing sub-folder -> the format this pipeline reads it in."""
+        own = self.code.landing_formats()
+        return {x.folder: own.get(x.folder, self.file_format) for x in self.code.landing}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One project as a command sees it, for one target and its variables."""
+
+    project: Project = field(repr=False, compare=False)
+    bundle: Bundle
+    variables: Mapping[str, Variable]
+    pipelines: Mapping[str, Pipeline]
+    settings: Settings
+
+    @property
+    def root(self) -> Path:
+        return self.project.root
+
+    @property
+    def target(self) -> str:
+        return self.bundle.target
+
+    def code(self, keys: list[str] | None = None) -> PipelineCode:
+        """The files of pipelines `keys` (default: every one) as read, each file once."""
+        chosen = [self.pipelines[k] for k in (self.pipelines if keys is None else keys)]
+        files = {f.path: f for p in chosen for f in p.code.files}
+        return PipelineCode(tuple(files.values()))
+
+    def writers(self) -> dict[str, str]:
+        """Each table of the lake -> the key of the pipeline writing it."""
+        return {name: key for key, p in self.pipelines.items() for name in p.code.names()}
+
+    @cached_property
+    def rule_files(self) -> tuple[Path, ...]:
+        return tuple(self.project.rule_files())
+
+    @cached_property
+    def rule_sets(self) -> tuple[RuleSet, ...]:
+        """Every rule file loaded (the first that does not load raises its DataQualityError)."""
+        return tuple(self.project.rule_sets())
+
+
+def variables(
+    config: Mapping[str, Any], bundle: Bundle, overrides: Mapping[str, Any]
+) -> dict[str, Variable]:
+    """The bundle's variables, each with its origin, as `bundle.model.variable_values` ranks
+    them: `--var`, then `BUNDLE_VAR_<name>`, the target's value, the declared default."""
+    target = ((config.get("targets") or {}).get(bundle.target) or {}).get("variables") or {}
+    found = {}
+    for name, value in bundle.variables.items():
+        if name in overrides:
+            origin = "--var"
+        elif f"BUNDLE_VAR_{name}" in os.environ:
+            origin = f"BUNDLE_VAR_{name}"
+        elif name in target:
+            origin = f"target {bundle.target}"
+        else:
+            origin = "default"
+        found[name] = Variable(name, value, origin)
+    return found
+
+
+def settings(project: Project) -> Settings:
+    """`[tool.medallion]`, typed; what cannot be read is left out, and said in `unread`."""
+    try:
+        table = project.settings()
+        rules_dirs = tuple(project.rules_dirs(table))
+    except ValueError as error:  # pyproject.toml does not parse, or a wrong `rules`
+        return Settings(unread=str(error))
+    local, conventions = table.get("local", {}), table.get("conventions", {})
+    pack = table.get("pack")
+    return Settings(
+        rules_dirs,
+        pack if isinstance(pack, str) else None,
+        MappingProxyType(dict(local) if isinstance(local, dict) else {}),
+        MappingProxyType(dict(conventions) if isinstance(conventions, dict) else {}),
+    )
+
+
+def build(project: Project, target: str | None, overrides: Mapping[str, Any]) -> Manifest:
+    """The manifest (BundleError when the bundle cannot be read or resolved)."""
+    bundle = project.bundle(target=target, variables=dict(overrides))
+    pipelines = {key: Pipeline(project, resource) for key, resource in bundle.pipelines.items()}
+    return Manifest(
+        project,
+        bundle,
+        MappingProxyType(variables(project.raw_bundle().config, bundle, overrides)),
+        MappingProxyType(pipelines),
+        settings(project),
+    )
