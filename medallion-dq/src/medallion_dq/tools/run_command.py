@@ -18,7 +18,6 @@ from medallion_dq.tools import console, exits
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
-    from medallion_dq.project.manifest import Manifest
 
 
 def _preflight(project: Project, args) -> tuple[list, str | None]:
