@@ -108,7 +108,7 @@ def cmd_check(args) -> int:
             judged, failed = _check_examples(project, args.backend)
         except BackendUnavailable as error:
             console.error(f"error: {error}")
-            return 2
+            return exits.NOT_STARTED
         problems += failed
         examples = f", {judged - len(failed)} of {judged} rule example(s) as written"
     for problem in problems:
@@ -143,14 +143,14 @@ def cmd_conventions(args) -> int:
 
     if args.teams and args.action != "fleet":
         console.error(f"error: conventions {args.action} takes no team: only fleet does")
-        return 2
+        return exits.NOT_STARTED
 
     if args.action == "fleet":  # the teams' own repositories, not this one
         from medallion_dq.tools import fleet
 
         if not args.to:
             console.error("error: conventions fleet takes --to <wheel, folder or requirement>")
-            return 2
+            return exits.NOT_STARTED
         return fleet.command(
             args.to,
             args.teams,
@@ -163,7 +163,7 @@ def cmd_conventions(args) -> int:
     if args.action == "diff":
         if not args.to:
             console.error("error: conventions diff takes --to <wheel, folder or requirement>")
-            return 2
+            return exits.NOT_STARTED
         return upgrade.command(
             project,
             args.to,
@@ -217,7 +217,7 @@ def _write_conventions(project: Project, chosen) -> int:
                 "error: the project uses the built-in conventions, whose CONVENTIONS.md came with"
                 ' the template: name a pack in pyproject.toml ([tool.medallion] pack = "<name>")'
             )
-        return 2
+        return exits.NOT_STARTED
     text = conventions_text.render(chosen, conventions.descriptions())
     path = project.root / conventions_text.FILE
     writable.check(path, "conventions write writes it", project.root)
@@ -225,7 +225,7 @@ def _write_conventions(project: Project, chosen) -> int:
     console.result(
         f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}"
     )
-    return 0
+    return exits.OK
 
 
 def cmd_lake(args) -> int:
@@ -276,7 +276,7 @@ def cmd_report(args) -> int:
     )
     if not logs:
         console.error(f"report: no local runs yet: run `{PROG} run --job medallion` first")
-        return 1
+        return exits.FAILED
     out_dir = Path(args.out) if args.out else root / STATE_DIR
     fix = "give --out a folder you can write" if not args.out else "give a folder you can write"
     writable.check(out_dir / report.FILE_NAME, "report writes its page there", root, fix=fix)
@@ -307,7 +307,7 @@ def cmd_report(args) -> int:
             console.result(f"report: {out}")
     finally:
         local.stop()
-    return 0
+    return exits.OK
 
 
 def cmd_spark(args) -> int:
@@ -324,7 +324,7 @@ def cmd_spark(args) -> int:
     found = [(folder, info) for folder, info in servers(root) if info is not None]
     if not found:
         console.result(f"spark: no shared Spark server runs for {root}")
-        return 0
+        return exits.OK
     for folder, info in found:
         where = folder.relative_to(root)
         if args.action == "stop":
@@ -333,7 +333,7 @@ def cmd_spark(args) -> int:
                     stop_server(folder)
             except ServerInUse as error:
                 console.error(f"spark: {error} ({where})")
-                return 1
+                return exits.FAILED
             console.result(f"spark: stopped the server on port {info.port} ({where})")
         else:
             age = time.time() - info.started
@@ -341,7 +341,7 @@ def cmd_spark(args) -> int:
                 f"spark: server on port {info.port}, pid {info.pid}, up {age / 60:.0f} min "
                 f"({where}; log {where / SERVER_LOG_FILE})"
             )
-    return 0
+    return exits.OK
 
 
 def cmd_diff(args) -> int:
@@ -396,12 +396,12 @@ def cmd_contract(args) -> int:
     if args.action == "export":
         if not args.dataset or args.file:
             console.error("error: contract export takes --dataset NAME and no FILE")
-            return 2
+            return exits.NOT_STARTED
         options["out"] = args.out
     else:
         if not args.file:
             console.error(f"error: contract {args.action} takes the contract FILE")
-            return 2
+            return exits.NOT_STARTED
         options |= {"file": args.file, "layer": args.layer}
     return contract.command(args.action, project, **options)
 
