@@ -607,7 +607,7 @@ class Runner:
             result.streaming, result.full_refresh = streams, update.full_refresh
             result.kinds = update.kinds
             phases.lap("bookkeeping")
-            self.event_log.append(spec.name, result)
+            self._record(spec.name, result)
             phases.lap("event_log")
             if unput is None:
                 journal.end()
@@ -624,6 +624,18 @@ class Runner:
         if interrupted is not None or arrived:
             raise Interrupted(interrupted or arrived[0], result)
         return result
+
+    def _record(self, pipeline: str, result: UpdateResult) -> None:
+        """The update in the event log. When that write fails too (a full disk) after the
+        update failed, the update's own error is what the run says first."""
+        try:
+            self.event_log.append(pipeline, result)
+        except Exception as failure:
+            if result.error is None or lake.io_fault(failure) is None:
+                raise
+            raise RuntimeError(
+                f"{result.error.message}; the event log was not written either: {failure}"
+            ) from failure
 
     def _put_back(
         self, update: _Update, journal: Journal
