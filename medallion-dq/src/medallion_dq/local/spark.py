@@ -405,10 +405,15 @@ def _unreachable(error: BaseException) -> bool:
         return error.code() == grpc.StatusCode.UNAVAILABLE
     if isinstance(error, ValueError) and "closed channel" in str(error):
         return True
-    # An embedded server's JVM is also reached through py4j (its gateway), which refuses at once.
-    from py4j.protocol import Py4JNetworkError
-
-    return isinstance(error, (Py4JNetworkError, ConnectionRefusedError, ConnectionResetError))
+    if isinstance(error, (ConnectionRefusedError, ConnectionResetError)):
+        return True
+    # An embedded server's JVM is also reached through py4j (its gateway), which refuses at once;
+    # Spark's client alone (the container's, pyspark-client) has no py4j.
+    try:
+        from py4j.protocol import Py4JNetworkError
+    except ModuleNotFoundError:
+        return False
+    return isinstance(error, Py4JNetworkError)
 
 
 @contextlib.contextmanager

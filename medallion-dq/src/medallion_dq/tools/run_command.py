@@ -226,11 +226,14 @@ def _put_back(session, stop, args) -> str:
 def _run_failed(error: Exception, what: str, summary: dict, args, session) -> int:
     """The exit code of a run that `error` ended (exits.py; its line said, `summary` given
     it), or the error raised again when it is not one a user is told about in a line."""
-    from medallion_dq.local import PipelineCodeError, PutBackFailed
+    from medallion_dq.local import PipelineCodeError, PutBackFailed, ServerLost
 
     local = session.local
-    lost = local.lost(error) if local is not None else None  # the server's loss, and why
-    if lost is None and (fault := session.folder.disk_fault(error)):
+    lost = error if isinstance(error, ServerLost) else None
+    if lost is None and local is not None and exits.of(error) is None:
+        lost = local.lost(error)  # an error no user is told of: the server's loss, and why
+    mine = lost is not None or isinstance(error, MedallionDQError)
+    if not mine and (fault := session.folder.disk_fault(error)):
         # A full disk, a read-only lake, mid-update: the update was put back; the run failed.
         where = session.folder.path.relative_to(session.project.root)
         summary["error"] = f"the lake {where} could not be written: {fault}"
