@@ -45,7 +45,7 @@ def explain(
     expectations by dataset; `clauses`: `dataset.rule` -> its contract clause; `work_dir`: the
     lake, whose free space a full disk's line says; `server_log`: what the server logged during
     the update, where a failed flow's cause is when the engine's text is only its wrapper."""
-    failed_flow = next((f for f, s in flows.items() if s == "FAILED"), None)
+    failed_flow = _failed_flow(text or "", flows)
     text = text or f"flow {failed_flow} failed"
     violation = expectations.parse_violation(text)
     if violation:
@@ -167,6 +167,17 @@ _EXCEPTION = re.compile(
     r"^(?P<caused>Caused by: )?(?:[a-z_$][\w$]*\.)+(?P<kind>[A-Z][\w$]*(?:Exception|Error)): "
     r"(?P<message>.+)$"
 )
+
+
+def _failed_flow(text: str, flows: dict[str, str]) -> str | None:
+    """The flow that failed: the one in state FAILED, else the one the engine's text names,
+    else the only one still running (the update can end before its flow's FAILED event)."""
+    if failed := next((f for f, s in flows.items() if s == "FAILED"), None):
+        return failed
+    if named := re.search(r"Flow '([^']+)' has FAILED", text):
+        return short_name(named[1])
+    running = [f for f, s in flows.items() if s in ("STARTING", "PLANNING", "RUNNING")]
+    return running[0] if len(running) == 1 else None
 
 
 def log_cause(text: str, flow: str | None = None) -> str:
