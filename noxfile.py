@@ -317,13 +317,14 @@ def package(session: nox.Session) -> None:
     session.log(f"medallion-dq wheels: {wheels.runtime.parent}")
     session.install(*wheels.requirements("local,container"), *package_group("test"), env=COMPILED)
     session.chdir(PACKAGE)
-    # The tiers in order (tests/unit, engine, system): a broken parser fails in the first two
-    # minutes, before any Spark server starts; paths after `--` run those tests alone. Two test
+    # The unit tier first: a broken parser fails in the first two minutes, before any Spark
+    # server starts. Then the engine and system tiers in one pool (one tail, not two; the
+    # slowest files first, tests/conftest.py); paths after `--` run those tests alone. Two test
     # processes, a file each at a time (module fixtures run once): while one waits on its Spark
     # server the other works. The 15 slowest tests are listed: where CI's time goes, run after run.
     paths = [a for a in session.posargs if a.startswith("tests")]
     options = [a for a in session.posargs if a not in paths]
-    for tier in [paths] if paths else [["tests/unit"], ["tests/engine"], ["tests/system"]]:
+    for tier in [paths] if paths else [["tests/unit"], ["tests/engine", "tests/system"]]:
         spark = tier != ["tests/unit"]
         durations = ["--dist=loadfile", "--durations=15"] if spark else []
         # A -k of the options may leave a tier with no test (exit 5): not a failure then.
