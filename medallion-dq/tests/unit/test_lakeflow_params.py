@@ -31,6 +31,11 @@ def orders_backfill():
 
 dp.create_sink("orders_out", "kafka", {"kafka.bootstrap.servers": "host:9092", "topic": "t"})
 dp.create_sink(name="orders_delta", format="delta", options={"path": "/tmp/x"})
+
+
+@dp.foreach_batch_sink(name="orders_api")
+def orders_api(df, batch_id):
+    df.write.format("json").mode("append").save("/tmp/orders_api")
 """
 SQL_ONCE = """-- the backfill
 CREATE FLOW backfill
@@ -57,6 +62,8 @@ def test_the_preflight_names_each_construct_with_its_line_and_fix(tmp_path):
     said = [str(p) for p in check_pipeline_code([python, sql], tmp_path) if p.code == "RUN019"]
     assert said == [
         f"RUN019 flows.py:9: {lakeflow_params.KAFKA[0]}; fix: {lakeflow_params.KAFKA[1]}",
+        f"RUN019 flows.py:13: {lakeflow_params.FOREACH_BATCH_SINK[0]}; fix: "
+        f"{lakeflow_params.FOREACH_BATCH_SINK[1]}",
         f"RUN019 backfill.sql:3: {lakeflow_params.SQL_ONCE[0]}; fix: {lakeflow_params.SQL_ONCE[1]}",
     ]  # the backfill and the Delta sink run: not said
 
@@ -98,7 +105,36 @@ def test_run_and_check_refuse_them_before_spark(project):
         timeout=300,
     )
     assert check.returncode == 1
-    assert [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln] == ["RUN019"]
+    refused = [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln]
+    assert refused == ["RUN019", "RUN019"], check.stdout  # the Kafka and the ForEachBatch sinks
+
+
+def test_a_misspelt_pipelines_function_is_named_by_check_with_the_fix(project):
+    """`@dp.tabel` or `dp.expect_all_or_dorp`: before, `check` passed and the run ended in an
+    AttributeError (a misspelt decorator can also leave a dataset out). Databricks' functions
+    ("Lakeflow Spark Declarative Pipelines Python language reference") and the installed
+    module's are known; any other `dp.` name is one line with the close match."""
+    path = project / SILVER
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("@dp.expect_all_or_drop(", "@dp.expect_all_or_dorp(", 1)
+    text = text.replace('@dp.table(name="silver_orders"', '@dp.tabel(name="silver_orders"', 1)
+    path.write_text(text + "\n\ndp.create_auto_cdc_flow  # a name of Databricks': known\n")
+    check = subprocess.run(
+        [sys.executable, "-m", "medallion_dq", "check"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert check.returncode == 1, check.stdout + check.stderr
+    said = [ln for ln in check.stdout.splitlines() if ln.startswith("RUN015")]
+    where = SILVER.as_posix()
+    assert said == [
+        f"RUN015 {where}:{line_of(path, '@dp.tabel')}: dp.tabel is not a function of"
+        " pyspark.pipelines; fix: did you mean dp.table?",
+        f"RUN015 {where}:{line_of(path, 'dorp')}: dp.expect_all_or_dorp is not a function of"
+        " pyspark.pipelines; fix: did you mean dp.expect_all_or_drop?",
+    ], check.stdout
 
 
 def test_at_the_call_a_kafka_sink_is_refused_in_one_line():
@@ -111,6 +147,8 @@ def test_at_the_call_a_kafka_sink_is_refused_in_one_line():
     with pytest.raises(lakeflow_params.LakeflowError) as kafka:
         dp.create_sink("s", "Kafka", {"topic": "t"})
     assert "\n" not in str(kafka.value) and "does not run locally" in str(kafka.value)
+    with pytest.raises(lakeflow_params.LakeflowError, match="ForEachBatch"):
+        dp.foreach_batch_sink(name="s")
     from medallion_dq.local import sql_files
 
     with pytest.raises(lakeflow_params.LakeflowError) as once:

@@ -57,6 +57,38 @@ KAFKA = (
     " for Databricks",
 )
 
+FOREACH_BATCH_SINK = (
+    "@dp.foreach_batch_sink does not run locally (open-source Spark's pipelines have no"
+    " ForEachBatch sink)",
+    "keep it for Databricks; here, write the rows to a Delta sink (dp.create_sink(name, 'delta',"
+    " {'path': ...}) and an @dp.append_flow into it)",
+)
+
+# What Databricks' `pyspark.pipelines` has ("Lakeflow Spark Declarative Pipelines Python
+# language reference"): a name outside it, and outside the installed module, is a typo.
+DATABRICKS_FUNCTIONS = frozenset(
+    {
+        "table",
+        "materialized_view",
+        "temporary_view",
+        "view",
+        "append_flow",
+        "create_streaming_table",
+        "create_auto_cdc_flow",
+        "create_auto_cdc_from_snapshot_flow",
+        "apply_changes",
+        "apply_changes_from_snapshot",
+        "create_sink",
+        "foreach_batch_sink",
+        "expect",
+        "expect_or_drop",
+        "expect_or_fail",
+        "expect_all",
+        "expect_all_or_drop",
+        "expect_all_or_fail",
+    }
+)
+
 
 class LakeflowError(MedallionDQError, ValueError):
     """A Lakeflow construct the local engine cannot run as written: one line, what to do."""
@@ -201,11 +233,19 @@ def _create_sink(original: Callable) -> Callable:
     return create_sink
 
 
+def _foreach_batch_sink(*args: Any, **kwargs: Any):
+    raise LakeflowError(f"{FOREACH_BATCH_SINK[0]}: {FOREACH_BATCH_SINK[1]}")
+
+
 def install() -> None:
-    """Put the refusing `append_flow` and `create_sink` in `pyspark.pipelines` (once)."""
+    """Put the refusing `append_flow`, `create_sink` and `foreach_batch_sink` in
+    `pyspark.pipelines` (once)."""
     import inspect
 
     import pyspark.pipelines as dp
+
+    if getattr(dp, "foreach_batch_sink", None) is None:  # a later pyspark may have its own
+        dp.foreach_batch_sink = _foreach_batch_sink  # type: ignore[attr-defined]
 
     for name, wrap in (("append_flow", _append_flow), ("create_sink", _create_sink)):
         current = getattr(dp, name, None)

@@ -158,7 +158,7 @@ def check_pipeline_code(
                     line=line,
                 )
             )
-        problems += undefined_names(file, root)
+        problems += undefined_names(file, root) + unknown_functions(tree, file, root)
     for file in (Path(f) for f in all_files):
         problems += unsupported_constructs(file, root)
     return problems
@@ -218,6 +218,54 @@ def undefined_names(file: Path, root: Path) -> list[Problem]:
     return problems
 
 
+def _pipelines_aliases(tree: ast.Module) -> set[str]:
+    """The names a file gives `pyspark.pipelines` (`dp` in `from pyspark import pipelines as
+    dp`)."""
+    aliases = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "pyspark":
+            aliases |= {a.asname or a.name for a in node.names if a.name == "pipelines"}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname for a in node.names if a.name == "pyspark.pipelines" and a.asname}
+    return aliases
+
+
+def _pipelines_functions() -> frozenset[str]:
+    """Databricks' `pyspark.pipelines` functions and the installed module's own names."""
+    try:
+        import pyspark.pipelines as dp
+    except ImportError:  # a Databricks-only environment: the documented ones
+        return lakeflow_params.DATABRICKS_FUNCTIONS
+    return lakeflow_params.DATABRICKS_FUNCTIONS | set(dir(dp))
+
+
+def unknown_functions(tree: ast.Module, file: Path, root: Path) -> list[Problem]:
+    """RUN015: `dp.tabel`, a misspelt function of `pyspark.pipelines` (the AttributeError a
+    run would end with, or, in a decorator, a dataset that silently is not one)."""
+    aliases = _pipelines_aliases(tree)
+    known = _pipelines_functions() if aliases else frozenset()
+    problems = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr not in known
+        ):
+            close = difflib.get_close_matches(node.attr, sorted(known), n=1)
+            problems.append(
+                Problem(
+                    "RUN015",
+                    f"{relative(file, root)}:{node.lineno}",
+                    f"{node.value.id}.{node.attr} is not a function of pyspark.pipelines",
+                    f"did you mean {node.value.id}.{close[0]}?" if close else "see Databricks'"
+                    " Lakeflow Python reference for its functions",
+                    line=node.lineno,
+                )
+            )
+    return problems
+
+
 def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
     """RUN019: what Databricks runs and the local engine refuses at the call, found in the text
     so that `check` and a run say it before Spark: SQL `INSERT INTO ONCE` (Python's
@@ -246,4 +294,6 @@ def unsupported_constructs(file: Path, root: Path) -> list[Problem]:
                 and str(form.value).strip().lower() == "kafka"
             ):
                 found.append((call.lineno, lakeflow_params.KAFKA))
+            if name == "foreach_batch_sink":
+                found.append((call.lineno, lakeflow_params.FOREACH_BATCH_SINK))
     return [Problem("RUN019", f"{rel}:{line}", what, fix, line=line) for line, (what, fix) in found]
