@@ -122,3 +122,11 @@ def project_files(root: Path) -> dict[str, float]:
         for p in root.rglob("*")
         if p.is_file() and not skip & set(p.relative_to(root).parts)
     }
+
+
+def manifest_of(where):
+    """The manifest `check` reads of the project at `where` (a folder, read afresh, or a
+    `Project`): lenient, as a bundle that does not load is the bundle checks' to say."""
+    from medallion_dq.project import Project
+
+    return Project.of(where).manifest(lenient=True)

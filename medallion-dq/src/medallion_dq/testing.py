@@ -57,8 +57,7 @@ class Lake:
         self.file_format = configuration.get("medallion.source.file_format", "json")
         # Every source the pipelines read gets a landing folder, empty until a test lands files
         # there: a test about orders needs no customers, and a missing folder fails the update.
-        files = [f for p in self.project.bundle.pipelines.values() for f in p.library_files]
-        for folder in self.project.project.pipeline_code(files).landing_folders():
+        for folder in self.project.manifest.code().landing_folders():
             (self.landing / folder).mkdir(parents=True, exist_ok=True)
 
     # -- inputs ---------------------------------------------------------------------------------
@@ -115,20 +114,11 @@ class Lake:
     def _marked(self, table: str) -> bool:
         """Whether the project's bronze defines `table` with read_landing over JSON or CSV, which
         marks a record it could not parse in `_corrupt_record`."""
-        from medallion_dq.project.pipeline_code import PipelineModule, parse_python
-
-        for path in sorted((self.root / "src" / "pipelines").rglob("*.py")):
-            try:
-                tree = parse_python(path.read_bytes(), str(path))
-            except OSError:
-                continue
-            if tree is None:
-                continue
-            module = PipelineModule(tree)
-            for func in module.query_functions():
-                if module.dataset_of(func) == table and module.reads_text_landing(func):
-                    return True
-        return False
+        return any(
+            query.dataset == table and query.text_landing
+            for file in self.project.manifest.folder_code.files
+            for query in file.queries
+        )
 
     # -- runs -----------------------------------------------------------------------------------
     def run(

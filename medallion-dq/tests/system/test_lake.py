@@ -251,7 +251,7 @@ def test_fresh_lakes_are_pruned_to_the_last_few(tmp_path):
     for folder in made:
         (folder / "warehouse").mkdir(parents=True)
     fresh = LakeFolder.fresh(tmp_path)
-    session = LakeSession(None, fresh, target="dev", landing=tmp_path)  # type: ignore[arg-type]
+    session = LakeSession(None, fresh, landing=tmp_path)  # type: ignore[arg-type]
     with lake.locked(made[0]), session:  # a run still going in the oldest
         assert fresh.path.is_dir()  # the new one, held
     assert sorted(runs.iterdir()) == sorted([made[0], *made[4:], fresh.path])

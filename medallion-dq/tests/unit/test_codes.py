@@ -47,12 +47,13 @@ def test_docs_name_only_codes_that_exist():
     assert sorted(f"{c} in {where}" for c, where in named if c not in CODES) == []
 
 
-def test_registry_agrees_with_the_conventions_and_the_review():
-    """The conventions' and the review's own tables (severity, meaning) say what the registry
-    says; until they read it, this keeps them from drifting apart."""
+def test_a_configurable_severity_is_a_known_code_and_a_severity():
+    """`SEVERITIES` (what `check` reports at the severity a project sets) names only codes of
+    the registry, each at error or warning; the settings' own codes stay errors."""
+    from medallion_dq.problems import SEVERITIES, severity_of
     from medallion_dq.tools import conventions, review
 
-    tables = {**conventions.CODES, **review.CODES}
-    assert {code: meaning for code, (_, meaning) in tables.items()} == {
-        code: CODES[code] for code in tables
-    }
+    assert sorted(set(SEVERITIES) - set(CODES)) == []
+    assert set(SEVERITIES.values()) <= {"error", "warning"}
+    assert severity_of("DQC000") == severity_of("DQC017") == severity_of("RUN001") == "error"
+    assert set(SEVERITIES) == {*conventions.CODES, *review.CODES} - {"DQC000", "DQC017"}

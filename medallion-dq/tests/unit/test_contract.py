@@ -24,7 +24,7 @@ from medallion_dq import dataset_checks, gate, rules
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project
 from medallion_dq.tools import cli, contract, conventions, markup
-from sample import sample_project
+from sample import manifest_of, sample_project
 
 
 @pytest.fixture
@@ -537,7 +537,7 @@ def test_check_accepts_the_standards_examples_once_pipelines_define_their_datase
         "check: DQC012 src/acme_orders/rules/silver/tbl.yml: references check 'known_rcvr' of "
         "'tbl_1' names 'receivers_master', which no pipeline file defines"
     ) in said
-    errors = [p for p in conventions.check(project) if p.severity == "error"]
+    errors = [p for p in conventions.check(manifest_of(project)) if p.severity == "error"]
     assert sorted((p.code, Path(p.file).name) for p in errors) == [
         ("DQC012", "receivers.yml"),
         ("DQC012", "tbl.yml"),
@@ -550,7 +550,7 @@ def test_check_accepts_the_standards_examples_once_pipelines_define_their_datase
             f"CREATE MATERIALIZED VIEW {d} AS SELECT * FROM silver_orders;\n" for d in contracted
         )
     )
-    assert [p for p in conventions.check(project) if p.severity == "error"] == []
+    assert [p for p in conventions.check(manifest_of(project)) if p.severity == "error"] == []
 
 
 def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ import pytest
 from medallion_dq.problems import Problem
 from medallion_dq.project import config
 from medallion_dq.tools import conventions
-from sample import sample_project
+from sample import manifest_of, sample_project
 
 PROJECT = sample_project()
 
@@ -94,13 +94,13 @@ def report(problems: list[Problem]) -> str:
 
 
 def test_this_project_follows_its_own_conventions():
-    problems = conventions.check(PROJECT)
+    problems = conventions.check(manifest_of(PROJECT))
     errors = [p for p in problems if p.severity == "error"]
     assert not errors, report(problems)
 
 
 def test_the_minimal_project_is_clean(project: Path):
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert problems == [], report(problems)
 
 
@@ -118,7 +118,7 @@ def test_rule_file_in_bronze_is_an_error(project: Path):
           - {name: has_id, constraint: order_id IS NOT NULL, action: warn, description: x}
         """,
     )
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.severity, problem.rule) == ("DQC001", "error", "has_id")
     assert problem.file == "src/pkg/rules/bronze/orders_raw.yml"
     assert "bronze keeps every record" in problem.message
@@ -130,7 +130,7 @@ def test_layer_field_bronze_counts_wherever_the_file_is(project: Path):
         "src/pkg/rules/misc/raw.yml",
         "dataset: bronze_orders\nlayer: bronze\nowner: o\nrules:\n  - {name: r, constraint: a > 0, description: d}\n",
     )
-    assert codes(conventions.check(project)) == ["DQC001"]
+    assert codes(conventions.check(manifest_of(project))) == ["DQC001"]
 
 
 def test_decorator_in_bronze_pipeline_is_an_error(project: Path):
@@ -148,7 +148,7 @@ def test_decorator_in_bronze_pipeline_is_an_error(project: Path):
             return spark.readStream.table("landing")
         """,
     )
-    problems = only(conventions.check(project), "DQC001")
+    problems = only(conventions.check(manifest_of(project)), "DQC001")
     assert sorted(p.rule for p in problems) == ["a", "b", "has_id"]
     assert {p.file for p in problems} == {
         "src/pipelines/validation/bronze/orders_raw.py:5",
@@ -167,7 +167,7 @@ def test_fail_in_silver_is_a_warning(project: Path):
         + "  - name: valid_id\n    constraint: order_id IS NOT NULL\n    action: fail\n"
         "    description: d\n",
     )
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.severity, problem.rule) == ("DQC002", "warning", "valid_id")
     assert "stops the whole pipeline over a single record" in problem.message
     assert "drop" in problem.fix and "warn" in problem.fix
@@ -180,11 +180,12 @@ def test_fail_in_silver_that_the_sample_violates_is_an_error(project: Path):
         SILVER_RULES + "  - {name: valid_id, constraint: id > 0, action: fail, description: d}\n",
     )
     (problem,) = conventions.check(
-        project, sample_failures={"silver_orders.valid_id": 0.07, "silver_orders.other": 0.5}
+        manifest_of(project),
+        sample_failures={"silver_orders.valid_id": 0.07, "silver_orders.other": 0.5},
     )
     assert (problem.code, problem.severity) == ("DQC002", "error")
     assert "the sample data already violates it in 7 % of rows" in problem.message
-    clean = conventions.check(project, sample_failures={"silver_orders.valid_id": 0.0})
+    clean = conventions.check(manifest_of(project), sample_failures={"silver_orders.valid_id": 0.0})
     assert [p.severity for p in clean] == ["warning"]
 
 
@@ -213,7 +214,7 @@ def test_fail_decorator_in_silver_is_a_warning(project: Path):
             return spark.read.table("silver_orders").selectExpr("count(*) AS duplicates")
         """,
     )
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.rule) == ("DQC002", "unique_id")
     assert "'silver_order_keys'" in problem.message
 
@@ -234,7 +235,7 @@ def test_warn_and_drop_in_gold_are_errors(project: Path):
           - {name: has_orders, constraint: orders > 0, action: fail, description: d}
         """,
     )
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert codes(problems) == ["DQC003", "DQC003"], report(problems)
     by_rule = {p.rule: p for p in problems}
     assert "warn in gold" in by_rule["seen_channel"].message
@@ -248,7 +249,7 @@ def test_gold_lakehouse_plumber_file_defaults_to_warn(project: Path):
         "src/pkg/rules/gold/lhp.yaml",
         'revenue >= 0:\n  name: positive\n  owner: finance\n  description: "d"\n',
     )
-    problems = conventions.check(project, config={})
+    problems = conventions.check(manifest_of(project), config={})
     assert [(p.code, p.rule) for p in problems] == [("DQC003", "positive")], report(problems)
 
 
@@ -278,7 +279,7 @@ def test_gold_decorators_and_sql_constraints(project: Path):
         ) AS SELECT channel, SUM(amount) AS revenue FROM silver_orders GROUP BY channel;
         """,
     )
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert sorted((p.code, p.rule, p.file) for p in problems) == [
         ("DQC003", "has_day", "src/pipelines/publish/gold/revenue.py:6"),
         ("DQC003", "known_channel", "src/pipelines/publish/gold/by_channel.sql:4"),
@@ -291,7 +292,7 @@ def test_gold_decorators_and_sql_constraints(project: Path):
 def test_silver_drop_without_quarantine_is_a_warning(project: Path):
     pipeline = project / "src/pipelines/validation/silver/orders.py"
     pipeline.write_text(SILVER_PIPELINE.split('@dp.table(name="silver_orders_quarantine")')[0])
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.severity) == ("DQC004", "warning")
     assert "'silver_orders_quarantine'" in problem.message
 
@@ -301,11 +302,11 @@ def test_quarantine_found_by_function_name(project: Path):
     pipeline.write_text(
         SILVER_PIPELINE.replace('@dp.table(name="silver_orders_quarantine")', "@dp.table")
     )
-    assert conventions.check(project) == []
+    assert conventions.check(manifest_of(project)) == []
 
 
 def test_quarantine_suffix_is_configurable(project: Path):
-    problems = conventions.check(project, {"quarantine_suffix": "_rejects"})
+    problems = conventions.check(manifest_of(project), {"quarantine_suffix": "_rejects"})
     assert codes(problems) == ["DQC004"]
     assert "'silver_orders_rejects'" in problems[0].message
 
@@ -324,7 +325,7 @@ def test_rule_without_description_or_owner(project: Path):
           - {name: b, constraint: y > 0, action: warn, owner: crm, description: why}
         """,
     )
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.rule, problem.severity) == ("DQC005", "a", "warning")
     assert problem.message == "rule has no description and no owner"
 
@@ -341,7 +342,7 @@ def test_file_level_owner_and_description_count(project: Path):
           - {name: a, constraint: x > 0, action: warn}
         """,
     )
-    assert conventions.check(project) == []
+    assert conventions.check(manifest_of(project)) == []
 
 
 # --------------------------------------------------------------------------- DQC006 mismatch
@@ -354,7 +355,7 @@ def test_decorator_given_another_actions_rules(project: Path):
             "@dp.expect_all_or_drop(ORDERS.drop)", "@dp.expect_all(ORDERS.drop)"
         )
     )
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert "DQC006" in codes(problems), report(problems)
     (problem,) = only(problems, "DQC006")
     assert "@expect_all(ORDERS.drop)" in problem.message
@@ -367,7 +368,7 @@ def test_every_drop_rule_made_warn_names_the_decorator_left_without_rules(tmp_pa
     shutil.copytree(PROJECT, tmp_path / "p")
     orders = tmp_path / "p" / "src" / "acme_orders" / "rules" / "silver" / "orders.yml"
     orders.write_text(orders.read_text().replace("action: drop", "action: warn"))
-    errors = [p for p in conventions.check(tmp_path / "p") if p.severity == "error"]
+    errors = [p for p in conventions.check(manifest_of(tmp_path / "p")) if p.severity == "error"]
     assert codes(errors) == ["DQC014", "DQC016"]  # whole_record is no drop rule either
     (problem,) = only(errors, "DQC014")
     code = (tmp_path / "p" / "src/pipelines/validation/silver/orders.py").read_text().splitlines()
@@ -419,7 +420,7 @@ def test_eager_and_analysing_calls_in_query_functions(project: Path):
             return by.na.drop()  # DataFrameNaFunctions.drop: fine
         """,
     )
-    problems = only(conventions.check(project), "DQC010")
+    problems = only(conventions.check(manifest_of(project)), "DQC010")
     found = sorted((p.file.rsplit(":", 1)[1], p.message.split(" in query")[0]) for p in problems)
     assert found == [
         ("16", ".columns"),
@@ -450,7 +451,7 @@ def test_dlt_alias_is_recognised(project: Path):
             return dlt.read_stream("landing").withColumns({"b": 1})
         """,
     )
-    assert codes(conventions.check(project)) == ["DQC001", "DQC010"]
+    assert codes(conventions.check(manifest_of(project))) == ["DQC001", "DQC010"]
 
 
 # --------------------------------------------------------------------------- rule file problems
@@ -462,14 +463,14 @@ def test_rule_file_problems_are_reported_with_the_conventions(project: Path):
         "src/pkg/rules/silver/bad.yml",
         "dataset: silver_bad\nrules:\n  - {name: r, constraint: a > 0, action: explode}\n",
     )
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert "DQ006" in codes(problems), report(problems)
     assert {p.file for p in problems} == {"src/pkg/rules/silver/bad.yml"}
 
 
 def test_unparsable_pipeline_file(project: Path):
     write(project, "src/pipelines/validation/silver/broken.py", "def f(:\n")
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.severity) == ("DQC000", "error")
 
 
@@ -497,7 +498,7 @@ def test_unparsable_pipeline_file(project: Path):
 def test_a_sql_statement_with_constraints_is_checked_at_its_lines(project: Path, clauses, problem):
     sql = f"CREATE MATERIALIZED VIEW gold_x (\n  {clauses}\nAS SELECT 1 AS x\n"
     write(project, "src/pipelines/publish/gold/x.sql", sql)
-    (found,) = conventions.check(project)
+    (found,) = conventions.check(manifest_of(project))
     code, file, rule, message = problem
     assert (found.code, found.file, found.rule, found.message) == (
         code,
@@ -516,11 +517,12 @@ def test_severity_overrides(project: Path):
         "src/pkg/rules/silver/customers.yml",
         "dataset: c\nrules:\n  - {name: a, constraint: x > 0}\n",
     )
-    assert [p.severity for p in conventions.check(project)] == ["warning"]
-    assert [p.severity for p in conventions.check(project, {"severity": {"DQC005": "error"}})] == [
-        "error"
-    ]
-    assert conventions.check(project, {"severity": {"DQC005": "off"}}) == []
+    assert [p.severity for p in conventions.check(manifest_of(project))] == ["warning"]
+    assert [
+        p.severity
+        for p in conventions.check(manifest_of(project), {"severity": {"DQC005": "error"}})
+    ] == ["error"]
+    assert conventions.check(manifest_of(project), {"severity": {"DQC005": "off"}}) == []
 
 
 def test_config_is_read_from_pyproject(project: Path):
@@ -541,7 +543,7 @@ def test_config_is_read_from_pyproject(project: Path):
         """,
     )
     assert config.load_config(project, "conventions") == {"severity": {"DQC005": "off"}}
-    assert conventions.check(project) == []
+    assert conventions.check(manifest_of(project)) == []
 
 
 def test_custom_layer_folders(project: Path):
@@ -558,10 +560,10 @@ def test_custom_layer_folders(project: Path):
             return spark.readStream.table("files")
         """,
     )
-    assert conventions.check(project) == []  # "raw" is no layer by default
-    problems = conventions.check(project, {"layers": ["raw", "silver", "gold"]})
+    assert conventions.check(manifest_of(project)) == []  # "raw" is no layer by default
+    problems = conventions.check(manifest_of(project), {"layers": ["raw", "silver", "gold"]})
     assert codes(problems) == ["DQC001"]
-    problems = conventions.check(project, {"layers": {"bronze": ["bronze", "raw"]}})
+    problems = conventions.check(manifest_of(project), {"layers": {"bronze": ["bronze", "raw"]}})
     assert codes(problems) == ["DQC001"]
 
 
@@ -575,14 +577,14 @@ def test_custom_layer_folders(project: Path):
     ],
 )
 def test_bad_configuration_is_reported(project: Path, config: dict, expected: str):
-    (problem,) = conventions.check(project, config)
+    (problem,) = conventions.check(manifest_of(project), config)
     assert (problem.code, problem.severity) == ("DQC000", "error")
     assert expected in problem.message
 
 
 def test_broken_pyproject_is_reported(project: Path):
     write(project, "pyproject.toml", "[tool.medallion.conventions\n")
-    (problem,) = conventions.check(project)
+    (problem,) = conventions.check(manifest_of(project))
     assert (problem.code, problem.file) == ("DQC000", "pyproject.toml")
 
 
@@ -617,7 +619,7 @@ checks:
     volume: {min_ratio: 0.5}
 """,
     )
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert codes(problems) == ["DQC011", "DQC012"]
     by_code = {p.code: p for p in problems}
     assert "volume check 'daily_volume' on gold dataset 'gold_revenue'" in str(by_code["DQC011"])
@@ -651,7 +653,7 @@ schema:
             return spark.read.table("silver_orders")
         """
     write(project, "src/pipelines/publish/gold/revenue.py", gold)
-    problems = conventions.check(project)
+    problems = conventions.check(manifest_of(project))
     assert codes(problems) == ["DQC013"], report(problems)
     (problem,) = problems
     assert problem.file == "src/pipelines/publish/gold/revenue.py:4"
@@ -663,7 +665,7 @@ schema:
         "revenue DOUBLE, n BIGINT", "revenue DECIMAL(22,2), orders BIGINT NOT NULL"
     )
     write(project, "src/pipelines/publish/gold/revenue.py", agreeing)
-    assert conventions.check(project) == []
+    assert conventions.check(manifest_of(project)) == []
 
 
 # --------------------------------------------------------------------------- DQC016 corrupt records
@@ -680,7 +682,7 @@ def bronze_orders():
 
 
 def test_the_sample_drops_the_records_bronze_could_not_parse():
-    assert only(conventions.check(PROJECT), "DQC016") == []
+    assert only(conventions.check(manifest_of(PROJECT)), "DQC016") == []
 
 
 def test_a_silver_dataset_that_lets_corrupt_records_through_is_an_error(tmp_path: Path):
@@ -691,7 +693,7 @@ def test_a_silver_dataset_that_lets_corrupt_records_through_is_an_error(tmp_path
     text = orders.read_text()
     start = text.index("  - name: whole_record")
     orders.write_text(text[:start] + text[text.index("  - name: valid_order_id") :])
-    (problem,) = only(conventions.check(tmp_path / "p"), "DQC016")
+    (problem,) = only(conventions.check(manifest_of(tmp_path / "p")), "DQC016")
     assert (problem.severity, problem.file) == ("error", "src/acme_orders/rules/silver/orders.yml")
     assert problem.message.startswith(
         "silver dataset 'silver_orders' reads bronze_orders, where a record that did not parse "
@@ -723,7 +725,7 @@ def test_a_sql_silver_dataset_over_landed_bronze_needs_a_drop_rule_on_the_mark(
         CREATE MATERIALIZED VIEW silver_amounts_quarantine AS SELECT * FROM bronze_orders;
         """,
     )
-    found = {p.file: p for p in only(conventions.check(project), "DQC016")}
+    found = {p.file: p for p in only(conventions.check(manifest_of(project)), "DQC016")}
     # silver_orders (Python, its rule file has no rule on the mark) fires either way but Parquet.
     assert set(found) == {
         *(["src/pkg/rules/silver/orders.yml"] if fmt != ', file_format="parquet"' else []),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from medallion_dq.tools import cli, conventions
-from sample import project_copy
+from sample import manifest_of, project_copy
 
 LIBRARY = """\
 rules:
@@ -30,7 +30,7 @@ def project(tmp_path, installed_pack, monkeypatch) -> Path:
 
 
 def drift(root: Path) -> list[str]:
-    return [str(p) for p in conventions.check(root) if p.code == "DQC018"]
+    return [str(p) for p in conventions.check(manifest_of(root)) if p.code == "DQC018"]
 
 
 def test_written_from_the_pack_it_is_not_drift(project, capsys):

@@ -20,7 +20,7 @@ from medallion_dq.project import Project
 from medallion_dq.project.pipelines import read_code
 from medallion_dq.testing import dataset_files
 from medallion_dq.tools import conventions, preflight
-from sample import sample_project
+from sample import manifest_of, sample_project
 
 BRONZE = Path("src/pipelines/validation/bronze/orders_raw.py")
 
@@ -142,7 +142,7 @@ def test_every_kind_of_sql_dataset_and_its_constraints_are_read(tmp_path):
 
 def test_a_file_that_does_not_parse_defines_nothing_and_says_why(tmp_path):
     code = read_code([write(tmp_path / "broken.py", "@dp.table\ndef orders(:\n")])
-    assert code.names() == set() and code.files[0].unread == "cannot parse the file"
+    assert code.names() == set() and code.files[0].unread.startswith("cannot parse the file: ")
     unreadable = tmp_path / "latin.sql"
     unreadable.write_bytes("CREATE VIEW caf\xe9 AS SELECT 1".encode("latin-1"))
     assert read_code([unreadable]).files[0].unread.startswith("cannot read the file")
@@ -155,9 +155,9 @@ def test_a_dataset_named_by_its_function_is_known_to_check(project):
     assert "\nchecks:" in text
     check = "\nchecks:\n  - name: from_bronze\n    references: {column: order_id, dataset: %s}"
     rules.write_text(text.replace("\nchecks:", check % "bronze_orders", 1), encoding="utf-8")
-    assert [p for p in conventions.check(project) if p.code == "DQC012"] == []
+    assert [p for p in conventions.check(manifest_of(project)) if p.code == "DQC012"] == []
     rules.write_text(text.replace("\nchecks:", check % "bronze_orderz", 1), encoding="utf-8")
-    [unknown] = [p for p in conventions.check(project) if p.code == "DQC012"]
+    [unknown] = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC012"]
     assert "'bronze_orderz', which no pipeline file defines" in str(unknown)
 
 
@@ -171,7 +171,7 @@ def test_an_auto_cdc_target_named_in_sql_alone_is_known_to_check(project):
     text = rules.read_text(encoding="utf-8")
     check = "\nchecks:\n  - name: known\n    references: {column: order_id, dataset: users_now}"
     rules.write_text(text.replace("\nchecks:", check, 1), encoding="utf-8")
-    assert [str(p) for p in conventions.check(project) if p.code == "DQC012"] == []
+    assert [str(p) for p in conventions.check(manifest_of(project)) if p.code == "DQC012"] == []
 
 
 def damage(project: Path, table: str) -> Path:

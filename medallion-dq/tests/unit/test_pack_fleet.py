@@ -11,9 +11,8 @@ from datetime import date
 
 import pytest
 
-from medallion_dq.project import Project
 from medallion_dq.tools import cli, conventions, fleet, policy
-from sample import project_copy
+from sample import manifest_of, project_copy
 
 LIBRARY = "rules: []\n"
 POLICY = "severity: {DQC005: error}\nlocked: [DQC005, quarantine_suffix]\n"
@@ -54,7 +53,7 @@ def on_day(root, day: str) -> None:
 
 def test_an_exception_warns_until_its_day_and_is_an_error_after(project):
     on_day(project, "2027-03-31")  # its last day
-    said = conventions.check(project)
+    said = conventions.check(manifest_of(project))
     (held,) = [p for p in said if p.code == "DQC017"]
     assert held.severity == "warning"
     assert "exception to DQC005 = 'warning' (approved by platform-team, until 2027-03-31" in str(
@@ -62,16 +61,20 @@ def test_an_exception_warns_until_its_day_and_is_an_error_after(project):
     )
     assert {p.severity for p in said if p.code == "DQC005"} == {"warning"}
     on_day(project, "2027-04-01")
-    said = conventions.check(project)
+    said = conventions.check(manifest_of(project))
     (expired,) = [p for p in said if p.code == "DQC017"]
     assert expired.severity == "error" and "expired on 2027-03-31" in expired.message
     assert {p.severity for p in said if p.code == "DQC005"} == {"error"}  # the pack's again
 
 
 def test_today_is_the_clock_without_as_of(project):
-    held = policy.load(Project(project), conventions.defaults(), today=date(2027, 1, 1))
+    held = policy.load(
+        manifest_of(project).settings, conventions.defaults(), today=date(2027, 1, 1)
+    )
     assert [e.state for e in held.exceptions] == ["held"]
-    gone = policy.load(Project(project), conventions.defaults(), today=date(2028, 1, 1))
+    gone = policy.load(
+        manifest_of(project).settings, conventions.defaults(), today=date(2028, 1, 1)
+    )
     assert [e.state for e in gone.exceptions] == ["expired"]
 
 
@@ -106,17 +109,19 @@ def test_a_wrong_exception_is_one_line_naming_the_file_the_field_and_the_fix(pro
     }[edit]
     pyproject.write_text(text.replace(edit, wrong), encoding="utf-8")
     line = text.splitlines().index("[[tool.medallion.conventions.exceptions]]") + 1
-    problems = [p for p in conventions.check(project) if p.code == "DQC000"]
+    problems = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC000"]
     assert [str(p) for p in problems if said in str(p)], [str(p) for p in problems]
     (problem,) = problems
     assert problem.file == f"pyproject.toml line {line}"
     # A wrong exception holds nothing: DQC005 is the pack's error.
-    assert {p.severity for p in conventions.check(project) if p.code == "DQC005"} == {"error"}
+    assert {p.severity for p in conventions.check(manifest_of(project)) if p.code == "DQC005"} == {
+        "error"
+    }
 
 
 def test_a_pack_may_allow_no_exception_to_a_setting(project, installed_pack):
     installed_pack(LIBRARY, POLICY + "no_exceptions: [DQC005]\n", version="1.1.0")
-    (refused,) = [p for p in conventions.check(project) if p.code == "DQC017"]
+    (refused,) = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC017"]
     assert refused.severity == "error" and "allows no exception to DQC005" in refused.message
 
 
@@ -138,7 +143,7 @@ def test_a_preview_tightening_warns_then_is_an_error_one_minor_later(
     installed_pack(LIBRARY, 'preview: {"1.1.0": {DQC005: error}}\n', version=version)
     root = project_copy(tmp_path / "acme", pack="acme")
     (root / "src/acme_orders/rules/silver/orders.yml").write_text(NO_OWNER, encoding="utf-8")
-    found = [p for p in conventions.check(root) if p.code == "DQC005"]
+    found = [p for p in conventions.check(manifest_of(root)) if p.code == "DQC005"]
     assert found and {p.severity for p in found} == {severity}
     noted = [p for p in found if "(preview: an error from pack acme 1.2.0)" in p.message]
     assert bool(noted) == (severity == "warning")
@@ -147,7 +152,7 @@ def test_a_preview_tightening_warns_then_is_an_error_one_minor_later(
 def test_a_wrong_preview_is_the_packs_to_fix(tmp_path, installed_pack):
     installed_pack(LIBRARY, 'preview: {"soon": {DQC005: error}}\n')
     root = project_copy(tmp_path / "acme", pack="acme")
-    (problem,) = [p for p in conventions.check(root) if p.code == "DQC000"]
+    (problem,) = [p for p in conventions.check(manifest_of(root)) if p.code == "DQC000"]
     assert "preview: 'soon' is no version" in problem.message and "policy.yml" in problem.file
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from medallion_dq.tools import cli, conventions
-from sample import project_copy
+from sample import manifest_of, project_copy
 
 LIBRARY = "rules: []\n"
 POLICY = """\
@@ -43,7 +43,7 @@ def severities(root, table: str) -> int:
 
 
 def test_the_packs_severity_applies(project):
-    found = [p for p in conventions.check(project) if p.code == "DQC005"]
+    found = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC005"]
     assert found and {p.severity for p in found} == {"error"}  # built-in: a warning
 
 
@@ -60,12 +60,14 @@ def test_a_project_that_loosens_a_locked_code_is_refused_naming_the_pack_and_lin
         " line (the pack's 'error' applies) or make it stricter"
     ) in out
     assert "DQC005 src/acme_orders/rules/silver/orders.yml" in out  # still an error: the pack's
-    assert {p.severity for p in conventions.check(project) if p.code == "DQC005"} == {"error"}
+    assert {p.severity for p in conventions.check(manifest_of(project)) if p.code == "DQC005"} == {
+        "error"
+    }
 
 
 def test_a_project_may_tighten_or_set_what_the_pack_does_not_lock(project):
     severities(project, 'DQC010 = "error", DQC005 = "error"')
-    assert not [p for p in conventions.check(project) if p.code == "DQC017"]
+    assert not [p for p in conventions.check(manifest_of(project)) if p.code == "DQC017"]
 
 
 def test_conventions_show_names_each_settings_origin(project, monkeypatch, capsys):
@@ -99,7 +101,7 @@ def test_conventions_show_names_each_settings_origin(project, monkeypatch, capsy
 )
 def test_a_broken_policy_is_one_line_naming_the_pack(project, installed_pack, policy_yml, said):
     installed_pack(LIBRARY, policy_yml)
-    problems = [p for p in conventions.check(project) if p.code == "DQC000"]
+    problems = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC000"]
     assert [(p.file, said in p.message) for p in problems] == [("pack acme policy.yml", True)], [
         str(p) for p in problems
     ]
@@ -122,7 +124,7 @@ def test_a_lock_holds_the_value_the_pack_leaves_as_it_is(project, installed_pack
     line = severities(project, 'DQC004 = "off"')
     with (project / "pyproject.toml").open("a", encoding="utf-8") as file:
         file.write('\n[tool.medallion.conventions.layers]\nsilver = "clean"\n')
-    found = [str(p) for p in conventions.check(project) if p.code == "DQC017"]
+    found = [str(p) for p in conventions.check(manifest_of(project)) if p.code == "DQC017"]
     assert found[0].startswith(
         f"DQC017 pyproject.toml line {line}: [tool.medallion.conventions] sets DQC004 = 'off':"
         " looser than 'warning', which conventions pack acme locks"
@@ -170,7 +172,7 @@ def test_the_packs_layer_policy_is_held_against_each_rule_file(project, installe
     where = "src/acme_orders/rules/silver/orders.yml"
     said = sorted(
         str(p)
-        for p in conventions.check(project)
+        for p in conventions.check(manifest_of(project))
         if p.code in ("DQC017", "DQC019") and p.file == where
     )
     assert said == sorted(
@@ -215,7 +217,7 @@ def test_a_gate_task_must_name_the_pack_whose_thresholds_it_applies(
 ):
     installed_pack(LIBRARY, "thresholds: {gold: 0}\n")
     gate_task(project, *parameters)
-    said = [str(p) for p in conventions.check(project) if p.code == "DQC019"]
+    said = [str(p) for p in conventions.check(manifest_of(project)) if p.code == "DQC019"]
     assert said == (
         [
             "DQC019 resources/medallion.job.yml: task quality_gate runs the quality gate without"
@@ -260,7 +262,7 @@ def test_a_broken_layer_policy_is_one_line_naming_the_pack(
     project, installed_pack, policy_yml, said
 ):
     installed_pack(LIBRARY, policy_yml)
-    problems = [p for p in conventions.check(project) if p.code == "DQC000"]
+    problems = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC000"]
     assert [(p.file, said in p.message) for p in problems] == [("pack acme policy.yml", True)], [
         str(p) for p in problems
     ]
@@ -290,7 +292,7 @@ def test_a_wrong_pack_policy_is_the_packs_to_fix_through_the_cli(
 def test_a_project_cannot_set_what_only_the_pack_sets(project):
     with (project / "pyproject.toml").open("a", encoding="utf-8") as file:
         file.write("\n[tool.medallion.conventions.thresholds]\nsilver = 0.5\n")
-    said = [str(p) for p in conventions.check(project) if p.code == "DQC000"]
+    said = [str(p) for p in conventions.check(manifest_of(project)) if p.code == "DQC000"]
     assert said == [
         "DQC000 pyproject.toml: [tool.medallion.conventions] sets thresholds, which only a"
         " conventions pack sets; fix: remove it; a rule file sets its own threshold: (stricter"

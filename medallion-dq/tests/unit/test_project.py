@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from medallion_dq.project import Project
-from medallion_dq.project.bundle import validate_bundle
+from medallion_dq.project.bundle import BundleError, validate_bundle
 from medallion_dq.tools import cli, conventions
-from sample import sample_project
+from sample import manifest_of, sample_project
 
 
 @pytest.fixture
@@ -86,6 +86,55 @@ def test_run_checks_its_project_reading_each_file_once(project, reads, monkeypat
     assert set(found.values()) == {1}, found
 
 
+def test_run_reads_one_manifest_and_its_checks_work_from_it(project, monkeypatch, capsys):
+    """The tool side of `run` asks the project model twice before Spark: the bundle as written
+    (to name a wrong --target or --var) and the manifest; the preflight, the conventions and
+    their policy work from that manifest, not from the project again."""
+    import sys
+
+    asked: list[tuple[str, str]] = []
+    for name in ("raw_bundle", "bundle", "manifest", "settings", "rules_dirs", "text",
+                 "rule_set", "rule_files", "rule_sets", "pipeline_code", "pipeline_file"):  # fmt: skip
+        real = getattr(Project, name)
+
+        def asking(self, *args, real=real, name=name, **kwargs):
+            caller = sys._getframe(1).f_globals["__name__"]
+            if caller.startswith("medallion_dq.tools"):
+                asked.append((caller.rsplit(".", 1)[-1], name))
+            return real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Project, name, asking)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("DQ_BACKEND", "remote")  # refused at the backend: no server starts
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert cli.main(["run", "--pipeline", "validation"]) == 2
+    assert "remote backend needs SPARK_REMOTE" in capsys.readouterr().err
+    assert asked == [("preflight", "raw_bundle"), ("preflight", "manifest")]
+
+
+def test_check_judges_the_conventions_of_a_project_whose_bundle_does_not_load(project):
+    """`check` says a broken bundle (BND) and still judges the pipelines' files: its manifest
+    is lenient, with no pipeline or job, the error kept."""
+    (project / "databricks.yml").write_text("bundle: [\n", encoding="utf-8")
+    bronze = next((project / "src" / "pipelines").rglob("bronze/*.py"))
+    bronze.write_text(
+        bronze.read_text(encoding="utf-8") + "\n\n@dp.expect('x', 'a > 0')\n"
+        "@dp.table\ndef bronze_extra():\n    return spark.range(1)\n",
+        encoding="utf-8",
+    )
+    manifest = Project(project).manifest(lenient=True)
+    assert manifest.bundle_error and dict(manifest.pipelines) == {}
+    with pytest.raises(BundleError):
+        Project(project).manifest()
+    said = [str(p) for p in conventions.check(manifest) if p.code == "DQC001"]
+    assert said == [
+        f"DQC001 {bronze.relative_to(project).as_posix()}:{len(bronze.read_text().splitlines()) - 3}:"
+        " rule 'x': rule on bronze dataset 'bronze_extra' (warn): bronze keeps every"
+        " record as it landed, so that silver can judge it and nothing is lost; fix: move the"
+        " rule to the silver dataset that reads this one"
+    ]
+
+
 def test_a_broken_pyproject_is_one_error_for_every_asker_read_once(project, reads):
     (project / "pyproject.toml").write_text("[tool.medallion\n", encoding="utf-8")
     model = Project(project)
@@ -104,8 +153,8 @@ def test_the_checks_given_one_model_say_what_they_say_given_the_folder(project):
     rules.write_text(rules.read_text().replace("action: drop", "action: dorp", 1))
     model = Project(project)
     assert validate_bundle(model) == validate_bundle(project)
-    assert conventions.check(model) == conventions.check(project)
-    assert any(p.code == "DQ006" for p in conventions.check(model))
+    assert conventions.check(manifest_of(model)) == conventions.check(manifest_of(project))
+    assert any(p.code == "DQ006" for p in conventions.check(manifest_of(model)))
 
 
 def test_a_pyproject_that_does_not_parse_is_one_line_of_check(project, monkeypatch, capsys):

@@ -12,6 +12,7 @@ from test_conventions import SILVER_PIPELINE, SILVER_RULES, only, write
 from medallion_dq import quarantine, rules
 from medallion_dq.problems import DataQualityError
 from medallion_dq.tools import conventions
+from sample import manifest_of
 
 SOURCE = "(SELECT * FROM bronze_orders)"
 DROP = {"valid_amount": "amount >= 0"}
@@ -56,17 +57,17 @@ def test_bad_field_names_file_field_and_fix(value: str):
 
 def test_view_declared_and_defined_is_clean(project: Path):
     as_view(project)
-    assert [p for p in conventions.check(project) if p.severity == "error"] == []
+    assert [p for p in conventions.check(manifest_of(project)) if p.severity == "error"] == []
 
 
 def test_table_declared_is_clean(project: Path):
     write(project, "src/pkg/rules/silver/orders.yml", SILVER_RULES + "quarantine: table\n")
-    assert only(conventions.check(project), "DQC007") == []
+    assert only(conventions.check(manifest_of(project)), "DQC007") == []
 
 
 def test_view_declared_but_a_table_defined(project: Path):
     write(project, "src/pkg/rules/silver/orders.yml", SILVER_RULES + "quarantine: view\n")
-    (problem,) = only(conventions.check(project), "DQC007")
+    (problem,) = only(conventions.check(manifest_of(project)), "DQC007")
     assert problem.severity == "error"
     assert problem.file.startswith("src/pipelines/validation/silver/orders.py:")
     assert "'silver_orders_quarantine' is a table" in problem.message
@@ -77,7 +78,7 @@ def test_view_declared_but_a_table_defined(project: Path):
 def test_view_defined_where_the_file_is_silent(project: Path):
     view = as_view(project)
     write(project, "src/pkg/rules/silver/orders.yml", SILVER_RULES)
-    (problem,) = only(conventions.check(project), "DQC007")
+    (problem,) = only(conventions.check(manifest_of(project)), "DQC007")
     assert problem.file == str(view.relative_to(project))
     assert "defaults to 'quarantine: table'" in problem.message
     assert "write 'quarantine: view'" in problem.fix
@@ -85,7 +86,7 @@ def test_view_defined_where_the_file_is_silent(project: Path):
 
 def test_view_with_other_rules_than_the_file(project: Path):
     as_view(project, {"valid_amount": "amount > 0"})  # the rule file says amount >= 0
-    (problem,) = only(conventions.check(project), "DQC008")
+    (problem,) = only(conventions.check(manifest_of(project)), "DQC008")
     assert problem.severity == "error"
     assert "does not apply the drop rules" in problem.message and "valid_amount" in problem.message
     assert problem.fix == "medallion-dq quarantine write writes it again from the rule file"
@@ -97,7 +98,7 @@ def test_view_missing_a_rule_of_the_file(project: Path):
         "  - name: valid_id\n    constraint: id IS NOT NULL\n    action: drop\n    description: d\n"
     )
     write(project, "src/pkg/rules/silver/orders.yml", SILVER_RULES + rule + "quarantine: view\n")
-    assert len(only(conventions.check(project), "DQC008")) == 1
+    assert len(only(conventions.check(manifest_of(project)), "DQC008")) == 1
 
 
 def test_temporary_view_is_not_a_published_quarantine(project: Path):
@@ -109,5 +110,5 @@ def test_temporary_view_is_not_a_published_quarantine(project: Path):
         "src/pipelines/validation/silver/orders_quarantine.sql",
         sql.replace("CREATE VIEW", "CREATE TEMPORARY VIEW"),
     )
-    (problem,) = only(conventions.check(project), "DQC007")
+    (problem,) = only(conventions.check(manifest_of(project)), "DQC007")
     assert "is a temporary view" in problem.message

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from medallion_dq.tools import cli, conventions
-from sample import project_copy
+from sample import manifest_of, project_copy
 
 VIEW = "src/pipelines/validation/silver/customers_quarantine.sql"
 RULES = "src/acme_orders/rules/silver/customers.yml"
@@ -21,7 +21,7 @@ def project(tmp_path, monkeypatch):
 
 
 def dqc008(root) -> list[str]:
-    return [str(p) for p in conventions.check(root) if p.code == "DQC008"]
+    return [str(p) for p in conventions.check(manifest_of(root)) if p.code == "DQC008"]
 
 
 def test_a_stale_view_is_written_again_from_its_rule_file(project, capsys):

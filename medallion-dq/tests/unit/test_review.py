@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from medallion_dq import rules
-from medallion_dq.problems import DataQualityError
+from medallion_dq.problems import SEVERITIES, DataQualityError
 from medallion_dq.tools import cli, conventions, review
 from medallion_dq.tools.contract.commands import _load
 from medallion_dq.tools.contract.files import plan
-from sample import sample_project
+from sample import manifest_of, sample_project
 
 TESTS = Path(__file__).parents[1]
 
@@ -109,14 +109,14 @@ def findings(problems) -> list:
 
 def test_each_kind_is_one_line_naming_the_rules_and_their_lines(tmp_path):
     write(tmp_path, "src/pkg/rules/silver/payments.yml", EVERY_KIND)
-    found = findings(conventions.check(tmp_path))
+    found = findings(conventions.check(manifest_of(tmp_path)))
     where = "src/pkg/rules/silver/payments.yml"
     assert [(p.code, p.file, p.rule) for p in found] == [
         (code, f"{where}:{line}", rule) for code, line, rule, _ in EXPECTED
     ]
     for problem, (code, _, _, said) in zip(found, EXPECTED, strict=True):
         assert said in str(problem), str(problem)
-        assert problem.severity == review.CODES[code][0]
+        assert problem.severity == SEVERITIES[code]
     assert str(found[-2]) == (
         f"DQ026 {where}:9: rule 'refund_amount': no row passes both `amount <= 0` (drop) and "
         "drop rule 'positive_amount' (line 6, `amount > 0`): every row is dropped; fix: correct "
@@ -203,14 +203,14 @@ schema: {t: tinyint, r: "decimal(5,2)", w: timestamp, n: int, c: "decimal(4,1)",
 def test_severity_is_configured_like_the_conventions(tmp_path):
     write(tmp_path, "src/pkg/rules/silver/payments.yml", EVERY_KIND)
     severity = {"DQ027": "error", "DQ029": "off", "DQ026": "warning"}
-    found = findings(conventions.check(tmp_path, {"severity": severity}))
+    found = findings(conventions.check(manifest_of(tmp_path), {"severity": severity}))
     assert {p.code: p.severity for p in found} == {
         "DQ030": "error",
         "DQ026": "warning",
         "DQ027": "error",
         "DQ028": "warning",
     }
-    (bad,) = conventions.check(tmp_path, {"severity": {"DQ031": "off"}})[:1]
+    (bad,) = conventions.check(manifest_of(tmp_path), {"severity": {"DQ031": "off"}})[:1]
     assert (bad.code, bad.message) == ("DQC000", "severity: unknown code 'DQ031'")
     assert "DQ026, DQ027, DQ028, DQ029, DQ030" in bad.fix
 
@@ -246,7 +246,7 @@ def test_check_exits_1_on_a_contradiction_and_0_when_it_is_made_a_warning(tmp_pa
 
 
 def test_the_sample_project_has_nothing_to_review():
-    assert findings(conventions.check(sample_project())) == []
+    assert findings(conventions.check(manifest_of(sample_project()))) == []
 
 
 def _rule_files_in_tests() -> list[tuple[str, str]]:
@@ -380,9 +380,7 @@ def test_the_flights_rules_have_nothing_to_review():
 
 def test_every_code_is_documented_with_its_severity():
     text = (sample_project() / "CONVENTIONS.md").read_text(encoding="utf-8")
-    missing = [
-        c for c, (severity, _) in review.CODES.items() if f"| {c} | {severity} |" not in text
-    ]
+    missing = [c for c in review.CODES if f"| {c} | {SEVERITIES[c]} |" not in text]
     assert not missing, f"CONVENTIONS.md does not explain {missing}"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from medallion_dq.tools import cli, conventions
-from sample import TEMPLATE, bake_release, previous_release
+from sample import TEMPLATE, bake_release, manifest_of, previous_release
 
 HERE = str(TEMPLATE / "medallion-dq")
 
@@ -33,7 +33,7 @@ def test_a_05_project_passes_check_after_the_upgrade(
 ):
     project = bake_release(release, tmp_path / "out", **answers)
     monkeypatch.chdir(project)
-    assert [p.code for p in conventions.check(project) if p.severity == "error"] == [
+    assert [p.code for p in conventions.check(manifest_of(project)) if p.severity == "error"] == [
         "DQC016",
         "DQC016",
     ]
@@ -44,7 +44,7 @@ def test_a_05_project_passes_check_after_the_upgrade(
     assert {p: p.read_bytes() for p in project.rglob("*") if p.is_file()} == before
     assert cli.main(["upgrade", "--path", HERE]) == 0
     assert capsys.readouterr().out.splitlines()[:-1] == said[:-1]
-    assert [str(p) for p in conventions.check(project) if p.severity == "error"] == []
+    assert [str(p) for p in conventions.check(manifest_of(project)) if p.severity == "error"] == []
     pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
     assert '"medallion-dq[' not in pyproject and '"medallion-dq-dev[local]"' in pyproject
     if answers["medallion_dq_source"] == "index" if "medallion_dq_source" in answers else False:

@@ -3,7 +3,8 @@
 Rule files and constraints report DQ0xx codes, the layered conventions DQC0xx, the bundle checks
 BND0xx, the checks before a local run RUN0xx; every command prints them the same way, one line
 each. `CODES` is the one list of them: a new code is a line there and in docs/codes.md (a unit
-test holds the code, the list and the page together).
+test holds the code, the list and the page together); `SEVERITIES` the default severity of the
+ones a project may make stricter or looser.
 """
 
 from __future__ import annotations
@@ -100,6 +101,39 @@ CODES: dict[str, str] = {
     "RUN018": "--pipeline would publish rows a job's quality gate failed",
     "RUN019": "a pipeline file uses a Lakeflow construct the local engine does not run",
 }
+
+#: The codes whose severity a project sets (`[tool.medallion.conventions] severity`): the
+#: layered conventions' and the review's of a rule file's rules together, with their default.
+#: Every other code is an error; DQC000 and DQC017 say the settings themselves are wrong.
+SEVERITIES: dict[str, str] = {
+    "DQC001": "error",
+    "DQC002": "warning",
+    "DQC003": "error",
+    "DQC004": "warning",
+    "DQC005": "warning",
+    "DQC006": "error",
+    "DQC007": "error",
+    "DQC008": "error",
+    "DQC010": "warning",
+    "DQC011": "error",
+    "DQC012": "error",
+    "DQC013": "error",
+    "DQC014": "error",
+    "DQC015": "warning",
+    "DQC016": "error",
+    "DQC018": "warning",
+    "DQC019": "error",
+    "DQ026": "error",
+    "DQ027": "warning",
+    "DQ028": "warning",
+    "DQ029": "warning",
+    "DQ030": "error",
+}
+
+
+def severity_of(code: str) -> str:
+    """A code's default severity: `SEVERITIES`'s, else error."""
+    return SEVERITIES.get(code, "error")
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 
 from medallion_dq.local import delta_log, lake, lakeflow_params, spark
 from medallion_dq.local import server as shared_server
-from medallion_dq.project import Project, writable
+from medallion_dq.project import writable
 from medallion_dq.project.config import FRESH_KEPT, STATE_DIR
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local.project import JobResult, LocalProject
     from medallion_dq.local.runner import Interrupted, UpdateResult
+    from medallion_dq.project.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -97,18 +98,16 @@ class LakeSession:
 
     def __init__(
         self,
-        project: Project,
+        manifest: Manifest,
         folder: LakeFolder,
         *,
-        target: str,
-        variables: dict[str, str] | None = None,
         landing: Path,
         backend: str | None = None,
         warm: bool = True,
         failing_examples: int = 0,
     ):
-        self.project, self.folder, self.target = project, folder, target
-        self.variables = variables or {}
+        """`manifest`: the project as read for the run's target and `--var` values."""
+        self.manifest, self.folder = manifest, folder
         self.landing, self.backend = landing, backend
         # The lake's own warm server: its catalog knows the lake's tables, and runs after the
         # first skip the JVM's start and its cold first update.
@@ -124,7 +123,7 @@ class LakeSession:
         CannotWrite names the first it may not write."""
         # A throwaway lake is new: its folder of them is the one to fix.
         lake_dir = self.folder.path.parent if self.folder.throwaway else self.folder.path
-        writable.check(lake_dir, "the run keeps its lake there", self.project.root)
+        writable.check(lake_dir, "the run keeps its lake there", self.manifest.root)
         reuse = self.folder.path if self.warm else None
         spark.check_writable(self.backend, self.folder.path, reuse=reuse, lake=True)
 
@@ -163,10 +162,10 @@ class LakeSession:
             lake=True,
         )
         self.running = LocalProject(
-            self.project,
+            self.manifest.project,
             self.local,
-            target=self.target,
-            variables=self.variables,
+            target=self.manifest.target,
+            variables=dict(self.manifest.overrides),
             landing=self.landing,
             failing_examples=self.failing_examples,
         )

@@ -122,24 +122,36 @@ class Project:
         return self._once(key, lambda: resolve_bundle(self.raw_bundle(), target, variables))
 
     def manifest(
-        self, target: str | None = None, variables: Mapping[str, Any] | None = None
+        self,
+        target: str | None = None,
+        variables: Mapping[str, Any] | None = None,
+        *,
+        lenient: bool = False,
     ) -> Manifest:
         """The project read for `target` (default: the bundle's default target) and `variables`
         (`--var`), once: typed and immutable (`manifest.Manifest`). BundleError when the bundle
-        cannot be read or resolved."""
+        cannot be read or resolved; `lenient` (`check`, which says the bundle's problems
+        itself): then a manifest with no pipeline or job, the error in its `bundle_error`."""
         from medallion_dq.project import manifest
 
         overrides = dict(variables or {})
         key = ("manifest", target, tuple(sorted(overrides.items())))
-        return self._once(key, lambda: manifest.build(self, target, overrides))
+        try:
+            return self._once(key, lambda: manifest.build(self, target, overrides))
+        except Exception:
+            if not lenient:
+                raise
+        return self._once((*key, "lenient"), lambda: manifest.build(self, target, overrides, True))
 
     # ---------------------------------------------------------------- pipeline files
     def pipeline_file(self, path: Path) -> PipelineFile:
         """A pipeline file as the one reader reads it (`pipelines.read_file`), once."""
         from medallion_dq.project.pipelines import read_file
+        from medallion_dq.text import relative_path
 
         path = Path(path).resolve()
-        return self._once(("pipeline file", path), lambda: read_file(path))
+        where = relative_path(path, self.root)  # as its problems name it
+        return self._once(("pipeline file", path), lambda: read_file(path, where=where))
 
     def pipeline_code(self, files: Iterable[Path]) -> PipelineCode:
         """Pipeline files as read (`pipelines.read_code`), each once per project."""

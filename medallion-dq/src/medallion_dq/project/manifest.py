@@ -28,6 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: A pipeline's configuration key naming its landing files' format, and the default.
 FORMAT_KEY, DEFAULT_FORMAT = "medallion.source.file_format", "json"
+#: The folder of the pipelines' files, a folder per layer below it.
+PIPELINES_DIR = Path("src") / "pipelines"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Settings:
     local: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     conventions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     unread: str = ""
+    #: `[tool.medallion]` as written (the conventions policy reads its keys as they are), and
+    #: why it could not be read; pyproject.toml's text, for the lines a problem names.
+    table: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    table_unread: str = ""
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,12 @@ class Manifest:
     variables: Mapping[str, Variable]
     pipelines: Mapping[str, Pipeline]
     settings: Settings
+    #: Why the bundle could not be read (a lenient manifest's: then it has no pipeline or job).
+    bundle_error: str = ""
+    #: The bundle's databricks.yml as written (before a target's values), and the `--var`
+    #: values it was resolved with.
+    written: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    overrides: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def root(self) -> Path:
@@ -103,6 +116,26 @@ class Manifest:
         chosen = [self.pipelines[k] for k in (self.pipelines if keys is None else keys)]
         files = {f.path: f for p in chosen for f in p.code.files}
         return PipelineCode(tuple(files.values()))
+
+    @cached_property
+    def folder_code(self) -> PipelineCode:
+        """Every pipeline file of `src/pipelines` as read, whichever pipeline holds it: the
+        files `check`'s conventions judge, by the layer folder each is in."""
+        base = self.root / PIPELINES_DIR
+        files = sorted(
+            p
+            for p in (base.rglob("*") if base.is_dir() else ())
+            if p.suffix in (".py", ".sql") and p.is_file() and "__pycache__" not in p.parts
+        )
+        return self.project.pipeline_code(files)
+
+    def text(self, path: Path) -> str:
+        """A project file's text, read once (OSError / UnicodeDecodeError as reading raises)."""
+        return self.project.text(path)
+
+    def rule_set(self, path: Path, dataset: str | None = None) -> RuleSet:
+        """One rule file, loaded once (DataQualityError naming its problems when it does not)."""
+        return self.project.rule_set(path, dataset)
 
     def writers(self) -> dict[str, str]:
         """Each table of the lake -> the key of the pipeline writing it."""
@@ -141,10 +174,17 @@ def variables(
 def settings(project: Project) -> Settings:
     """`[tool.medallion]`, typed; what cannot be read is left out, and said in `unread`."""
     try:
+        text = project.text(project.root / "pyproject.toml")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    try:
         table = project.settings()
-        rules_dirs = tuple(project.rules_dirs(table))
-    except ValueError as error:  # pyproject.toml does not parse, or a wrong `rules`
-        return Settings(unread=str(error))
+    except ValueError as error:  # pyproject.toml does not parse, or [tool.medallion] is no table
+        return Settings(unread=str(error), table_unread=str(error), text=text)
+    try:
+        rules_dirs, unread = tuple(project.rules_dirs(table)), ""
+    except ValueError as error:  # a wrong `rules`
+        rules_dirs, unread = (), str(error)
     local, conventions = table.get("local", {}), table.get("conventions", {})
     pack = table.get("pack")
     return Settings(
@@ -152,17 +192,43 @@ def settings(project: Project) -> Settings:
         pack if isinstance(pack, str) else None,
         MappingProxyType(dict(local) if isinstance(local, dict) else {}),
         MappingProxyType(dict(conventions) if isinstance(conventions, dict) else {}),
+        unread,
+        MappingProxyType(dict(table)),
+        "",
+        text,
     )
 
 
-def build(project: Project, target: str | None, overrides: Mapping[str, Any]) -> Manifest:
-    """The manifest (BundleError when the bundle cannot be read or resolved)."""
-    bundle = project.bundle(target=target, variables=dict(overrides))
+def build(
+    project: Project, target: str | None, overrides: Mapping[str, Any], lenient: bool = False
+) -> Manifest:
+    """The manifest (BundleError when the bundle cannot be read or resolved; `lenient`: then
+    a manifest without pipelines or jobs, the error in `bundle_error`)."""
+    from medallion_dq.project.bundle import Bundle, BundleError
+
+    try:
+        bundle = project.bundle(target=target, variables=dict(overrides))
+        written = project.raw_bundle().config
+        found = variables(written, bundle, overrides)
+    except BundleError as error:
+        if not lenient:
+            raise
+        empty = Bundle("", target or "", None, project.root, {}, {}, {})
+        return Manifest(
+            project,
+            empty,
+            MappingProxyType({}),
+            MappingProxyType({}),
+            settings(project),
+            str(error),
+        )
     pipelines = {key: Pipeline(project, resource) for key, resource in bundle.pipelines.items()}
     return Manifest(
         project,
         bundle,
-        MappingProxyType(variables(project.raw_bundle().config, bundle, overrides)),
+        MappingProxyType(found),
         MappingProxyType(pipelines),
         settings(project),
+        written=MappingProxyType(written),
+        overrides=MappingProxyType(dict(overrides)),
     )

@@ -52,12 +52,17 @@ GROUPING_CALLS = {"groupBy", "groupby", "rollup", "cube", "pivot", "groupingSets
 
 def parse_python(source: bytes | str, filename: str = "<pipeline>") -> ast.Module | None:
     """A module's syntax tree; None when it does not parse (RUN012 / DQC000 say why)."""
+    return parse(source, filename)[0]
+
+
+def parse(source: bytes | str, filename: str = "<pipeline>") -> tuple[ast.Module | None, str]:
+    """A module's syntax tree, or None and why it does not parse."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarning etc.: not the reader's business
-            return ast.parse(source, filename)
-    except (SyntaxError, ValueError):
-        return None
+            return ast.parse(source, filename), ""
+    except (SyntaxError, ValueError) as error:
+        return None, str(error)
 
 
 def kwarg_str(call: ast.Call | None, key: str) -> str | None:
@@ -144,6 +149,23 @@ class PipelineModule:
                     kwarg_str(call, "target" if kind == "append_flow" else "name") or func.name
                 )
         return func.name
+
+    def form(self, func: ast.FunctionDef) -> str | None:
+        """What a query function's dataset is: a table (`@dp.table`, `@dp.materialized_view`),
+        a temporary view (`@dp.temporary_view`, `@dp.view`) or None (a flow, expectations)."""
+        kinds = {self.decorator(d)[0] for d in func.decorator_list}
+        if kinds & {"table", "materialized_view"}:
+            return "table"
+        return "temporary view" if kinds & {"temporary_view", "view"} else None
+
+    def declared_schema(self, func: ast.FunctionDef) -> tuple[str, int] | None:
+        """The literal `schema=` DDL of a query function's dataset decorator, and its line."""
+        found = None
+        for deco in func.decorator_list:
+            kind, call = self.decorator(deco)
+            if kind in DATASET_DECORATORS and (ddl := kwarg_str(call, "schema")):
+                found = (ddl, deco.lineno)
+        return found
 
     def defined_names(self) -> set[str]:
         """The short names of the datasets the module defines (`datasets`)."""

@@ -95,6 +95,24 @@ def strip_comments(text: str) -> str:
     )
 
 
+_PERSISTED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
+# The tables a SQL dataset reads: FROM / JOIN a name, or STREAM(name) / STREAM name.
+_READS = re.compile(
+    r"\b(?:FROM|JOIN)\s+(?:STREAM\s*\(?\s*)?((?:`[^`]+`|[\w]+)(?:\.(?:`[^`]+`|[\w]+))*)",
+    re.IGNORECASE,
+)
+
+
+def reads(statement: str) -> list[str]:
+    """The tables a statement reads by name (FROM / JOIN, STREAM(...)), as written."""
+    return _READS.findall(strip_comments(statement))
+
+
+def persisted_view(statement: str) -> bool:
+    """Whether a statement creates a persisted view (CREATE [OR REPLACE] VIEW)."""
+    return bool(_PERSISTED_VIEW.match(strip_comments(statement).strip()))
+
+
 def lstripped(text: str) -> int:
     return len(text) - len(text.lstrip())
 

@@ -52,6 +52,26 @@ class Expectation:
     action: str  # warn | drop | fail
     file: Path
     line: int
+    decorator: str | None = None  # expect_all_or_drop...; None: a SQL constraint
+    #: A rule set's attribute given (`R.drop`): its action; and the rule file the set loads.
+    rules_action: str | None = None
+    loads: str = ""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A dataset's query as its file writes it (a query function, a CREATE statement): its
+    form, what it reads and how, for `check`'s conventions."""
+
+    dataset: str
+    line: int
+    form: str | None  # table | temporary view | view (persisted, SQL) | None (a flow)
+    reads: frozenset[str]  # the datasets it reads by name (short)
+    text_landing: bool = False  # read_landing over JSON or CSV: it marks `_corrupt_record`
+    schema: tuple[str, int] | None = None  # a literal `schema=` DDL and its line
+    statement: str = ""  # SQL: the statement
+    eager: tuple[tuple[int, str, str], ...] = ()  # (line, call, eager | analysis)
+    function: str = ""  # Python: the query function's name
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,9 @@ class PipelineFile:
     expectations: tuple[Expectation, ...] = ()
     landing: tuple[Landing, ...] = ()
     unread: str = ""
+    queries: tuple[Query, ...] = ()
+    #: SQL statements that could not be read: (file:line, problem, fix).
+    errors: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,14 +136,17 @@ class PipelineCode:
         return [f.path for f in self.files if name in {d.name for d in f.datasets}]
 
 
-def read_file(path: Path, text: str | None = None) -> PipelineFile:
-    """One .py or .sql pipeline file (its `text`, when the caller has read it)."""
+def read_file(path: Path, text: str | None = None, where: str | None = None) -> PipelineFile:
+    """One .py or .sql pipeline file (its `text`, when the caller has read it); `where`: the
+    file as messages name it (default: its path)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8") if text is None else text
     except (OSError, UnicodeDecodeError) as error:
         return PipelineFile(path, unread=f"cannot read the file: {error}")
-    return _read_sql(path, text) if path.suffix == ".sql" else _read_python(path, text)
+    if path.suffix == ".sql":
+        return _read_sql(path, text, where or str(path))
+    return _read_python(path, text)
 
 
 def read_code(
@@ -133,32 +159,49 @@ def read_code(
 
 
 def _read_python(path: Path, text: str) -> PipelineFile:
-    tree = pipeline_code.parse_python(text, str(path))
+    tree, error = pipeline_code.parse(text, str(path))
     if tree is None:
-        return PipelineFile(path, unread="cannot parse the file")
+        return PipelineFile(path, unread=f"cannot parse the file: {error}")
     module = pipeline_code.PipelineModule(tree)
     datasets = tuple(Dataset(name, kind, path, line) for name, kind, line in module.datasets())
-    expectations = []
+    expectations, queries = [], []
     for func in module.query_functions():
         dataset = module.dataset_of(func)
+        queries.append(
+            Query(
+                dataset,
+                func.lineno,
+                module.form(func),
+                frozenset(module.reads(func)),
+                module.reads_text_landing(func),
+                module.declared_schema(func),
+                eager=tuple(module.eager_calls(func)),
+                function=func.name,
+            )
+        )
         for deco in func.decorator_list:
             kind, call = module.decorator(deco)
             if kind not in pipeline_code.EXPECT_DECORATORS or call is None:
                 continue
             action = pipeline_code.EXPECT_DECORATORS[kind]
-            for name, source, _ in module.rule_names(kind, call):
-                expectations.append(Expectation(dataset, name, source, action, path, deco.lineno))
+            for name, source, given in module.rule_names(kind, call):
+                loads = module.loads.get(source.rsplit(".", 1)[0], "")
+                expectations.append(
+                    Expectation(
+                        dataset, name, source, action, path, deco.lineno, kind, given, loads
+                    )
+                )
     landing = tuple(Landing(folder, path, line, fmt) for folder, line, fmt in module.landing())
-    return PipelineFile(path, datasets, tuple(expectations), landing)
+    return PipelineFile(path, datasets, tuple(expectations), landing, queries=tuple(queries))
 
 
-def _read_sql(path: Path, text: str) -> PipelineFile:
+def _read_sql(path: Path, text: str, where: str) -> PipelineFile:
     try:
-        statements = pipeline_sql.read(text, str(path))
+        statements = pipeline_sql.read(text, where)
     except ValueError as error:  # the text cannot be tokenized: the run says it too
-        return PipelineFile(path, unread=str(error))
+        return PipelineFile(path, unread=f"cannot read the file: {error}")
     found: list[tuple[str, str, int]] = []
-    expectations = []
+    expectations, queries, errors = [], [], []
     for statement in statements:
         if statement.cdc_target:
             found.append((short_name(statement.cdc_target), "auto cdc target", statement.line))
@@ -166,11 +209,27 @@ def _read_sql(path: Path, text: str) -> PipelineFile:
         if head:
             name = short_name(head[0])
             found.append((name, _SQL_KINDS[head[1]], statement.line))
+        if (refused := statement.error) is not None:
+            errors.append((refused.where, refused.problem, refused.fix))
         created = statement.created or {}
+        if created:
+            queries.append(_sql_query(name, statement))
         for c in created.get("constraints", ()):
             line = created["lines"][c.name]
             expectations.append(Expectation(name, c.name, c.constraint, c.action, path, line))
     datasets = tuple(
         Dataset(n, k, path, line) for n, k, line in pipeline_code.first_declared(found)
     )
-    return PipelineFile(path, datasets, tuple(expectations))
+    return PipelineFile(
+        path, datasets, tuple(expectations), queries=tuple(queries), errors=tuple(errors)
+    )
+
+
+def _sql_query(name: str, statement: pipeline_sql.Statement) -> Query:
+    if pipeline_sql.persisted_view(statement.text):
+        form = "view"
+    else:
+        temporary = (statement.created or {}).get("kind") == "TemporaryView"
+        form = "temporary view" if temporary else "table"
+    reads = frozenset(short_name(t) for t in pipeline_sql.reads(statement.text))
+    return Query(name, statement.line, form, reads, statement=statement.text)

@@ -92,7 +92,9 @@ def cmd_check(args) -> int:
         *validate_bundle(project),
         *[
             p
-            for p in conventions.check(project, more=_contract_problems(project))
+            for p in conventions.check(
+                project.manifest(lenient=True), more=_contract_problems(project)
+            )
             if not (p.code == "DQC000" and p.file in uncompiled)
         ],
         *code,
@@ -172,7 +174,7 @@ def cmd_conventions(args) -> int:
             markdown_path=args.markdown,
             json_path=args.json,
         )
-    chosen = policy.load(project, conventions.defaults())
+    chosen = policy.load(project.manifest(lenient=True).settings, conventions.defaults())
     if args.action == "write":
         return _write_conventions(project, chosen)
     console.result(policy.shown(chosen, conventions.descriptions()))

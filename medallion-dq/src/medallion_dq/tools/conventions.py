@@ -1,8 +1,8 @@
 """The layered data-quality conventions, checked statically (no Spark, nothing imported).
 
-`check(project_root)` reads the rule files (`[tool.medallion] rules`, default `src/*/rules`) and the pipeline files
-(`src/pipelines/**/<layer>/*.py|*.sql`, Python scanned with `ast`, SQL CONSTRAINT clauses parsed)
-and returns every problem, the rule files' own DQ0xx problems included:
+`check(manifest)` reads the rule files (`[tool.medallion] rules`, default `src/*/rules`) and the
+pipeline files (`src/pipelines/**/<layer>/*.py|*.sql`, as the manifest's one reader of each
+language reads them) and returns every problem, the rule files' own DQ0xx problems included:
 
     DQC000 error    the checker could not read a file or its configuration
     DQC001 error    an expectation in bronze
@@ -40,7 +40,6 @@ Per project, in pyproject.toml::
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -52,47 +51,22 @@ import yaml
 from sqlglot import exp
 
 from medallion_dq import library, rules, user_yaml
-from medallion_dq.problems import DataQualityError, Problem
-from medallion_dq.project import Project, pipeline_sql
-from medallion_dq.project.pipeline_code import (
-    DATASET_DECORATORS,
-    EXPECT_DECORATORS,
-    PipelineModule,
-    kwarg_str,
-)
+from medallion_dq.problems import CODES as REGISTRY
+from medallion_dq.problems import SEVERITIES, DataQualityError, Problem, severity_of
+from medallion_dq.project.manifest import PIPELINES_DIR, Manifest
 from medallion_dq.project.pipeline_sql import unselected
+from medallion_dq.project.pipelines import Expectation, PipelineFile
 from medallion_dq.rule_fields import Check, Column
 from medallion_dq.text import relative_path, short_name
 from medallion_dq.tools import conventions_text, policy, review
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
-#: Convention codes: default severity and what they mean.
-CODES: dict[str, tuple[str, str]] = {
-    "DQC000": ("error", "the checker could not read a file or its configuration"),
-    "DQC001": ("error", "expectation in bronze"),
-    "DQC002": ("warning", "fail rule in silver"),
-    "DQC003": ("error", "warn or drop rule in gold"),
-    "DQC004": ("warning", "silver dataset drops rows without a quarantine"),
-    "DQC005": ("warning", "rule without description or owner"),
-    "DQC006": ("error", "decorator action does not match the rules it is given"),
-    "DQC007": ("error", "quarantine form differs from the rule file's 'quarantine:'"),
-    "DQC008": ("error", "quarantine view does not apply the rule file's drop rules"),
-    "DQC010": ("warning", "DataFrame analysis or eager column call in a pipeline query function"),
-    "DQC011": ("error", "dataset-level check outside silver"),
-    "DQC012": ("error", "references check names a dataset no pipeline defines"),
-    "DQC013": ("error", "declared schema differs from the rule file's contract"),
-    "DQC014": ("error", "decorator given an action its rule file has no rules of"),
-    "DQC015": ("warning", "a rule file differs from the data contract it was made from"),
-    "DQC016": ("error", "silver dataset over bronze lets records bronze could not parse through"),
-    "DQC017": ("error", "a project setting loosens what its conventions pack locks"),
-    "DQC018": ("warning", "CONVENTIONS.md is not what the project's conventions pack writes"),
-    "DQC019": ("error", "a rule file or the gate task does not do what the conventions pack asks"),
-}
-SEVERITIES = ("error", "warning", "off")
+#: The conventions' codes (their meaning and default severity: `problems.CODES`, `SEVERITIES`).
+CODES = tuple(code for code in REGISTRY if code.startswith("DQC"))
+LEVELS = ("error", "warning", "off")
 # exceptions and as_of: read by policy.load (a held exception's value is in the settings).
 CONFIG_KEYS = {"severity", "layers", "quarantine_suffix", "exceptions", "as_of"}
-PIPELINES_DIR = Path("src") / "pipelines"
 
 _WHY_EAGER = (
     "in pyspark 4.2 the open-source pipeline engine resolves withColumn/withColumns/drop eagerly "
@@ -142,12 +116,11 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
         raw = {}
     for code, value in raw.items():
         value = "warning" if value == "warn" else value
-        if code not in {**CODES, **review.CODES} or code in ("DQC000", "DQC017"):
-            known = [c for c in [*CODES, *review.CODES] if c not in ("DQC000", "DQC017")]
-            bad(f"severity: unknown code {code!r}", f"use one of {', '.join(known)}")
-        elif value not in SEVERITIES:
+        if code not in SEVERITIES:
+            bad(f"severity: unknown code {code!r}", f"use one of {', '.join(SEVERITIES)}")
+        elif value not in LEVELS:
             bad(
-                f"severity of {code}: {value!r} is not one of {', '.join(SEVERITIES)}",
+                f"severity of {code}: {value!r} is not one of {', '.join(LEVELS)}",
                 f'write {code} = "error", "warning" or "off"',
             )
         else:
@@ -172,16 +145,12 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
 def defaults() -> dict[str, str]:
     """Each code's built-in severity, the base of every pack's policy (DQC000 and DQC017, which
     say the policy itself is wrong, are always errors)."""
-    return {
-        code: severity
-        for code, (severity, _) in {**CODES, **review.CODES}.items()
-        if code not in ("DQC000", "DQC017")
-    }
+    return dict(SEVERITIES)
 
 
 def descriptions() -> dict[str, str]:
     """What each code finds, by code."""
-    return {code: what for code, (_, what) in {**CODES, **review.CODES}.items()}
+    return {code: REGISTRY[code] for code in (*CODES, *review.CODES)}
 
 
 def sample_failures_from_metrics(metrics: Iterable[Mapping[str, Any]]) -> dict[str, float]:
@@ -224,13 +193,13 @@ class _Expectation:
 class _Collector:
     def __init__(
         self,
-        project: Project,
+        manifest: Manifest,
         settings: _Settings,
         sample_failures: Mapping[str, float],
         replacing: Mapping[Path, str],
     ):
-        self.project = project
-        self.root = project.root
+        self.manifest = manifest
+        self.root = manifest.root
         self.replacing = {path.resolve(): text for path, text in replacing.items()}
         self.settings = settings
         self.samples = {
@@ -271,18 +240,17 @@ class _Collector:
         rule: str | None = None,
         severity: str | None = None,
     ) -> None:
-        severity = severity or CODES[code][0]
+        severity = severity or severity_of(code)
         self.problems.append(Problem(code, where, message, fix, rule, severity))
 
     # ------------------------------------------------------------------ rule files
     def rule_files(self) -> Iterator[Path]:
-        try:
-            folders = self.project.rules_dirs()
-        except ValueError as error:  # pyproject.toml does not parse (said once), or `rules`
+        if unread := self.manifest.settings.unread:  # pyproject.toml does not parse, or `rules`
             self.unread = True
-            if "does not parse" not in str(error):
-                self.add("DQC000", "pyproject.toml", str(error), "fix [tool.medallion] rules")
+            if "does not parse" not in unread:  # said once, by the policy
+                self.add("DQC000", "pyproject.toml", unread, "fix [tool.medallion] rules")
             return
+        folders = self.manifest.settings.rules_dirs
         found = {p.resolve() for f in folders if f.is_dir() for p in rules.rule_files(f)}
         yield from sorted(found | set(self.replacing))
 
@@ -291,7 +259,7 @@ class _Collector:
         text = self.replacing.get(path.resolve())
         try:
             if text is None:
-                text = self.project.text(path)
+                text = self.manifest.text(path)
             raw = user_yaml.load_yaml(text)
         except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError):
             raw = None  # rules.load reports it
@@ -302,7 +270,7 @@ class _Collector:
             ruleset = (
                 rules.load(path, dataset=lhp_dataset, text=text)
                 if path.resolve() in self.replacing
-                else self.project.rule_set(path, dataset=lhp_dataset)
+                else self.manifest.rule_set(path, dataset=lhp_dataset)
             )
         except DataQualityError as error:
             self.problems.extend(
@@ -363,130 +331,88 @@ class _Collector:
                 return self.settings.layer_of_folder[part]
         return None
 
-    def pipeline_files(self) -> list[Path]:
-        base = self.root / PIPELINES_DIR
-        if not base.is_dir():
-            return []
-        return sorted(
-            p
-            for p in base.rglob("*")
-            if p.suffix in (".py", ".sql") and p.is_file() and "__pycache__" not in p.parts
-        )
-
-    def read_sql_file(self, path: Path, layer: str | None) -> None:
-        from medallion_dq.local import check_expectation
-
-        rel = relative_path(path, self.root)
-        try:
-            statements = pipeline_sql.read(self.project.text(path), rel)
-        except (OSError, UnicodeDecodeError, ValueError) as error:  # ValueError: SQL unread
-            self.add("DQC000", rel, f"cannot read the file: {error}", "save it as UTF-8 text")
+    def read_file(self, file: PipelineFile) -> None:
+        """What one pipeline file defines (the manifest's reading of it), by its layer."""
+        rel = relative_path(file.path, self.root)
+        layer = self.layer_of(file.path)
+        sql = file.path.suffix == ".sql"
+        if file.unread:
+            fix = "save it as UTF-8 text" if sql else "fix the syntax error"
+            self.add("DQC000", rel, file.unread, fix)
             self.code_unread = True
             return
-        for statement in statements:
-            if statement.cdc_target:  # AUTO CDC INTO a target no CREATE names: a dataset too
-                self.datasets.setdefault(layer or "", set()).add(short_name(statement.cdc_target))
-            if (unread := statement.error) is not None:
-                self.add("DQC000", unread.where, unread.problem, unread.fix)
-                continue
-            parsed = statement.created
-            if not parsed:
-                continue
-            dataset = short_name(parsed["name"])
-            self.datasets.setdefault(layer or "", set()).add(dataset)
-            text = pipeline_sql.strip_comments(statement.text)
-            persisted = _PERSISTED_VIEW.match(text.strip())
-            form = (
-                "view"
-                if persisted
-                else "temporary view"
-                if parsed["kind"] == "TemporaryView"
-                else "table"
-            )
-            self.forms[dataset] = (form, rel, statement.text)
-            if layer == "silver":
-                self.inputs[dataset] = ({short_name(t) for t in _SQL_READS.findall(text)}, rel)
-            for e in parsed["constraints"]:
-                line = parsed["lines"][e.name]
-                try:  # the runner would refuse it before Spark starts: say it here
-                    check_expectation(e.name, e.constraint, f"{rel}:{line}")
-                except DataQualityError as error:
-                    self.problems.extend(error.problems)
-                self.expectations.append(
-                    _Expectation(
-                        dataset,
-                        layer,
-                        e.action,
-                        e.name,
-                        f"{rel}:{line}",
-                        "sql",
-                        constraint=e.constraint,
-                    )
-                )
-
-    def read_python_file(self, path: Path, layer: str | None) -> None:
-        rel = relative_path(path, self.root)
-        try:
-            tree = ast.parse(self.project.text(path), filename=str(path))
-        except (OSError, UnicodeDecodeError, SyntaxError) as error:
-            self.add("DQC000", rel, f"cannot parse the file: {error}", "fix the syntax error")
-            self.code_unread = True
-            return
-        module = PipelineModule(tree)
-        for func in module.query_functions():
-            dataset = module.dataset_of(func)
-            if layer == "bronze" and module.reads_text_landing(func):
-                self.marking.add(dataset)
+        for where, problem, fix in file.errors:
+            self.add("DQC000", where, problem, fix)
+        self.datasets.setdefault(layer or "", set()).update(d.name for d in file.datasets)
+        rules = list(file.expectations)  # a query function's decorators come before its def
+        for query in file.queries:
+            while not sql and rules and rules[0].line < query.line:
+                self.read_decorator(rules.pop(0), rel, layer)
+            where = rel if sql else f"{rel}:{query.line}"
+            if layer == "bronze" and query.text_landing:
+                self.marking.add(query.dataset)
             elif layer == "silver":
-                self.inputs[dataset] = (module.reads(func), f"{rel}:{func.lineno}")
-            for deco in func.decorator_list:
-                kind, call = module.decorator(deco)
-                if kind in DATASET_DECORATORS and (ddl := kwarg_str(call, "schema")):
-                    self.declared[dataset] = (ddl, f"{rel}:{deco.lineno}")
-            kinds = [module.decorator(d)[0] for d in func.decorator_list]
-            if "table" in kinds or "materialized_view" in kinds:
-                self.forms.setdefault(dataset, ("table", f"{rel}:{func.lineno}", ""))
-            elif "temporary_view" in kinds or "view" in kinds:
-                self.forms.setdefault(dataset, ("temporary view", f"{rel}:{func.lineno}", ""))
-            for deco in func.decorator_list:
-                kind, call = module.decorator(deco)
-                if kind not in EXPECT_DECORATORS or call is None:
-                    continue
-                action = EXPECT_DECORATORS[kind]
-                where = f"{rel}:{deco.lineno}"
-                for name, expression, from_rule_file in module.rule_names(kind, call):
-                    if from_rule_file and from_rule_file != action:
-                        self.add(
-                            "DQC006",
-                            where,
-                            f"@{kind}({expression}) applies the file's '{from_rule_file}' rules "
-                            f"with action '{action}'",
-                            f"pass {expression.rsplit('.', 1)[0]}.{action} to @{kind}, or use the "
-                            f"decorator for '{from_rule_file}'",
-                        )
-                    if from_rule_file == action:
-                        self._given_none(module, kind, expression, action, where)
-                    if from_rule_file and layer != "bronze":
-                        continue  # the rule file's own layer checks cover these rules
-                    self.expectations.append(
-                        _Expectation(dataset, layer, action, name, where, "decorator", expression)
-                    )
-            for line, call_name, why in module.eager_calls(func):
+                self.inputs[query.dataset] = (set(query.reads), where)
+            if query.schema:
+                self.declared[query.dataset] = (query.schema[0], f"{rel}:{query.schema[1]}")
+            if sql:
+                self.forms[query.dataset] = (query.form or "table", rel, query.statement)
+            elif query.form:
+                self.forms.setdefault(query.dataset, (query.form, where, ""))
+            for line, call_name, why in query.eager:
                 self.add(
                     "DQC010",
                     f"{rel}:{line}",
-                    f"{call_name} in query function {func.name}(): "
+                    f"{call_name} in query function {query.function}(): "
                     f"{_WHY_EAGER if why == 'eager' else _WHY_ANALYSIS}",
                     _FIX_EAGER if why == "eager" else _FIX_ANALYSIS,
                 )
-        self.datasets.setdefault(layer or "", set()).update(module.defined_names())
+        for e in rules:
+            if sql:
+                self.read_constraint(e, rel, layer)
+            else:
+                self.read_decorator(e, rel, layer)
 
-    def _given_none(
-        self, module: PipelineModule, kind: str, expression: str, action: str, where: str
-    ) -> None:
+    def read_constraint(self, e: Expectation, rel: str, layer: str | None) -> None:
+        from medallion_dq.local import check_expectation
+
+        where = f"{rel}:{e.line}"
+        try:  # the runner would refuse it before Spark starts: say it here
+            check_expectation(e.name or "", e.constraint, where)
+        except DataQualityError as error:
+            self.problems.extend(error.problems)
+        self.expectations.append(
+            _Expectation(e.dataset, layer, e.action, e.name, where, "sql", constraint=e.constraint)
+        )
+
+    def read_decorator(self, e: Expectation, rel: str, layer: str | None) -> None:
+        kind, expression, given, where = (
+            e.decorator or "",
+            e.constraint,
+            e.rules_action,
+            f"{rel}:{e.line}",
+        )
+        if given and given != e.action:
+            self.add(
+                "DQC006",
+                where,
+                f"@{kind}({expression}) applies the file's '{given}' rules "
+                f"with action '{e.action}'",
+                f"pass {expression.rsplit('.', 1)[0]}.{e.action} to @{kind}, or use the "
+                f"decorator for '{given}'",
+            )
+        if given == e.action:
+            self._given_none(e.loads, kind, expression, e.action, where)
+        if given and layer != "bronze":
+            return  # the rule file's own layer checks cover these rules
+        self.expectations.append(
+            _Expectation(e.dataset, layer, e.action, e.name, where, "decorator", expression)
+        )
+
+    def _given_none(self, loaded: str, kind: str, expression: str, action: str, where: str) -> None:
         """DQC014: `@expect_all_or_drop(RULES.drop)` where the rule file has no drop rule (all
-        made `warn`, say): the decorator gets an empty dict, which the engine refuses."""
-        loaded = module.loads.get(expression.rsplit(".", 1)[0], "")
+        made `warn`, say): the decorator gets an empty dict, which the engine refuses.
+        `loaded`: the rule file the rule set loads, as the pipeline names it."""
         found = [w for w in self.loaded if loaded and w.endswith(loaded.lstrip("./"))]
         if len(found) != 1 or any(r.action == action for r in self.loaded[found[0]].rules):
             return
@@ -704,15 +630,6 @@ class _Collector:
         return [*self.settings.problems, *out]
 
 
-# --------------------------------------------------------------------------- ast scanning
-
-
-_PERSISTED_VIEW = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE)
-# The tables a SQL dataset reads: FROM / JOIN a name, or STREAM(name) / STREAM name.
-_SQL_READS = re.compile(
-    r"\b(?:FROM|JOIN)\s+(?:STREAM\s*\(?\s*)?((?:`[^`]+`|[\w]+)(?:\.(?:`[^`]+`|[\w]+))*)",
-    re.IGNORECASE,
-)
 _CORRUPT = re.compile(r"\b_corrupt_record\b", re.IGNORECASE)
 
 
@@ -720,14 +637,16 @@ _CORRUPT = re.compile(r"\b_corrupt_record\b", re.IGNORECASE)
 
 
 def check(
-    project: Project | Path,
+    manifest: Manifest,
     config: Mapping[str, Any] | None = None,
     *,
     sample_failures: Mapping[str, float] | None = None,
     more: Iterable[Problem] = (),
     replacing: Mapping[Path, str] | None = None,
 ) -> list[Problem]:
-    """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project.
+    """Every rule-file problem (DQ0xx) and convention problem (DQC0xx) of a project, as its
+    `manifest` reads it (`Project.manifest(lenient=True)`: a bundle that does not load is
+    `validate_bundle`'s to say).
 
     `config`: the `[tool.medallion.conventions]` table (default: the project's conventions
     pack's policy, then its pyproject.toml's table: `policy.load`).
@@ -737,14 +656,13 @@ def check(
     configured severity too. `replacing`: rule files' texts by path, judged instead of the files
     (new ones too): the project as `contract import` would leave it.
     """
-    project = Project.of(project)
     read_problems: list[Problem] = []
     chosen = None
     if config is None:
-        chosen = policy.load(project, defaults())
+        chosen = policy.load(manifest.settings, defaults())
         config, read_problems = chosen.config, chosen.problems
-        more = [*more, *conventions_text.drift(project, chosen, descriptions())]
-    collector = _Collector(project, _settings(config), sample_failures or {}, replacing or {})
+        more = [*more, *conventions_text.drift(manifest, chosen, descriptions())]
+    collector = _Collector(manifest, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
     for path in collector.rule_files():
         collector.read_rule_file(path)
@@ -752,13 +670,9 @@ def check(
         for where, ruleset in collector.loaded.items():
             layer = ruleset.layer or collector.settings.layer_of_folder.get(Path(where).parent.name)
             collector.problems += policy.rule_file_problems(chosen, ruleset, layer, where)
-        collector.problems += policy.gate_task_problems(chosen, project)
-    for path in collector.pipeline_files():
-        layer = collector.layer_of(path)
-        if path.suffix == ".py":
-            collector.read_python_file(path, layer)
-        else:
-            collector.read_sql_file(path, layer)
+        collector.problems += policy.gate_task_problems(chosen, manifest.bundle)
+    for file in manifest.folder_code.files:
+        collector.read_file(file)
     collector.judge()
     collector.problems.extend(more)
     found = collector.finish()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from medallion_dq import library
 from medallion_dq.problems import Problem
-from medallion_dq.project import Project
+from medallion_dq.project.manifest import Manifest
 from medallion_dq.tools.markup import md_code, md_text
 from medallion_dq.tools.policy import Policy, read_pack
 
@@ -70,7 +70,7 @@ def render(policy: Policy, described: Mapping[str, str]) -> str:
     return f"<!-- medallion-dq conventions write: pack {policy.pack} {policy.version} sha256:{digest} -->\n{body}"
 
 
-def drift(project: Project, policy: Policy, described: Mapping[str, str]) -> list[Problem]:
+def drift(manifest: Manifest, policy: Policy, described: Mapping[str, str]) -> list[Problem]:
     """DQC018 when the project's CONVENTIONS.md is not what its pack writes, saying why."""
     if policy.pack == library.BUILT_IN or any(p.code == "DQC000" for p in policy.problems):
         return []
@@ -78,9 +78,8 @@ def drift(project: Project, policy: Policy, described: Mapping[str, str]) -> lis
         wanted = render(policy, described)
     except (OSError, UnicodeDecodeError, library.LibraryError):
         return []  # the pack is broken: said as DQC000 / DQ031 elsewhere
-    path = project.root / FILE
     try:
-        found = project.text(path)
+        found = manifest.text(manifest.root / FILE)
     except FileNotFoundError:
         return [_problem(f"no {FILE}", f"{_WRITE} writes it from pack {policy.pack}")]
     except (OSError, UnicodeDecodeError) as error:

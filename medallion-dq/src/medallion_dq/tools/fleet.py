@@ -338,8 +338,9 @@ def _judge(
         outcome = upgrade.compare(project, chosen, landing=landing, local=local)
         with library.trying(chosen.pack, chosen.folder, chosen.version):
             tried = Project(root)
-            after = policy.load(tried, conventions.defaults())
-            said = conventions.check(tried)
+            manifest = tried.manifest(lenient=True)
+            after = policy.load(manifest.settings, conventions.defaults())
+            said = conventions.check(manifest)
     row.diff = upgrade.json_report(outcome)
     row.markdown = upgrade.markdown_report(outcome)
     numbers(row, row.diff)

@@ -35,15 +35,18 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, library, rules
 from medallion_dq.problems import Problem
-from medallion_dq.project import Project
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
 from medallion_dq.tools import console
 from medallion_dq.user_yaml import load_yaml
+
+if TYPE_CHECKING:  # pragma: no cover
+    from medallion_dq.project.bundle import Bundle
+    from medallion_dq.project.manifest import Settings
 
 POLICY_FILE = "policy.yml"
 TABLE = "[tool.medallion.conventions]"
@@ -267,21 +270,21 @@ def _line(text: str, key: str) -> str:
     return TABLE
 
 
-def load(project: Project, defaults: Mapping[str, str], today: date | None = None) -> Policy:
-    """The project's policy: `defaults` (code -> built-in severity), the pack's, the project's.
-    Never raises: what cannot be read is a DQC000 problem, a loosened lock a DQC017. `today`:
-    the day exceptions are judged at (default: the table's as_of, else today, UTC)."""
+def load(settings: Settings, defaults: Mapping[str, str], today: date | None = None) -> Policy:
+    """The project's policy, from its `[tool.medallion]` (a manifest's `settings`): `defaults`
+    (code -> built-in severity), the pack's, the project's. Never raises: what cannot be read is
+    a DQC000 problem, a loosened lock a DQC017. `today`: the day exceptions are judged at
+    (default: the table's as_of, else today, UTC)."""
     problems: list[Problem] = []
-    try:
-        settings = project.settings()
-        own = settings.get("conventions", {})
-    except ValueError as error:  # it does not parse, or [tool.medallion] is no table
-        fix = "correct the TOML where it says" if "does not parse" in str(error) else None
-        return Policy(library.BUILT_IN, "", problems=[_unread(str(error), fix)])
+    if unread := settings.table_unread:  # it does not parse, or [tool.medallion] is no table
+        fix = "correct the TOML where it says" if "does not parse" in unread else None
+        return Policy(library.BUILT_IN, "", problems=[_unread(unread, fix)])
+    table = settings.table
+    own = table.get("conventions", {})
     if not isinstance(own, Mapping):
         problems.append(_unread(f"{TABLE} must be a table"))
         own = {}
-    pack = settings.get("pack", library.BUILT_IN)
+    pack = table.get("pack", library.BUILT_IN)
     if not isinstance(pack, str) or not pack:
         problems.append(
             Problem(
@@ -317,7 +320,7 @@ def load(project: Project, defaults: Mapping[str, str], today: date | None = Non
         key = name if name in _DEFAULTS else f"severity.{name}"
         kept = policy.settings.get(key) or Setting(_DEFAULTS.get(name), "built-in")
         policy.settings[key] = Setting(kept.value, kept.origin, locked=True)
-    text = _text(project)
+    text = settings.text
     for key in sorted(set(own) & _PACKS_ALONE):
         policy.problems.append(
             _unread(
@@ -362,13 +365,6 @@ _PACKS_ALONE = {"thresholds", "quarantine", "required", "locked"}
 
 def _unread(message: str, fix: str | None = None) -> Problem:
     return Problem("DQC000", "pyproject.toml", message, fix or f"write {TABLE} as a table")
-
-
-def _text(project: Project) -> str:
-    try:
-        return project.text(project.root / "pyproject.toml")
-    except (OSError, UnicodeDecodeError):
-        return ""
 
 
 def _flat(table: Mapping[str, Any]) -> dict[str, Any]:
@@ -471,24 +467,21 @@ def rule_file_problems(
     return out
 
 
-def gate_task_problems(policy: Policy, project: Project) -> list[Problem]:
+def gate_task_problems(policy: Policy, bundle: Bundle) -> list[Problem]:
     """A quality_gate task that does not name the pack whose default thresholds it must apply
-    (DQC019): on Databricks, the gate knows the pack only from its parameters."""
+    (DQC019): on Databricks, the gate knows the pack only from its parameters. (A bundle that
+    does not load has no job: the bundle checks say why.)"""
     if not policy.thresholds or policy.pack == library.BUILT_IN:
         return []
-    try:
-        jobs = project.bundle().jobs.values()
-    except Exception:  # noqa: BLE001 - a bundle that does not load is said by the bundle checks
-        return []
     out = []
-    for job in jobs:
+    for job in bundle.jobs.values():
         for task in job.tasks:
             parameters = task.spec.get("python_wheel_task", {}).get("parameters") or []
             if task.is_gate and gate.pack_argument(parameters) != policy.pack:
                 out.append(
                     Problem(
                         "DQC019",
-                        relative_path(job.source_file, project.root),
+                        relative_path(job.source_file, bundle.root),
                         f"task {task.key} runs the quality gate without --pack {policy.pack}: it"
                         f" would not apply the default thresholds of {policy.pack}",
                         f"add - --pack and - {policy.pack} to the task's parameters",

@@ -84,6 +84,7 @@ __all__ = [
     "judge",
     "parse_variables",
     "pipeline_keys",
+    "read",
 ]
 
 #: The landing folder `medallion-dq run` reads without --landing, relative to the project root.
@@ -508,7 +509,7 @@ def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
     value and where it comes from, naming every pipeline it is the catalog or schema of."""
     bundle = manifest.bundle
     target = bundle.target
-    effective = apply_target(manifest.project.raw_bundle().config, target)
+    effective = apply_target(dict(manifest.written), target)
     raw_pipelines = (effective.get("resources") or {}).get("pipelines") or {}
     # (code, file, yaml path, value) -> (field, fix, pipelines)
     found: dict[tuple[str, str, str, str], tuple[str, str, list[str]]] = {}
@@ -619,23 +620,28 @@ def check_run_options(project: Project | Path | str, options: RunOptions) -> lis
     problems in option order; exit 2 when `has_errors(problems)`. Never raises for a user
     mistake. Reads files only: no Spark, no pipeline code is executed.
     """
-    project = Project.of(project)
+    return read(Project.of(project), options)[1]
+
+
+def read(project: Project, options: RunOptions) -> tuple[Manifest | None, list[Problem]]:
+    """The project's manifest for the options' target and variables (None when the bundle
+    cannot be read for them), and every problem of the run (`check_run_options`)."""
     cwd = Path(options.cwd or Path.cwd())
     overrides, problems = parse_variables(options.variables)
     outputs = _check_outputs(options.json_path, options.junit_path, cwd, options.markdown_path)
     try:
         raw = project.raw_bundle()
     except BundleError as error:
-        return [*problems, _unreadable(error), *outputs]
+        return None, [*problems, _unreadable(error), *outputs]
     target, target_problem = _target(raw.config, options.target)
     if target_problem:
-        return [target_problem, *problems, *outputs]
+        return None, [target_problem, *problems, *outputs]
     problems += _undeclared_variables(raw.config, overrides)
     try:
         manifest = project.manifest(target, overrides)
     except BundleError as error:
-        return [*problems, _unreadable(error), *outputs]
-    return [*problems, *judge(manifest, options, cwd), *outputs]
+        return None, [*problems, _unreadable(error), *outputs]
+    return manifest, [*problems, *judge(manifest, options, cwd), *outputs]
 
 
 def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:

@@ -25,7 +25,7 @@ from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project, writable, write_file
 from medallion_dq.project.pipeline_sql import VIEW as _VIEW
-from medallion_dq.project.pipeline_sql import unselected
+from medallion_dq.project.pipeline_sql import created, unselected
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, policy
@@ -67,18 +67,16 @@ def stale(project: Project) -> list[View]:
 
 def views(project: Project) -> list[View]:
     """The project's SQL quarantine views of rule files that say `quarantine: view`."""
-    chosen = policy.load(project, conventions.defaults())
+    manifest = project.manifest(lenient=True)
+    chosen = policy.load(manifest.settings, conventions.defaults())
     suffix = str(chosen.config.get("quarantine_suffix", "_quarantine"))
-    by_name = {f"{r.dataset}{suffix}": r for r in project.rule_sets() if r.quarantine == "view"}
-    base = project.root / conventions.PIPELINES_DIR
+    by_name = {f"{r.dataset}{suffix}": r for r in manifest.rule_sets if r.quarantine == "view"}
     found = []
-    for path in sorted(base.rglob("*.sql")) if base.is_dir() else []:
-        text = project.text(path)
-        for match in _CREATE.finditer(text):
-            name = match[1].strip("`")
-            ruleset = by_name.get(name.split(".")[-1])
-            if ruleset is not None:
-                found.append(View(path, name, ruleset, text))
+    for file in manifest.folder_code.files:
+        for query in file.queries:
+            ruleset = by_name.get(query.dataset) if query.form == "view" else None
+            if ruleset is not None and (head := created(query.statement)):
+                found.append(View(file.path, head[0], ruleset, manifest.text(file.path)))
     return found
 
 

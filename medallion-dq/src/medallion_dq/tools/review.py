@@ -34,17 +34,11 @@ import yaml
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from medallion_dq.problems import Problem
+from medallion_dq.problems import Problem, severity_of
 from medallion_dq.rules import Rule, RuleSet
 
-#: The review's codes: default severity and what they mean.
-CODES: dict[str, tuple[str, str]] = {
-    "DQ026": ("error", "no row can pass the rules (a contradiction)"),
-    "DQ027": ("warning", "a rule that cannot fail (a tautology)"),
-    "DQ028": ("warning", "the same rule under another name"),
-    "DQ029": ("warning", "a rule implied by a stricter one of the same action"),
-    "DQ030": ("error", "a bound the column's type cannot reach"),
-}
+#: The review's codes (their meaning and default severity: `problems.CODES`, `SEVERITIES`).
+CODES = ("DQ026", "DQ027", "DQ028", "DQ029", "DQ030")
 # What reading a constraint may raise where this review's model ends (a nesting deeper than
 # Python's stack, a literal no type holds): that constraint is then unknown, never a finding.
 UNREAD = (RecursionError, ValueError, TypeError, ArithmeticError)
@@ -642,7 +636,7 @@ class Review:
 
     def add(self, code: str, model: Model, message: str, fix: str) -> None:
         where = f"{self.where}:{model.line}" if model.line else self.where
-        severity = CODES[code][0]
+        severity = severity_of(code)
         self.problems.append(
             Problem(code, where, message, fix, model.rule.name, severity, line=model.line)
         )

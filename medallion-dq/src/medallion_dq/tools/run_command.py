@@ -18,12 +18,15 @@ from medallion_dq.tools import console, exits
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
+    from medallion_dq.project.manifest import Manifest
 
 
-def _preflight(project: Project, args) -> tuple[list, str | None]:
+def _preflight(project: Project, args) -> tuple[Manifest | None, list]:
     """Everything that can be checked before Spark starts: the options (preflight) and the
-    project's static checks (`check`). Returns (problems, the bundle target)."""
-    from medallion_dq.project.bundle import BundleError, validate_bundle
+    project's static checks (`check`). Returns the project as read for the run's target and
+    variables (the one manifest the run works from; None when the bundle cannot be read for
+    them) and the problems."""
+    from medallion_dq.project.bundle import validate_bundle
     from medallion_dq.tools import conventions, preflight
 
     options = preflight.RunOptions(
@@ -40,14 +43,10 @@ def _preflight(project: Project, args) -> tuple[list, str | None]:
         full_refresh=args.full_refresh,
         ungated=args.ungated,
     )
-    problems = preflight.check_run_options(project, options)
-    if not preflight.has_errors(problems):
-        problems += [*validate_bundle(project), *conventions.check(project)]
-    try:
-        target = project.bundle(target=args.target).target
-    except BundleError:
-        target = None
-    return problems, target
+    manifest, problems = preflight.read(project, options)
+    if manifest is not None and not preflight.has_errors(problems):
+        problems += [*validate_bundle(project), *conventions.check(manifest)]
+    return manifest, problems
 
 
 class OutputNotWritten(MedallionDQError, OSError):
@@ -73,14 +72,16 @@ def _write_summary(path: str | None, summary: dict) -> None:
             Path(path).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
 
 
-def _write_junit(path: str | None, project: Project, result, what: str, error: str | None) -> None:
+def _write_junit(
+    path: str | None, manifest: Manifest, result, what: str, error: str | None
+) -> None:
     """The run's rules and dataset checks as JUnit test cases (junit.py), whatever its end."""
     if not path:
         return
     from medallion_dq.tools import junit
 
     try:
-        rulesets = project.rule_sets()
+        rulesets = list(manifest.rule_sets)
     except ValueError:  # invalid rule files stopped the run at its checks: none to list
         rulesets = []
     with _writing("--junit-xml", path):
@@ -129,20 +130,16 @@ def cmd_run(args, project: Project) -> int:
     from medallion_dq.local import Interrupted, LakeFolder, LakeSession
     from medallion_dq.tools import preflight
 
-    problems, target = _preflight(project, args)
+    manifest, problems = _preflight(project, args)  # the run works from this manifest
     for problem in problems:
         say = console.error if problem.severity == "error" else console.warning
         say(f"{problem.severity}: {problem}")  # error | warning
-    if preflight.has_errors(problems):
+    if manifest is None or preflight.has_errors(problems):
         console.error(f"{what}: not started (fix the errors above)")
         return exits.NOT_STARTED
-    assert target is not None  # the bundle loaded: preflight and validate_bundle said why not
-    variables, _ = preflight.parse_variables(args.var)
     session = LakeSession(
-        project,
-        LakeFolder.fresh(root) if args.fresh else LakeFolder.of(root, target),
-        target=target,
-        variables=variables,
+        manifest,
+        LakeFolder.fresh(root) if args.fresh else LakeFolder.of(root, manifest.target),
         landing=Path(args.landing).resolve() if args.landing else root / "fixtures" / "landing",
         backend=args.backend,
         warm=not (args.own_server or args.fresh),
@@ -158,8 +155,8 @@ def cmd_run(args, project: Project) -> int:
     result: JobResult | UpdateResult | None = None
     try:
         with session:
-            _open(session, args.full_refresh and _rebuilt(project, target, variables, args))
-            with console.waiting(what, _datasets(project, target, variables, args)):
+            _open(session, args.full_refresh and _rebuilt(manifest, args))
+            with console.waiting(what, _datasets(manifest, args)):
                 if args.job:
                     result = session.run_job(
                         args.job, full_refresh=args.full_refresh, allow_empty=args.allow_empty
@@ -188,7 +185,7 @@ def cmd_run(args, project: Project) -> int:
         _write_summary(args.json, summary)
         said = summary.get("error")  # a pipeline's summary holds its update's error as a dict
         said = said if isinstance(said, str) else None
-        _write_junit(args.junit_xml, project, result, what, said)
+        _write_junit(args.junit_xml, manifest, result, what, said)
         _write_markdown(args.markdown, result, what, said)
 
 
@@ -202,7 +199,7 @@ def _open(session, rebuilt) -> None:
     local = session.local
     console.progress(
         f"Spark ({local.backend}) ready in {local.started_in:.1f} s; "
-        f"lake {session.folder.path.relative_to(session.project.root)}"
+        f"lake {session.folder.path.relative_to(session.manifest.root)}"
     )
 
 
@@ -235,7 +232,7 @@ def _run_failed(error: Exception, what: str, summary: dict, args, session) -> in
     mine = lost is not None or isinstance(error, MedallionDQError)
     if not mine and (fault := session.folder.disk_fault(error)):
         # A full disk, a read-only lake, mid-update: the update was put back; the run failed.
-        where = session.folder.path.relative_to(session.project.root)
+        where = session.folder.path.relative_to(session.manifest.root)
         summary["error"] = f"the lake {where} could not be written: {fault}"
         console.error(f"{what}: FAILED: {summary['error']}")
         return exits.FAILED
@@ -254,22 +251,20 @@ def _run_failed(error: Exception, what: str, summary: dict, args, session) -> in
     return code
 
 
-def _rebuilt(project: Project, target: str, variables: dict, args) -> set[str]:
+def _rebuilt(manifest: Manifest, args) -> set[str]:
     """The tables a full refresh of the run's pipelines rebuilds: every table their files
     define, named by `name=` or by the function (RUN017 spares these; the session removes them
     when damaged; a damaged table of another pipeline stopped the run in preflight)."""
     from medallion_dq.tools import preflight
 
-    manifest = project.manifest(target, variables)
     return manifest.code(preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)).names()
 
 
-def _datasets(project: Project, target: str, variables: dict, args) -> dict[str, list[str]]:
+def _datasets(manifest: Manifest, args) -> dict[str, list[str]]:
     """By pipeline, the datasets its update writes (read from its files): how far an update
     has got, in the status a terminal shows."""
     from medallion_dq.tools import preflight
 
-    manifest = project.manifest(target, variables)
     keys = preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)
     # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
     return {

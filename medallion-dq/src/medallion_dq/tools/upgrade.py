@@ -313,7 +313,7 @@ def _verdict(diffs: list[diff.DatasetDiff], side: str, by_layer: dict[str, float
 
 def project_pack(project: Project) -> policy.Policy:
     """The project's policy, of the pack it names (NotAPack: it names none)."""
-    installed = policy.load(project, conventions.defaults())
+    installed = policy.load(project.manifest(lenient=True).settings, conventions.defaults())
     if installed.pack == library.BUILT_IN:
         raise NotAPack(
             "the project uses the built-in conventions: name its pack in pyproject.toml"
@@ -338,12 +338,12 @@ def compare(
             f"the candidate is pack {chosen.pack!r}; the project uses {installed.pack!r}"
         )
     before = _by_dataset(project)
-    said_before = conventions.check(project)
+    said_before = conventions.check(project.manifest(lenient=True))
     layer_before = _pack_thresholds(installed.pack)
     with library.trying(chosen.pack, chosen.folder, chosen.version):
         tried = Project(project.root)
         after = _by_dataset(tried)
-        said_after = conventions.check(tried)
+        said_after = conventions.check(tried.manifest(lenient=True))
         layer_after = _pack_thresholds(chosen.pack)
     moved = {
         layer: (layer_before.get(layer), layer_after.get(layer))

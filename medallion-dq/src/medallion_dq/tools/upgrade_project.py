@@ -28,7 +28,8 @@ from typing import Any
 from medallion_dq import __version__, rules
 from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, write_file
-from medallion_dq.project.pipeline_code import PipelineModule
+from medallion_dq.project.manifest import PIPELINES_DIR
+from medallion_dq.project.pipeline_code import PipelineModule, parse_python
 from medallion_dq.text import relative_path
 from medallion_dq.tools import conventions, quarantine_views
 
@@ -324,7 +325,7 @@ def _with_column(text: str, calls: list[ast.Call]) -> str:
 
 def dqc016_edits(project: Project) -> list[Edit]:
     """Each DQC016 dataset's rule file and query, and its SQL quarantine view."""
-    found = [p for p in conventions.check(project) if p.code == "DQC016"]
+    found = [p for p in conventions.check(project.manifest(lenient=True)) if p.code == "DQC016"]
     if not found:
         return []
     by_file = {relative_path(f, project.root): project.rule_set(f) for f in project.rule_files()}
@@ -358,13 +359,14 @@ def dqc016_edits(project: Project) -> list[Edit]:
 
 def _query_edit(project: Project, dataset: str, fix: str, edits: dict[Path, Edit]) -> dict:
     """The pipeline file whose query of `dataset` selects _corrupt_record after the upgrade."""
-    base = project.root / conventions.PIPELINES_DIR
+    base = project.root / PIPELINES_DIR
     for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+        # The text as this upgrade leaves it (it may edit a file twice), read by the one
+        # reader's parser: the edit needs the calls' places in that text.
         text = edits[path].text if path in edits else project.text(path)
-        try:
-            module = PipelineModule(ast.parse(text))
-        except SyntaxError:
+        if (tree := parse_python(text)) is None:
             continue  # `check` says it (RUN012)
+        module = PipelineModule(tree)
         calls = _selects(module, dataset)
         if calls:
             new = _with_column(text, calls)
