@@ -11,7 +11,6 @@ import pytest
 from medallion_dq import library
 from sample import sample_project
 
-
 # The slowest test files, slowest first (`--durations` of a CI run, per file): given out
 # first, so the two workers end together (a file is one worker's, `--dist=loadfile`) and
 # no file of 5-13 minutes starts when the rest is done. Other files keep their order.

@@ -11,8 +11,8 @@ its updates share one lake (module fixtures) to keep its Spark time short.
 
 import json
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -356,7 +356,9 @@ def examples(module_lake, tmp_path_factory):
         assert_update_ok(result)
         read = first if step == "first" else names
         with ThreadPoolExecutor(4) as pool:  # a query each: the server runs them side by side
-            steps[step] = dict(zip(read, pool.map(lambda name: rows(lake, name), read)))
+            steps[step] = dict(
+                zip(read, pool.map(lambda name: rows(lake, name), read), strict=True)
+            )
         steps[step]["count"] = lake.table("all_users").count()
         steps[step]["backfilled rows"] = lake.table("backfilled").count()
         if step != "first":

@@ -258,8 +258,9 @@ def unknown_functions(tree: ast.Module, file: Path, root: Path) -> list[Problem]
                     "RUN015",
                     f"{relative(file, root)}:{node.lineno}",
                     f"{node.value.id}.{node.attr} is not a function of pyspark.pipelines",
-                    f"did you mean {node.value.id}.{close[0]}?" if close else "see Databricks'"
-                    " Lakeflow Python reference for its functions",
+                    f"did you mean {node.value.id}.{close[0]}?"
+                    if close
+                    else "see Databricks' Lakeflow Python reference for its functions",
                     line=node.lineno,
                 )
             )
