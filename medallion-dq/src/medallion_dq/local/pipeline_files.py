@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import importlib.machinery
 import importlib.util
 import sys
@@ -230,6 +231,7 @@ def _pipelines_aliases(tree: ast.Module) -> set[str]:
     return aliases
 
 
+@functools.cache
 def _pipelines_functions() -> frozenset[str]:
     """Databricks' `pyspark.pipelines` functions and the installed module's own names."""
     try:
@@ -243,14 +245,14 @@ def unknown_functions(tree: ast.Module, file: Path, root: Path) -> list[Problem]
     """RUN015: `dp.tabel`, a misspelt function of `pyspark.pipelines` (the AttributeError a
     run would end with, or, in a decorator, a dataset that silently is not one)."""
     aliases = _pipelines_aliases(tree)
-    known = _pipelines_functions() if aliases else frozenset()
     problems = []
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
             and node.value.id in aliases
-            and node.attr not in known
+            and node.attr not in lakeflow_params.DATABRICKS_FUNCTIONS
+            and node.attr not in (known := _pipelines_functions())  # imports pyspark: rare
         ):
             close = difflib.get_close_matches(node.attr, sorted(known), n=1)
             problems.append(
