@@ -179,10 +179,12 @@ def test_the_server_writes_tables_without_starting_a_process_per_file(tmp_path):
             f'#!/bin/sh\necho "{command} $*" >> {calls}\nexec {shutil.which(command)} "$@"\n'
         )
         (spy / command).chmod(0o755)
+    # Hadoop sets its own modes, whatever the umask. Set by the shell, not a preexec_fn: that
+    # forks this process, whose gRPC channels then abort the child before its exec
+    # ("epoll_wait error: Bad file descriptor", grpc/grpc#43055).
     writer = subprocess.run(
-        [sys.executable, "-c", WRITER, str(root)],
+        ["sh", "-c", 'umask 077 && exec "$0" "$@"', sys.executable, "-c", WRITER, str(root)],
         env={**os.environ, "DQ_REUSE": "1", "PATH": f"{spy}:{os.environ['PATH']}"},
-        preexec_fn=lambda: os.umask(0o077),  # Hadoop sets its own modes, whatever the umask
         capture_output=True,
         text=True,
         timeout=600,
