@@ -187,3 +187,25 @@ def test_accepted_parameters_are_warned_once_per_update():
         warnings.simplefilter("always")
         lakeflow_params.accept({"temporary": True, "private": False}, "@dp.table", location)
     assert [str(w.message).split("(")[1].split("=")[0] for w in caught] == ["temporary"]
+
+
+def test_a_dataset_named_as_the_engines_own_tables_is_refused_before_spark(tmp_path):
+    """`__dq_...` names the local engine's own tables (an AUTO CDC source's events): a
+    dataset so named would be hidden from every result, event and reader. In Python (by
+    `name=` or by its function) and in SQL, one line each."""
+    python, sql = tmp_path / "own.py", tmp_path / "own.sql"
+    python.write_text(
+        "from pyspark import pipelines as dp\n\n\n@dp.table(name='__dq_orders')\ndef o():\n"
+        "    return spark.range(1)\n\n\n@dp.materialized_view\ndef __DQ_totals():\n"
+        "    return spark.range(1)\n\n\n@dp.table\ndef dq_orders():  # not reserved\n"
+        "    return spark.range(1)\n"
+    )
+    sql.write_text("CREATE MATERIALIZED VIEW __dq_x AS SELECT 1 AS one;\n")
+    said = [str(p) for p in check_pipeline_code([python, sql], tmp_path) if p.code == "RUN020"]
+    fix = "; fix: rename the dataset"
+    own = "names starting with '__dq_' are the local engine's own tables'"
+    assert said == [
+        f"RUN020 own.py:4: dataset '__dq_orders': {own}{fix}",
+        f"RUN020 own.py:10: dataset '__DQ_totals': {own}{fix}",
+        f"RUN020 own.sql:1: dataset '__dq_x': {own}{fix}",
+    ], said

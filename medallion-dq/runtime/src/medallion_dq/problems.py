@@ -100,6 +100,7 @@ CODES: dict[str, str] = {
     "RUN017": "a table of the lasting lake is damaged",
     "RUN018": "--pipeline would publish rows a job's quality gate failed",
     "RUN019": "a pipeline file uses a Lakeflow construct the local engine does not run",
+    "RUN020": "a pipeline dataset's name is reserved for the local engine's own tables",
 }
 
 #: The codes whose severity a project sets (`[tool.medallion.conventions] severity`): the

@@ -20,7 +20,7 @@ from pathlib import Path
 from medallion_dq.local import lakeflow_params
 from medallion_dq.local.loading import source_and_caret
 from medallion_dq.problems import Problem
-from medallion_dq.project import pipeline_code, pipeline_sql
+from medallion_dq.project import pipeline_code, pipeline_sql, pipelines
 
 
 def parse_python(file: Path) -> ast.Module | None:
@@ -162,7 +162,24 @@ def check_pipeline_code(
         problems += undefined_names(file, root) + unknown_functions(tree, file, root)
     for file in (Path(f) for f in all_files):
         problems += unsupported_constructs(file, root)
-    return problems
+    return problems + reserved_names(all_files, root)
+
+
+def reserved_names(files: Iterable[Path], root: Path) -> list[Problem]:
+    """RUN020: a dataset named `__dq_...`, as the local engine names its own tables (an AUTO
+    CDC source's events, kept snapshots): it would be hidden from every result and reader."""
+    return [
+        Problem(
+            "RUN020",
+            f"{relative(d.file, root)}:{d.line}",
+            f"dataset {d.name!r}: names starting with {lakeflow_params.INTERNAL_PREFIX!r} are the"
+            " local engine's own tables'",
+            "rename the dataset",
+            line=d.line,
+        )
+        for d in pipelines.read_code(files).datasets
+        if lakeflow_params.internal(d.name)
+    ]
 
 
 #: What the pipeline runtime provides on Databricks: a project installs them only for local

@@ -40,7 +40,10 @@ RUN017  a table of the lasting lake is damaged (local.delta_log: a commit or dat
 RUN018  `--pipeline` runs after a job's quality gate and would publish rows that gate failed
         (`--ungated` publishes them all the same)
 RUN019  a pipeline file uses a Lakeflow construct the local engine does not run:
-        SQL `CREATE FLOW ... INSERT INTO ONCE`, `create_sink(..., "kafka")`
+        SQL `CREATE FLOW ... INSERT INTO ONCE`, `create_sink(..., "kafka")`,
+        `@dp.foreach_batch_sink`
+RUN020  a pipeline dataset's name starts with `__dq_`, the local engine's own tables' (hidden
+        from every result, event and reader)
 ======  ==========================================================================================
 
 Nothing here executes pipeline code: files are compiled and read with `ast` / `symtable`
