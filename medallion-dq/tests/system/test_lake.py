@@ -50,8 +50,10 @@ def test_second_run_reads_only_the_new_file_and_duplicates_nothing(project):
         "bronze_orders": 81,  # only the new file: 80 orders and a truncated record
         "silver_orders": 74,
         "silver_orders_quarantine": 7,
-        "bronze_customers": 0,  # no new customers file
-        "silver_customers": 59,  # a materialized view: every customer, judged again
+        "bronze_customers": 0,  # no new customers file: no change event to judge
+        # AUTO CDC's targets, computed again from every change event read so far
+        "silver_customers": 58,
+        "silver_customers_history": 63,
     }
     assert datasets["silver_orders"]["input_records"] == 81
     assert result["tasks"]["publish"]["status"] == "SKIPPED"
@@ -236,7 +238,7 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
     assert "failing records (examples):" in failure.text and '"order_id":' in failure.text
     assert json.dumps(hostile) in failure.text  # each failing record, as it landed
     assert cases[("silver_orders", "valid_amount")].is_passed
-    assert cases[("silver_customers", "valid_email")].is_passed
+    assert cases[("silver_customer_changes", "valid_email")].is_passed
     assert cases[("silver_orders", "known_customer")].is_passed  # a dataset check
     assert cases[("gold_order_keys", "unique_order_id")].is_skipped
 

@@ -130,7 +130,9 @@ class EventLog:
                 )
             )
         for view, metrics in sorted(result.metrics.items()):
-            if view not in result.flows:  # a view: its rules judged rows where it was read
+            # A view: its rules judged rows where it was read. One that judged none has no
+            # event: a change feed's view without changes today is no empty delivery.
+            if view not in result.flows and metrics.input_records:
                 details = flow_progress_details("COMPLETED", None, metrics)
                 origin = (pipeline, pipeline, result.update_id, view, view)
                 message = f"Flow '{view}' has COMPLETED."
