@@ -50,6 +50,10 @@ def test_job_on_sample_data_publishes_and_counts_match(good_day):
     assert (changes.input_records, changes.dropped_records) == (67, 3)
     gate = job.tasks[1].gate
     assert gate.passed, str(gate)
+    # The gate judges the change events' rules too: each of the 67, one failure a rule at most.
+    judged = [r for r in gate.rows if r.dataset == "silver_customer_changes"]
+    assert {r.rule for r in judged if r.total == 67} == {e["name"] for e in changes.expectations}
+    assert max(r.failed for r in judged) == 1
     checks = {c.name: c.status for c in gate.checks if c.dataset == "silver_orders"}
     assert checks == dict.fromkeys(
         ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
