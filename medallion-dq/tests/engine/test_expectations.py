@@ -188,7 +188,10 @@ def test_temporary_view_expectations_are_enforced_and_gated(lake, tmp_path, capl
         events, update_id=result.update_id, rulesets=[rules.load(tmp_path / "cleaned.yml")]
     )
     judged = {(r.dataset, r.rule): (r.passed, r.failed, r.status) for r in verdict.rows}
-    assert judged == {("cleaned", "has_id"): (4, 1, "PASS"), ("cleaned", "positive"): (3, 2, "FAIL")}
+    assert judged == {
+        ("cleaned", "has_id"): (4, 1, "PASS"),
+        ("cleaned", "positive"): (3, 2, "FAIL"),
+    }
     assert not verdict.passed and verdict.empty == []
 
 
