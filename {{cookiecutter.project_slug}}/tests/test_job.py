@@ -39,18 +39,31 @@ def test_job_on_sample_data_publishes_and_counts_match(good_day):
         "bronze_orders": 201,
         "silver_orders": 188,
         "silver_orders_quarantine": 13,
-        "bronze_customers": 62,
-        "silver_customers": 59,  # 3 dropped, shown by the view silver_customers_quarantine
+        # 62 customers and 5 changes: 3 dropped (the view silver_customer_changes_quarantine
+        # shows them), one customer deleted, 4 moves or segment changes kept as versions.
+        "bronze_customers": 67,
+        "silver_customers": 58,
+        "silver_customers_history": 63,
     }
     assert {k: validate.output_rows.get(k) for k in sample} == sample  # sources added: theirs
+    changes = validate.metrics["silver_customer_changes"]
+    assert (changes.input_records, changes.dropped_records) == (67, 3)
     gate = job.tasks[1].gate
     assert gate.passed, str(gate)
+    # The gate judges the change events' rules too: each of the 67, one failure a rule at most.
+    judged = [r for r in gate.rows if r.dataset == "silver_customer_changes"]
+    assert {r.rule for r in judged if r.total == 67} == {e["name"] for e in changes.expectations}
+    assert max(r.failed for r in judged) == 1
     checks = {c.name: c.status for c in gate.checks if c.dataset == "silver_orders"}
     assert checks == dict.fromkeys(
         ["daily_volume", "fresh_orders", "known_customer", "schema"], "PASS"
     )
     orders = lake.table("gold_daily_revenue").selectExpr("sum(orders) AS n").first()["n"]
     assert orders == 188
+    # C-0033 moved from London to Manchester on 3 November at 09:00: each order has its city.
+    moved = lake.table("gold_customer_orders").where("customer_id = 'C-0033'").collect()
+    seen = {(r["order_ts"].date().isoformat(), r["city"]) for r in moved}
+    assert seen == {("2026-11-01", "London"), ("2026-11-06", "Manchester")}
 
 
 def test_bad_day_stops_at_the_gate_and_gold_keeps_the_good_day(bad_day):

@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from medallion_dq import gate, rules
 from medallion_dq.local.loading import PipelineCodeError
 from medallion_dq.local.runner import PipelineSpec
 from medallion_dq.problems import DataQualityError
@@ -138,7 +139,25 @@ def test_fail_names_the_rule_and_shows_the_record(lake, tmp_path):
     assert "strict" not in result.metrics
 
 
-def test_temporary_view_expectations_are_enforced(lake, tmp_path):
+VIEW_RULES = """dataset: cleaned
+layer: silver
+threshold: 0.25
+rules:
+  - name: has_id
+    constraint: id IS NOT NULL
+    action: drop
+  - name: positive
+    constraint: amount > 0
+    action: warn
+"""
+
+
+def test_temporary_view_expectations_are_enforced_and_gated(lake, tmp_path, caplog):
+    """A view's rules judge its rows wherever it is read; the event log carries them in a
+    flow_progress event, each entry's `dataset` naming the view, as Databricks' data quality
+    query groups them ("Pipeline event log", docs.databricks.com/en/ldp/monitor-event-logs):
+    the quality gate and the run's line judge them as a table's. Once, a view had no event."""
+    caplog.set_level("INFO", logger="medallion_dq.local.updates")
     result = run(
         lake,
         tmp_path,
@@ -148,6 +167,7 @@ def test_temporary_view_expectations_are_enforced(lake, tmp_path):
 
         @dp.temporary_view
         @dp.expect_or_drop("has_id", "id IS NOT NULL")
+        @dp.expect("positive", "amount > 0")
         def cleaned():
             return spark.sql("{ROWS}")
 
@@ -159,7 +179,20 @@ def test_temporary_view_expectations_are_enforced(lake, tmp_path):
     )
     assert_update_ok(result)
     assert ids(lake, "downstream") == [1, 2, 3, 4]
-    assert_expectations(result, "cleaned", {"has_id": 1}, input_records=5)
+    assert_expectations(result, "cleaned", {"has_id": 1, "positive": 2}, input_records=5)
+    assert "cleaned: 5 rows judged by 2 rules: 1 dropped, 2 warnings" in caplog.text
+
+    (tmp_path / "cleaned.yml").write_text(VIEW_RULES)
+    events = lake.project.runner.event_log.read()
+    verdict = gate.run_gate(
+        events, update_id=result.update_id, rulesets=[rules.load(tmp_path / "cleaned.yml")]
+    )
+    judged = {(r.dataset, r.rule): (r.passed, r.failed, r.status) for r in verdict.rows}
+    assert judged == {
+        ("cleaned", "has_id"): (4, 1, "PASS"),
+        ("cleaned", "positive"): (3, 2, "FAIL"),
+    }
+    assert not verdict.passed and verdict.empty == []
 
 
 def test_unknown_column_is_reported_before_any_data_is_written(lake, tmp_path):

@@ -68,13 +68,18 @@ expires = 2027-01-31
 """
 NOT_NULL = '"{column} IS NOT NULL"'
 NOT_BLANK = "\"{column} IS NOT NULL AND trim(CAST({column} AS STRING)) <> ''\""
-# Team one's own landing file: a customer whose id is blank, which 1.1.0's not_null fails.
+# Team one's own landing file: a new customer (a change event) whose id is blank, which 1.1.0's
+# not_null fails.
 BLANK_ID = {
     "customer_id": "  ",
     "name": "Noor Visser",
     "email": "noor.visser@example.org",
     "country": "NL",
+    "city": "Utrecht",
+    "segment": "consumer",
     "signup_date": "2026-10-30",
+    "operation": "INSERT",
+    "changed_at": "2026-11-02T08:00:00",
 }
 
 
@@ -274,7 +279,7 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             gate = next(t.gate for t in job.tasks if t.gate is not None)
             sources = {(r.dataset.split(".")[-1], r.rule): r.threshold_source for r in gate.rows}
             expected = "layer" if name == "two" else "dataset"
-            assert sources[("silver_customers", "valid_email")] == expected
+            assert sources[("silver_customer_changes", "valid_email")] == expected
 
         # 1.1.0: not_null tightened, the silver default lowered, DQC005 an error and locked.
         library_yml = package / "library.yml"
@@ -306,7 +311,7 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             assert (report["pack"], report["before"], report["after"]) == ("acme", "1.0.0", "1.1.0")
             assert report["thresholds"] == {"silver": {"before": 0.05, "after": 0.01}}
             (customers,) = report["datasets"]  # orders sets its own threshold: untouched
-            assert customers["dataset"] == "silver_customers"
+            assert customers["dataset"] == "silver_customer_changes"
             rows = landing_rows(root, fmt)
             null = sum(1 for r in rows if r.get("customer_id") is None)
             blank = sum(
@@ -329,7 +334,7 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
             assert all(s.startswith("warning -> error: DQC005 ") for s in severity)
             assert report["gate"]["before"]["passes"] is True
             # Team one keeps its own 5 %; team two takes the pack's, now 1 %: its one malformed
-            # email in 62 customers (1.6 %) is over it.
+            # email in 67 change events (1.5 %) is over it.
             if name == "one":
                 assert code == 0 and report["gate"]["after"]["passes"] is True, report["gate"]
             else:
@@ -340,7 +345,7 @@ def test_a_pack_from_bake_to_pin_bump_in_two_teams(local_spark, tmp_path, capsys
                 assert "- default threshold of silver: 5.0% → 1.0%" in markdown
                 assert "**gate before: PASS**" in markdown and "**gate after: FAIL**" in markdown
                 assert any(
-                    w.startswith("silver_customers.valid_email: ")
+                    w.startswith("silver_customer_changes.valid_email: ")
                     and "over its threshold 1.0%" in w
                     for w in report["gate"]["after"]["why"]
                 ), report["gate"]["after"]

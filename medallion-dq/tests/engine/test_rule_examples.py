@@ -43,9 +43,9 @@ def judged(spark, text: str) -> dict[str, str | None]:
 def test_the_sample_rules_examples_all_hold(spark):
     count, problems = examples.check(spark, sample_project())
     assert problems == []
-    assert (
-        count == 48
-    )  # every rule has examples: orders 7, customers 5 (each with whole_record), gold 3
+    # Every rule has examples: orders 7, the customers' change events 7 (each with
+    # whole_record), gold 3.
+    assert count == 54
 
 
 def test_null_fails_values_are_exact_and_nested_values_are_spark_values(spark):
@@ -106,7 +106,7 @@ def test_check_examples_prints_the_one_line_and_exits_1(spark, capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert WRONG in out.splitlines()
-    assert "check: 1 error(s), 0 warning(s), 47 of 48 rule example(s) as written" in out
+    assert "check: 1 error(s), 0 warning(s), 53 of 54 rule example(s) as written" in out
     assert cli.main(["--root", str(sample_project()), "check", "--examples"]) == 0
 
 
@@ -117,7 +117,7 @@ def test_pytest_collects_each_example_of_a_rule_file_as_a_test(spark):
     with wrong_example():
         done = subprocess.run(run, cwd=sample_project(), capture_output=True, text=True)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 failed, 47 passed" in done.stdout
+    assert "1 failed, 53 passed" in done.stdout
     assert WRONG in done.stdout.splitlines()
     failed = "FAILED src/acme_orders/rules/silver/orders.yml::valid_amount[fail {amount: 3}]"
     assert failed in done.stdout

@@ -6,6 +6,7 @@ The CLI runs in a copy of the sample project, as a team runs it: its lake is
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,8 +51,11 @@ def test_second_run_reads_only_the_new_file_and_duplicates_nothing(project):
         "bronze_orders": 81,  # only the new file: 80 orders and a truncated record
         "silver_orders": 74,
         "silver_orders_quarantine": 7,
-        "bronze_customers": 0,  # no new customers file
-        "silver_customers": 59,  # a materialized view: every customer, judged again
+        "bronze_customers": 0,  # no new customers file: no change event to judge
+        # AUTO CDC's targets, computed again from every change event read so far
+        "silver_customers": 58,
+        "silver_customers_history": 63,
+        "silver_customer_changes": None,  # the view judged no change event
     }
     assert datasets["silver_orders"]["input_records"] == 81
     assert result["tasks"]["publish"]["status"] == "SKIPPED"
@@ -152,13 +156,19 @@ def test_failed_first_run_leaves_no_gold_table(lake):
         "CAST(amount AS DECIMAL(12,2)) AS amount",
         "quantity",
     ).write.format("delta").saveAsTable(f"{lake.schema}.silver_orders")
+    history = (
+        "customer_id STRING, country STRING, city STRING, segment STRING, "
+        "__START_AT TIMESTAMP, __END_AT TIMESTAMP"
+    )
+    lake.seed("silver_customers_history", [], history)  # gold joins orders to it
+    gold = {*GOLD, "gold_customer_orders"}
     result = lake.run("publish")
     assert result.status == "FAILED"
     assert result.error.expectation == "unique_order_id"
-    assert set(result.removed) <= set(GOLD)
-    assert {n for n in GOLD if result.flows.get(n) == "COMPLETED"} <= set(result.removed)
+    assert set(result.removed) <= gold
+    assert {n for n in gold if result.flows.get(n) == "COMPLETED"} <= set(result.removed)
     tables = {r.tableName for r in lake.spark.sql(f"SHOW TABLES IN {lake.schema}").collect()}
-    assert tables == {"silver_orders"}
+    assert tables == {"silver_orders", "silver_customers_history"}
     # Fixed data: the rerun creates all three.
     lake.spark.sql(f"DELETE FROM {lake.schema}.silver_orders WHERE 1 = 1")
     assert_update_ok(lake.run("publish"))
@@ -167,10 +177,13 @@ def test_failed_first_run_leaves_no_gold_table(lake):
 def test_publish_on_an_empty_lake_names_the_missing_table_and_what_to_run(empty_lake):
     _, done = empty_lake
     assert done.returncode == 1, done.stdout + done.stderr
-    assert (
-        "publish reads silver_orders, which is not in this lake yet: the validation pipeline "
-        "writes it; run `medallion-dq run --pipeline validation` first, or the whole job (--job)"
-    ) in done.stdout
+    # The first of the silver tables gold reads that the engine meets.
+    assert re.search(
+        r"publish reads (silver_orders|silver_customers_history), which is not in this lake yet:"
+        r" the validation pipeline writes it; run `medallion-dq run --pipeline validation`"
+        r" first, or the whole job \(--job\)",
+        done.stdout,
+    ), done.stdout
 
 
 def test_one_run_at_a_time_per_lake(tmp_path):
@@ -236,7 +249,7 @@ def test_junit_xml_shows_each_rule_and_check_as_a_test_case(project, tmp_path):
     assert "failing records (examples):" in failure.text and '"order_id":' in failure.text
     assert json.dumps(hostile) in failure.text  # each failing record, as it landed
     assert cases[("silver_orders", "valid_amount")].is_passed
-    assert cases[("silver_customers", "valid_email")].is_passed
+    assert cases[("silver_customer_changes", "valid_email")].is_passed
     assert cases[("silver_orders", "known_customer")].is_passed  # a dataset check
     assert cases[("gold_order_keys", "unique_order_id")].is_skipped
 

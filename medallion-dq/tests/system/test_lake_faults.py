@@ -239,7 +239,7 @@ def test_damaged_tables_are_named_and_rebuilt_by_a_full_refresh(project, spark):
         "acme_orders.bronze_orders",
         "acme_orders.silver_orders",
     ]
-    assert "2 of 8 table(s) of .local/lake/dev damaged" in checked.stdout
+    assert "2 of 10 table(s) of .local/lake/dev damaged" in checked.stdout
     # A full refresh of the pipeline writing them removes and rebuilds them.
     done = cli(
         project, "run", "--pipeline", "validation", "--landing", "deliveries", "--full-refresh"
@@ -321,7 +321,7 @@ def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
     checked = cli(project, "lake", "check")
     assert checked.returncode == 1, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
-    assert len(lines) == 8 and "7 of 8 table(s) of .local/lake/dev damaged" in lines[-1], "\n".join(
+    assert len(lines) == 8 and "7 of 10 table(s) of .local/lake/dev damaged" in lines[-1], "\n".join(
         lines
     )
     for line, (table, start) in zip(lines, why.items(), strict=False):

@@ -407,7 +407,7 @@ def test_a_bad_contract_is_one_of_the_packages_errors(tmp_path):
 
 def test_import_never_writes_over_another_datasets_file(project, capsys):
     """An object `customers` without a physicalName is the dataset `customers`: the sample's
-    rules/silver/customers.yml is silver_customers' file, so import stops."""
+    rules/silver/customers.yml is silver_customer_changes' file, so import stops."""
     before = snapshot(project)
     text = (HERE / "members.odcs.yaml").read_text()
     changed = project / "contracts" / "changed.odcs.yaml"
@@ -416,8 +416,8 @@ def test_import_never_writes_over_another_datasets_file(project, capsys):
     )
     assert run(project, "import", str(changed)) == 2
     assert capsys.readouterr().err.splitlines() == [
-        "error: rules/silver/customers.yml holds dataset silver_customers, not customers: give "
-        "the schema object customers a physicalName (the dataset) or another name"
+        "error: rules/silver/customers.yml holds dataset silver_customer_changes, not customers: "
+        "give the schema object customers a physicalName (the dataset) or another name"
     ]
     assert snapshot(project) == before
 

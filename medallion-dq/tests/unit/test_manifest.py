@@ -231,7 +231,7 @@ def test_the_manifest_is_read_once_typed_and_frozen(project, monkeypatch):
         manifest.bundle = None  # type: ignore[misc]
     with pytest.raises(TypeError):
         manifest.pipelines["x"] = None  # type: ignore[index]
-    assert {r.dataset for r in manifest.rule_sets} >= {"silver_orders", "silver_customers"}
+    assert {r.dataset for r in manifest.rule_sets} >= {"silver_orders", "silver_customer_changes"}
 
 
 def test_settings_that_cannot_be_read_leave_the_manifest_whole(project):

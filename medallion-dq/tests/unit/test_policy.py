@@ -336,7 +336,7 @@ def test_the_report_shows_the_threshold_the_gate_applies(project, installed_pack
     installed_pack(LIBRARY, "thresholds: {silver: 0.1}\n")
     thresholds, clauses = report.gate_inputs(Project(project))
     assert thresholds["silver_orders"] == 0.1  # its rule file (NO_OWNER) sets none
-    assert thresholds["silver_customers"] == 0.05  # its file's own
+    assert thresholds["silver_customer_changes"] == 0.05  # its file's own
     assert set(clauses) == {"gold_order_keys.unique_order_id"}  # of the contract; silver's replaced
 
 

@@ -33,8 +33,8 @@ def test_a_stale_view_is_written_again_from_its_rule_file(project, capsys):
     assert dqc008(project) and "medallion-dq quarantine write" in dqc008(project)[0]
     assert cli.main(["quarantine", "write"]) == 0
     assert capsys.readouterr().out == (
-        f"wrote {VIEW}: silver_customers_quarantine applies whole_record, valid_customer_id,"
-        " valid_email, known_country\n"
+        f"wrote {VIEW}: silver_customer_changes_quarantine applies whole_record,"
+        " valid_customer_id, valid_email, known_country, known_operation, valid_changed_at\n"
     )
     after = (project / VIEW).read_text(encoding="utf-8")
     assert dqc008(project) == []
@@ -43,7 +43,8 @@ def test_a_stale_view_is_written_again_from_its_rule_file(project, capsys):
     assert after.startswith(head)  # its comments
     source = before[before.index("FROM (") : before.index("AS quarantine_source")]
     assert source in after  # the SELECT that types the rows
-    assert "COMMENT 'Customers dropped from silver_customers, with the rules they broke.'" in after
+    comment = "Customer changes dropped from silver_customer_changes, with the rules they broke."
+    assert f"COMMENT '{comment}'" in after
     assert cli.main(["quarantine", "write"]) == 0
     assert capsys.readouterr().out == "every quarantine view applies its rule file's drop rules\n"
     assert (project / VIEW).read_text(encoding="utf-8") == after
@@ -57,7 +58,7 @@ def test_a_view_of_another_shape_is_named_and_left_as_it_is(project, capsys):
     rules.write_text(rules.read_text().replace("IS NOT NULL", "<> ''", 1), "utf-8")
     assert cli.main(["quarantine", "write"]) == 1
     assert capsys.readouterr().err == (
-        f"error: {VIEW}: view silver_customers_quarantine is not as quarantine.view_sql writes"
+        f"error: {VIEW}: view silver_customer_changes_quarantine is not as quarantine.view_sql writes"
         " it; fix: write it again by hand (DQC008's fix)\n"
     )
     assert view.read_text(encoding="utf-8") == text
@@ -72,12 +73,12 @@ def test_a_column_the_rules_read_is_added_to_the_views_select(project, capsys):
     view.write_text(text.replace("    _corrupt_record,\n", ""), encoding="utf-8")
     (said,) = dqc008(project)
     assert (
-        "(whole_record, valid_customer_id, valid_email, known_country): it selects no _corrupt_record, which they read"
-        in said
+        "(whole_record, valid_customer_id, valid_email, known_country, known_operation,"
+        " valid_changed_at): it selects no _corrupt_record, which they read" in said
     )
     assert "medallion-dq quarantine write writes it again" in said
     assert cli.main(["quarantine", "write"]) == 0
-    assert "silver_customers_quarantine applies whole_record" in capsys.readouterr().out
+    assert "silver_customer_changes_quarantine applies whole_record" in capsys.readouterr().out
     after = view.read_text(encoding="utf-8")
     assert dqc008(project) == []
     assert "  SELECT\n    _corrupt_record,\n    customer_id,\n" in after

@@ -37,8 +37,13 @@ def test_bronze_lands_every_record_with_lineage(lake):
     assert truncated["_corrupt_record"].startswith("O-999999" if lake.file_format == "csv" else "{")
     assert "O-999999" in truncated["_corrupt_record"]
     assert bronze.where("_rescued_data IS NOT NULL").count() == 0
-    # 62 sample customers, bad ones included: silver judges them.
+    # The CRM's change feed: 62 customers, bad ones included, then 5 changes; silver judges them.
     customers = lake.table("bronze_customers")
-    assert result.output_rows["bronze_customers"] == customers.count() == 62
+    assert result.output_rows["bronze_customers"] == customers.count() == 67
+    assert dict(customers.groupBy("operation").count().collect()) == {
+        "INSERT": 62,
+        "UPDATE": 4,
+        "DELETE": 1,
+    }
     assert text_fields(customers) == {"string"}
     assert customers.where("_corrupt_record IS NOT NULL OR _rescued_data IS NOT NULL").count() == 0

@@ -10,11 +10,30 @@ from pyspark.testing import assertDataFrameEqual
 pytestmark = pytest.mark.spark
 
 SILVER = "order_id STRING, customer_id STRING, order_ts TIMESTAMP, channel STRING, currency STRING, amount DECIMAL(12,2), quantity INT"
-GOLD_TABLES = ("gold_daily_revenue", "gold_order_keys", "gold_revenue_by_channel")
+HISTORY = "customer_id STRING, country STRING, city STRING, segment STRING, __START_AT TIMESTAMP, __END_AT TIMESTAMP"
+GOLD_TABLES = (
+    "gold_daily_revenue",
+    "gold_order_keys",
+    "gold_revenue_by_channel",
+    "gold_customer_orders",
+)
+# C-1 moved from Berlin to Hamburg on 3 November at 09:00; C-2 was deleted on the 2nd.
+CUSTOMERS = [
+    ("C-1", "DE", "Berlin", "consumer", datetime(2026, 10, 31), datetime(2026, 11, 3, 9)),
+    ("C-1", "DE", "Hamburg", "business", datetime(2026, 11, 3, 9), None),
+    ("C-2", "FR", "Paris", "consumer", datetime(2026, 10, 31), datetime(2026, 11, 2)),
+]
 
 
-def order(order_id, amount, channel="web", day=2, currency="EUR"):
-    return (order_id, "C-1", datetime(2026, 11, day, 12), channel, currency, Decimal(amount), 1)
+def order(order_id, amount, channel="web", day=2, currency="EUR", customer="C-1"):
+    when = datetime(2026, 11, day, 12)
+    return (order_id, customer, when, channel, currency, Decimal(amount), 1)
+
+
+def seed_silver(lake, orders):
+    """Silver as the validation pipeline leaves it: orders, and the customers' history."""
+    lake.seed("silver_orders", orders, SILVER)
+    lake.seed("silver_customers_history", CUSTOMERS, HISTORY)
 
 
 def snapshot(lake):
@@ -27,15 +46,14 @@ def snapshot(lake):
 @pytest.fixture(scope="module")
 def published(module_lake):
     """One publish update over a few orders; the tests below each show one part of it."""
-    module_lake.seed(
-        "silver_orders",
+    seed_silver(
+        module_lake,
         [
             order("a", "10.00"),
             order("b", "5.50"),
-            order("c", "7.25", channel="app"),
+            order("c", "7.25", channel="app", customer="C-2"),
             order("d", "1.00", day=3),
         ],
-        SILVER,
     )
     result = module_lake.run("publish")
     assert_update_ok(result)
@@ -60,6 +78,17 @@ def test_daily_revenue_is_correct(published):
     )
 
 
+def test_each_order_has_its_customer_as_they_were_at_the_order_time(published):
+    lake, _ = published
+    rows = lake.rows("gold_customer_orders", "order_id")
+    assert {k: (r["city"], r["segment"]) for k, r in rows.items()} == {
+        "a": ("Berlin", "consumer"),  # 2 November: before C-1 moved
+        "b": ("Berlin", "consumer"),
+        "c": (None, None),  # C-2 was deleted before it: the order stays, without a customer
+        "d": ("Hamburg", "business"),  # 3 November 12:00: after the move
+    }
+
+
 def test_published_table_refuses_bad_rows_from_any_writer(published):
     lake, _ = published
     with pytest.raises(Exception, match="DELTA_NOT_NULL_CONSTRAINT_VIOLATED"):
@@ -70,14 +99,12 @@ def test_published_table_refuses_bad_rows_from_any_writer(published):
 
 
 def test_fail_rule_stops_the_update_and_tables_keep_previous_contents(lake):
-    lake.seed("silver_orders", [order("a", "10.00"), order("b", "5.00")], SILVER)
+    seed_silver(lake, [order("a", "10.00"), order("b", "5.00")])
     assert_update_ok(lake.run("publish"))
     before = snapshot(lake)
 
     # A refund leaked into sales: the day's revenue goes negative.
-    lake.seed(
-        "silver_orders", [order("a", "10.00"), order("b", "5.00"), order("r", "-40.00")], SILVER
-    )
+    seed_silver(lake, [order("a", "10.00"), order("b", "5.00"), order("r", "-40.00")])
     failed = lake.run("publish")
 
     assert failed.status == "FAILED"
@@ -97,17 +124,13 @@ def test_fail_rule_stops_the_update_and_tables_keep_previous_contents(lake):
         assert sorted(map(tuple, travelled)) == rows
 
     # Fix the data, rerun: the update succeeds.
-    lake.seed(
-        "silver_orders", [order("a", "10.00"), order("b", "5.00"), order("c", "2.00")], SILVER
-    )
+    seed_silver(lake, [order("a", "10.00"), order("b", "5.00"), order("c", "2.00")])
     assert_update_ok(lake.run("publish"))
     assert lake.table("gold_daily_revenue").first()["revenue"] == Decimal("17.00")
 
 
 def test_duplicate_order_ids_fail_the_uniqueness_check(lake):
-    lake.seed(
-        "silver_orders", [order("a", "10.00"), order("a", "10.00"), order("b", "1.00")], SILVER
-    )
+    seed_silver(lake, [order("a", "10.00"), order("a", "10.00"), order("b", "1.00")])
     result = lake.run("publish")
     assert result.status == "FAILED"
     assert (result.error.dataset, result.error.expectation) == (

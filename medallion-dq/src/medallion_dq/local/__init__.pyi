@@ -44,6 +44,7 @@ from medallion_dq.local.session import LakeSession as LakeSession
 from medallion_dq.local.lake import LakeBusy as LakeBusy
 from medallion_dq.local.lake import PutBackFailed as PutBackFailed
 from medallion_dq.local.lakeflow_params import internal as internal_dataset
+from medallion_dq.local.auto_cdc import events_table as cdc_events_table
 
 # Pipeline code judged offline as the engine would run it (check, the preflight): no Spark.
 # What a pipeline defines is the project model's to read (project/pipeline_code.py).
@@ -71,6 +72,7 @@ __all__ = [
     "ServerLost",
     "TaskResult",
     "UpdateResult",
+    "cdc_events_table",
     "check_expectation",
     "check_pipeline_code",
     "internal_dataset",

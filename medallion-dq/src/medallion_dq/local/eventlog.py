@@ -5,7 +5,11 @@ A `flow_definition` event per dataset an update defines (details: `output_datase
 computes as a materialized view here), and one `flow_progress` event per completed flow and
 update, with `details` a JSON string holding
 `flow_progress.data_quality.expectations` = [{name, dataset, passed_records, failed_records}] and
-`dropped_records`, so the same metrics query and quality gate read both.
+`dropped_records`, so the same metrics query and quality gate read both. A view is defined by a
+flow of its own name too (`pyspark.pipelines` registers one), but the engine reports progress
+only for flows that write: a view whose expectations judged rows in the update gets its
+`flow_progress` event here, each entry's `dataset` naming the view, as Databricks' data
+quality query groups them ("Pipeline event log", docs.databricks.com/en/ldp/monitor-event-logs).
 """
 
 from __future__ import annotations
@@ -125,6 +129,15 @@ class EventLog:
                     json.dumps(details),
                 )
             )
+        for view, metrics in sorted(result.metrics.items()):
+            # A view: its rules judged rows where it was read. One that judged none has no
+            # event: a change feed's view without changes today is no empty delivery.
+            if view not in result.flows and metrics.input_records:
+                details = flow_progress_details("COMPLETED", None, metrics)
+                origin = (pipeline, pipeline, result.update_id, view, view)
+                message = f"Flow '{view}' has COMPLETED."
+                event = ("flow_progress", "INFO", message, origin, json.dumps(details))
+                rows.append((uuid.uuid4().hex, now, *event))
         if len(rows) > 1:
             # One commit per update, whatever the number of flows.
             self.spark.createDataFrame(rows, _schema()).write.format("delta").mode("append").save(

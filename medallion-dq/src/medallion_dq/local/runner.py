@@ -32,7 +32,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from medallion_dq.local import eventlog, expectations, failures, lake, loading, machine, sql_files
+from medallion_dq.local import (
+    auto_cdc,
+    eventlog,
+    expectations,
+    failures,
+    lake,
+    loading,
+    machine,
+    sql_files,
+)
 from medallion_dq.local import metrics as metrics_file
 from medallion_dq.local.failures import RunError, engine_error_text, explain
 from medallion_dq.local.lake import Journal, put_back
@@ -82,7 +91,8 @@ class UpdateResult:
     # Where the update's time went, in seconds (see phases.PHASES); not part of to_dict().
     timings: dict[str, float] = field(default_factory=dict)
     full_refresh: bool = False  # asked for, or the last one's unfinished (lake.FullRefresh)
-    streaming: list[str] = field(default_factory=list)  # its streaming tables: updates add rows
+    # Its streaming tables and the views AUTO CDC reads as a stream: updates add rows.
+    streaming: list[str] = field(default_factory=list)
     # Its datasets' kinds as Databricks shows them (StreamingTable, MaterializedView...); the
     # engine's own datasets (lakeflow_params.internal) are in no field of a result.
     kinds: dict[str, str] = field(default_factory=dict)
@@ -211,6 +221,17 @@ class _Update:
     interrupted: int | None = None  # the signal that stopped it
     failed: bool = False
     full_refresh: bool = False
+
+
+def _stream_fed_views(kinds: dict[str, str], tables: dict[str, str]) -> list[str]:
+    """The views an AUTO CDC flow reads (as a stream, into its events table): like a streaming
+    table's, their rules judge each update's new rows only."""
+    held = {short_name(name) for name in tables}
+    return [
+        view
+        for view, kind in kinds.items()
+        if kind == "TemporaryView" and short_name(auto_cdc.events_table(view, view)) in held
+    ]
 
 
 def _shown(names: list[str]) -> list[str]:
@@ -565,6 +586,7 @@ class Runner:
                 else self._drift(spec, tables, output_rows, update.since)
             )
             streams = [n for n, kind in update.kinds.items() if kind == "StreamingTable"]
+            streams += _stream_fed_views(update.kinds, update.tables)
             if failed and (committed := {n: output_rows[n] for n in streams if output_rows.get(n)}):
                 status_now = "CANCELED" if interrupted is not None else "FAILED"
                 lake.Ungated(self.local.work_dir, spec.name).add(update.id, status_now, committed)
@@ -672,7 +694,9 @@ class Runner:
         streaming table that read no new rows says so: a rule edited since judged none."""
         for dataset, rules in sorted(declared.items()):
             name, measured = short_name(dataset), metrics.get(short_name(dataset))
-            if flows.get(name) != "COMPLETED" or not rules:
+            # A view has no flow of its own here: its rules judged rows where it was read.
+            ran = flows.get(name) == "COMPLETED" or (name not in flows and measured is not None)
+            if not ran or not rules:
                 continue
             if measured is None or not measured.input_records:
                 if not written.get(name):  # rows but no metrics: rules lifted (a diff's update)

@@ -425,10 +425,11 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int) -> None
                 raise UpdateFailed(
                     f"the {key} pipeline failed, so there is nothing to judge: {message}"
                 )
-            for dataset in [d for d in pending if result.flows.get(d) == "COMPLETED"]:
-                table = f"`{database}`.`{dataset}`"
-                if not spark.catalog.tableExists(f"{database}.{dataset}"):
-                    continue  # a temporary view: nothing kept to judge
+            # A view has no flow here: the update completed, so did it.
+            for dataset in [d for d in pending if result.flows.get(d, "COMPLETED") == "COMPLETED"]:
+                table = _kept_rows(spark, database, dataset)
+                if table is None:
+                    continue  # a temporary view no AUTO CDC flow reads: no rows kept to judge
                 diff = judge(spark.read.table(table), diffs[dataset], examples)
                 pending.remove(dataset)
                 drops = _drop_rules(diff.head)
@@ -437,6 +438,18 @@ def judge_landing(project, diffs: dict[str, DatasetDiff], examples: int) -> None
                 console.info(f"[diff] {dataset}: {diff.rows} input rows judged")
     for dataset in pending:
         diffs[dataset].note = "no pipeline of the bundle writes it as a table: not judged"
+
+
+def _kept_rows(spark, database: str, dataset: str) -> str | None:
+    """The table holding a dataset's input rows: its own, or for a view AUTO CDC reads, the
+    engine's table of the change events it read (a view keeps no rows)."""
+    from medallion_dq.local import cdc_events_table
+
+    events = cdc_events_table(dataset, dataset)
+    for name in (dataset, events):
+        if spark.catalog.tableExists(f"{database}.{name}"):
+            return f"`{database}`.`{name}`"
+    return None
 
 
 def lake_table(project_root: Path, bundle, name: str) -> Path:
