@@ -321,8 +321,8 @@ def test_half_written_tables_are_named_refused_and_rebuilt(project, spark):
     checked = cli(project, "lake", "check")
     assert checked.returncode == 1, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
-    assert len(lines) == 8 and "7 of 10 table(s) of .local/lake/dev damaged" in lines[-1], "\n".join(
-        lines
+    assert len(lines) == 8 and "7 of 10 table(s) of .local/lake/dev damaged" in lines[-1], (
+        "\n".join(lines)
     )
     for line, (table, start) in zip(lines, why.items(), strict=False):
         assert line.startswith(f"acme_orders.{table}: damaged: {start}"), line
