@@ -628,6 +628,36 @@ checks:
     assert "silver_orders" in by_code["DQC012"].fix
 
 
+def test_a_check_on_a_temporary_view_is_refused_before_any_run(tmp_path):
+    """The sample's customers arrive as change events judged in a temporary view: a volume
+    or freshness check on its rule file, or a references check naming it, ended `run --job`
+    in the gate's traceback (TABLE_OR_VIEW_NOT_FOUND, tried as a new user would). It is one
+    line from `check` (DQC020) naming the rule file and the table to judge instead."""
+    project = tmp_path / "project"
+    shutil.copytree(sample_project(), project, ignore=shutil.ignore_patterns(".local"))
+    rules = project / "src" / "acme_orders" / "rules" / "silver"
+    customers = rules / "customers.yml"
+    customers.write_text(
+        customers.read_text(encoding="utf-8")
+        + "checks:\n  - name: some_changes\n    volume: {min_rows: 1}\n",
+        encoding="utf-8",
+    )
+    orders = rules / "orders.yml"
+    orders.write_text(
+        orders.read_text(encoding="utf-8").replace(
+            "dataset: silver_customers, key:", "dataset: silver_customer_changes, key:"
+        ),
+        encoding="utf-8",
+    )
+    problems = [p for p in conventions.check(manifest_of(project)) if p.code == "DQC020"]
+    assert [(p.file, p.severity) for p in problems] == [
+        ("src/acme_orders/rules/silver/customers.yml", "error"),
+        ("src/acme_orders/rules/silver/orders.yml", "error"),
+    ], problems
+    assert "'silver_customer_changes' is a temporary view" in problems[0].message
+    assert "AUTO CDC target" in problems[0].fix
+
+
 def test_a_literal_schema_must_agree_with_the_contract(project: Path):
     """The contract is declared once; a decorator that spells its own schema= is compared with
     it (DQC013), and one that passes the contract (schema=RULES.schema_ddl) has nothing to

@@ -66,6 +66,7 @@ CODES: dict[str, str] = {
     "DQC017": "a project setting loosens what its conventions pack locks",
     "DQC018": "CONVENTIONS.md is not what the project's conventions pack writes",
     "DQC019": "a rule file or the gate task does not do what the conventions pack asks",
+    "DQC020": "dataset-level check on a temporary view (no table to judge)",
     # The bundle (databricks.yml and resources/*.yml), read offline.
     "BND000": "the bundle validator itself failed",
     "BND001": "a bundle file cannot be read, is not YAML, or is not a mapping",
@@ -124,6 +125,7 @@ SEVERITIES: dict[str, str] = {
     "DQC016": "error",
     "DQC018": "warning",
     "DQC019": "error",
+    "DQC020": "error",
     "DQ026": "error",
     "DQ027": "warning",
     "DQ028": "warning",

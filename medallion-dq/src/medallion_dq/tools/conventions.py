@@ -19,6 +19,8 @@ language reads them) and returns every problem, the rule files' own DQ0xx proble
                     gate judges checks between validation and publishing, so they belong on
                     silver (a gold dataset declares its schema contract in the decorator)
     DQC012 error    a references check naming a dataset no pipeline defines
+    DQC020 error    a dataset-level check on a temporary view (or a references check naming
+                    one): the gate reads tables, and a view lives only in its update
     DQC013 error    a dataset decorator's literal `schema=` that differs from the rule file's
                     `schema:` contract (a missing column or another type)
     DQC014 error    an expect_all* decorator given an action its rule file has no rules of
@@ -471,29 +473,7 @@ class _Collector:
                     label,
                 )
 
-        defined = set().union(*self.datasets.values())
-        for dataset, layer, check, where in self.checks:
-            if layer in ("bronze", "gold"):
-                self.add(
-                    "DQC011",
-                    where,
-                    f"{check.kind} check {check.name!r} on {layer} dataset {dataset!r}: the "
-                    "quality gate judges checks after the validation pipeline, before gold is "
-                    "published, and bronze keeps everything as it landed",
-                    "declare it on the silver dataset (gold: a schema contract, enforced by "
-                    "the update)",
-                )
-            other = check.get("dataset") if check.kind == "references" else None
-            known = self.datasets and not self.code_unread
-            if other and known and short_name(str(other)) not in defined:
-                self.add(
-                    "DQC012",
-                    where,
-                    f"references check {check.name!r} of {dataset!r} names {other!r}, which no "
-                    "pipeline file defines",
-                    f"name a dataset of the pipelines ({', '.join(sorted(defined)[:5])}, ...)",
-                )
-
+        self.judge_checks()
         self.judge_corrupt_records()
         for dataset, (ddl, where) in sorted(self.declared.items()):
             if dataset in self.contracts:
@@ -517,6 +497,44 @@ class _Collector:
                     f"define {dataset + suffix!r} from the same input and rules "
                     "(dq.quarantine.quarantined(df, RULES.drop) for a table, a SQL file "
                     "from dq.quarantine.view_sql(...) for a view)",
+                )
+
+    def judge_checks(self) -> None:
+        """DQC020, DQC011 and DQC012: where each dataset-level check stands, and what it names."""
+        defined = set().union(*self.datasets.values())
+        code = self.manifest.folder_code
+        tables = {d.name for d in code.datasets if d.kind != "temporary view"}
+        views = {d.name for d in code.datasets if d.kind == "temporary view"} - tables
+        for dataset, layer, check, where in self.checks:
+            other = check.get("dataset") if check.kind == "references" else None
+            named = [d for d in (dataset, other) if d and short_name(str(d)) in views]
+            if view := next(iter(named), None):
+                self.add(
+                    "DQC020",
+                    where,
+                    f"{check.kind} check {check.name!r} of {dataset!r}: {view!r} is a temporary "
+                    "view, which lives only in its update: the quality gate reads tables",
+                    "judge the table the view feeds (its AUTO CDC target, its table), or make "
+                    "the view a table",
+                )
+            if layer in ("bronze", "gold"):
+                self.add(
+                    "DQC011",
+                    where,
+                    f"{check.kind} check {check.name!r} on {layer} dataset {dataset!r}: the "
+                    "quality gate judges checks after the validation pipeline, before gold is "
+                    "published, and bronze keeps everything as it landed",
+                    "declare it on the silver dataset (gold: a schema contract, enforced by "
+                    "the update)",
+                )
+            known = self.datasets and not self.code_unread
+            if other and known and short_name(str(other)) not in defined:
+                self.add(
+                    "DQC012",
+                    where,
+                    f"references check {check.name!r} of {dataset!r} names {other!r}, which no "
+                    "pipeline file defines",
+                    f"name a dataset of the pipelines ({', '.join(sorted(defined)[:5])}, ...)",
                 )
 
     def judge_corrupt_records(self) -> None:
