@@ -7,13 +7,12 @@ warned once. (`append_flow(once=True)` runs: tests/engine/test_auto_cdc.py.) The
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
 
+from lakes import cli
 from medallion_dq.local import lakeflow_params
 from medallion_dq.local.pipeline_files import check_pipeline_code
 from sample import sample_project
@@ -42,16 +41,6 @@ CREATE FLOW backfill
 AS INSERT INTO ONCE orders_all BY NAME
 SELECT * FROM orders_2019;
 """
-
-
-def medallion_dq(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "medallion_dq", *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def line_of(path: Path, needle: str) -> int:
@@ -96,12 +85,12 @@ def test_run_and_check_refuse_them_before_spark(project):
     """`run` ends with exit 2 before Spark starts; `check` finds the same lines."""
     path = project / SILVER
     path.write_text(path.read_text(encoding="utf-8") + REFUSED, encoding="utf-8")
-    run = medallion_dq(project, "run", "--pipeline", "validation")
+    run = cli(project, "run", "--pipeline", "validation")
     output = run.stdout + run.stderr
     assert run.returncode == 2, output
     assert f"RUN019 {SILVER.as_posix()}:{line_of(path, 'kafka')}:" in output
     assert "kafka" in output and "Traceback" not in output and "Spark (" not in output
-    check = medallion_dq(project, "check")
+    check = cli(project, "check")
     assert check.returncode == 1
     refused = [ln.split()[0] for ln in check.stdout.splitlines() if "RUN019" in ln]
     assert refused == ["RUN019", "RUN019"], check.stdout  # the Kafka and the ForEachBatch sinks
@@ -117,7 +106,7 @@ def test_a_misspelt_pipelines_function_is_named_by_check_with_the_fix(project):
     text = text.replace("@dp.expect_all_or_drop(", "@dp.expect_all_or_dorp(", 1)
     text = text.replace('@dp.table(name="silver_orders"', '@dp.tabel(name="silver_orders"', 1)
     path.write_text(text + "\n\ndp.create_auto_cdc_flow  # a name of Databricks': known\n")
-    check = medallion_dq(project, "check")
+    check = cli(project, "check")
     assert check.returncode == 1, check.stdout + check.stderr
     said = [ln for ln in check.stdout.splitlines() if ln.startswith("RUN015")]
     where = SILVER.as_posix()
