@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import threading
 import time
+from concurrent import futures
 from pathlib import Path
 
 import pytest
 
-from medallion_dq.local import jars, machine, server, spark
+from medallion_dq.local import connect_client, jars, machine, server, spark
 from medallion_dq.local.spark import BackendUnavailable
 
 
@@ -441,8 +443,6 @@ def test_bad_catalog_aliases_are_refused_before_any_is_set(catalogs, says):
 def test_a_grpc_thread_failing_as_its_channel_closes_prints_no_traceback(capsys):
     """A Ctrl-C that broke a Spark Connect call left gRPC's channel thread to fail as the
     update's session closed: its traceback reached the user after the run's own lines."""
-    import threading
-
     namespace: dict = {}
     spin = "def spin():\n    tag = None\n    tag()\n"  # as channel_spin met it
     exec(compile(spin, "/site-packages/grpc/_channel.py", "exec"), namespace)
@@ -453,7 +453,7 @@ def test_a_grpc_thread_failing_as_its_channel_closes_prints_no_traceback(capsys)
     before = threading.excepthook
     threading.excepthook = threading.__excepthook__  # Python's own, which prints (not pytest's)
     try:
-        spark._quiet_grpc_threads()
+        connect_client._quiet_grpc_threads()
         for target in (namespace["spin"], ours):
             worker = threading.Thread(target=target)
             worker.start()
@@ -483,3 +483,34 @@ def test_a_signal_after_the_runs_updates_ended_is_said_not_raised(capsys):
     assert (
         capsys.readouterr().err == "pipeline publish: SIGINT after its updates ended: finishing\n"
     )
+
+
+def test_a_channel_is_closed_only_once_its_broken_call_has_ended():
+    """Ctrl-C mid-update: the update's event stream was still on gRPC's own thread when its
+    channel was closed, and the process died (SIGSEGV in channel_spin, exit -11). The session's
+    end now waits for the call to end (here, a stream the server holds open, then ends)."""
+    import grpc
+
+    release = threading.Event()
+
+    def stream(_request, _context):
+        yield b"first"
+        release.wait(10)
+
+    handler = grpc.method_handlers_generic_handler(
+        "t", {"s": grpc.unary_stream_rpc_method_handler(stream)}
+    )
+    server = grpc.server(futures.ThreadPoolExecutor(2), handlers=[handler])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")  # as Spark Connect opens it
+    try:
+        events = channel.unary_stream("/t/s")(b"")
+        assert next(events) == b"first"  # then the caller stops reading, as a signal stops it
+        assert not connect_client.calls_end(channel, timeout=0.3)
+        release.set()
+        assert connect_client.calls_end(channel, timeout=10)
+    finally:
+        release.set()
+        channel.close()
+        server.stop(None)

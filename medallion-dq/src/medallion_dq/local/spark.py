@@ -20,17 +20,15 @@ import re
 import secrets
 import sys
 import tempfile
-import threading
 import time
-import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
+from medallion_dq.local import connect_client, machine
 from medallion_dq.local import jars as jar_files
-from medallion_dq.local import machine
 from medallion_dq.local import server as shared_server
 from medallion_dq.local.machine import BackendUnavailable
 from medallion_dq.problems import MedallionDQError
@@ -353,39 +351,14 @@ class LocalSpark:
     def end_session(session, release: bool = True) -> None:
         """Close an update's session (once: later calls do nothing). Released, not stop()ped:
         stop() would end an own embedded server too."""
-        if session.client.is_closed:
-            return
-        _quiet_grpc_threads()
-        if release:
-            with contextlib.suppress(Exception):
-                session.client.release_session()
-        with contextlib.suppress(Exception):
-            session.client.close()
+        if not session.client.is_closed:
+            connect_client.end(session.client, release)
 
     def stop(self) -> None:
         for stop in reversed(self._stop):
             with contextlib.suppress(Exception):  # best effort at shutdown
                 stop()
         self._stop.clear()
-
-
-def _quiet_grpc_threads() -> None:
-    """A channel closed after a signal broke one of its calls can fail on gRPC's own thread
-    ("'NoneType' object is not callable" in channel_spin): the client's cleanup, not the run's.
-    Its traceback goes to the log (debug), not to the user; other threads' errors are kept."""
-    if getattr(threading.excepthook, "quiet_grpc", False):
-        return
-    previous = threading.excepthook
-
-    def hook(args: threading.ExceptHookArgs) -> None:
-        frames = traceback.extract_tb(args.exc_traceback)
-        if any(f"{os.sep}grpc{os.sep}" in frame.filename for frame in frames):
-            logger.debug("gRPC's thread: %s", args.exc_value)
-        else:
-            previous(args)
-
-    hook.quiet_grpc = True  # type: ignore[attr-defined]
-    threading.excepthook = hook
 
 
 def _doubled(memory: str) -> str:
