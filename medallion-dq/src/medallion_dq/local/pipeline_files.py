@@ -14,7 +14,7 @@ import importlib.machinery
 import importlib.util
 import sys
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from medallion_dq.local import lakeflow_params
@@ -117,7 +117,11 @@ def _importable(name: str, extra_paths: list[str]) -> bool:
 
 
 def check_pipeline_code(
-    files: Iterable[Path], root: Path, *, search_paths: Iterable[Path] = ()
+    files: Iterable[Path],
+    root: Path,
+    *,
+    search_paths: Iterable[Path] = (),
+    read: Callable[[Path], pipelines.PipelineFile] = pipelines.read_file,
 ) -> list[Problem]:
     """RUN012 (does not compile) and RUN013 (imports a module that is not installed) for the
     .py files of `files`; RUN015 (an undefined name) and RUN019 (a Lakeflow construct the
@@ -125,7 +129,8 @@ def check_pipeline_code(
 
     Only top-level absolute imports are checked, against `sys.path` plus `search_paths`
     (e.g. the pipeline's root_path, which Databricks puts on sys.path): a module found nowhere
-    would fail the run with ModuleNotFoundError.
+    would fail the run with ModuleNotFoundError. `read` reads a file's datasets (a `Project`'s
+    own reader, which has read them once already for the command).
     """
     root = Path(root).resolve()
     all_files = [Path(f) for f in files]
@@ -162,10 +167,10 @@ def check_pipeline_code(
         problems += undefined_names(file, root) + unknown_functions(tree, file, root)
     for file in (Path(f) for f in all_files):
         problems += unsupported_constructs(file, root)
-    return problems + reserved_names(all_files, root)
+    return problems + reserved_names(pipelines.read_code(all_files, read), root)
 
 
-def reserved_names(files: Iterable[Path], root: Path) -> list[Problem]:
+def reserved_names(code: pipelines.PipelineCode, root: Path) -> list[Problem]:
     """RUN020: a dataset named `__dq_...`, as the local engine names its own tables (an AUTO
     CDC source's events, kept snapshots): it would be hidden from every result and reader."""
     return [
@@ -177,7 +182,7 @@ def reserved_names(files: Iterable[Path], root: Path) -> list[Problem]:
             "rename the dataset",
             line=d.line,
         )
-        for d in pipelines.read_code(files).datasets
+        for d in code.datasets
         if lakeflow_params.internal(d.name)
     ]
 

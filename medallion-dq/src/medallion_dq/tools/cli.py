@@ -47,7 +47,8 @@ def _code_problems(project: Project) -> list:
         return []  # validate_bundle reports it
     files = sorted({f for p in bundle.pipelines.values() for f in p.library_files})
     root = project.root
-    return preflight.check_pipeline_code(files, root, search_paths=[root / "src"])
+    read = project.pipeline_file  # each file read once in the command
+    return preflight.check_pipeline_code(files, root, search_paths=[root / "src"], read=read)
 
 
 def _contract_problems(project: Project) -> list:

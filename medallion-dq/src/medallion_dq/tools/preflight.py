@@ -663,7 +663,8 @@ def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
     if options.check_code:
         search = [path for k in keys if (path := bundle.pipelines[k].root_path)]
         files = [f.path for f in code.files]
-        problems += check_pipeline_code(files, root, search_paths=search)
+        read = manifest.project.pipeline_file  # the files as the manifest read them
+        problems += check_pipeline_code(files, root, search_paths=search, read=read)
     given = options.source_folders
     formats = {} if given is not None else _source_formats(manifest, keys)
     sources = list(formats) if given is None else list(given)
