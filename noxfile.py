@@ -304,7 +304,7 @@ def tests(session: nox.Session) -> None:
             session.run("go", "install", ACTIONLINT, env={"GOBIN": session.bin}, external=True)
         else:
             session.warn("no Go to build actionlint: the workflows are not linted")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "--numprocesses=2", *session.posargs)
 
 
 @nox.session(python="3.11")
