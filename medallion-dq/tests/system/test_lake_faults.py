@@ -178,8 +178,8 @@ def test_killed_publish_is_put_back_by_the_next_run(project, spark):
 
 
 def without_checkpoints(project, table):
-    """Remove the table's checkpoints (Delta writes one every 10 commits): its log then needs
-    every commit from 0."""
+    """Remove the table's checkpoints (Delta writes one every 100 commits here): its log then
+    needs every commit from 0."""
     folder = Path(table_path(project, table)) / "_delta_log"
     for checkpoint in [*folder.glob("*.checkpoint*"), *folder.glob("*_last_checkpoint*")]:
         checkpoint.unlink(missing_ok=True)  # with their checksum files (.….crc)
@@ -198,17 +198,22 @@ def damage(project):
 
 
 def test_a_file_listed_in_the_tables_checkpoint_alone_is_checked_too(tmp_path, spark):
-    """Delta writes a checkpoint every 10 commits and `run` reads the log from the latest one:
-    a truncated file that only the checkpoint lists is found."""
+    """Delta writes a checkpoint every `delta.checkpointInterval` commits (the local lake's
+    tables: 100) and `run` reads the log from the latest one: a truncated file that only the
+    checkpoint lists is found."""
     from medallion_dq.local import delta_log
 
     folder = tmp_path / "events"
-    for day in range(1, 13):  # versions 0-11: a checkpoint at 10
+    spark.sql(
+        f"CREATE TABLE delta.`{folder}` (day INT, at TIMESTAMP) USING delta"
+        " TBLPROPERTIES ('delta.checkpointInterval' = '10')"
+    )
+    for day in range(1, 12):  # versions 1-11: a checkpoint at 10
         frame = spark.sql(f"SELECT {day} AS day, TIMESTAMP'2026-11-{day:02d} 10:00' AS at")
         frame.write.format("delta").mode("append").save(str(folder))
     assert (folder / "_delta_log" / f"{10:020d}.checkpoint.parquet").is_file()
     assert delta_log.damage(folder) is None
-    first = min(folder.glob("*.parquet"), key=os.path.getmtime)  # version 0's
+    first = min(folder.glob("*.parquet"), key=os.path.getmtime)  # the first append's
     size = first.stat().st_size
     first.write_bytes(first.read_bytes()[:100])
     assert delta_log.damage(folder) == (

@@ -135,6 +135,11 @@ def server_confs(work_dir: Path, jars: list[Path]) -> dict[str, str]:
         # initial snapshot, sorted by range and read one job per partition) took 9 Spark jobs,
         # now 4; a warm validation update runs 21 jobs instead of 31 (results.md, Flow settings).
         "spark.databricks.delta.snapshotPartitions": "1",
+        # A Delta checkpoint every 100 commits of a table, not 10. Each update truncates and alters
+        # every materialized view before its flow writes it (three commits: the sample's six
+        # views wrote a checkpoint most updates, on the update's path). Warm sample updates in a
+        # lasting lake: 0.89 of the time, pair by pair (benchmarks/FINDINGS.md, 2026-12-05).
+        "spark.databricks.delta.properties.defaults.checkpointInterval": "100",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
