@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -251,5 +252,18 @@ def main() -> int:
     return 0
 
 
+def forget_rendered_copy(path: Path) -> None:
+    """Remove cookiecutter's rendered copy of this hook: it runs the copy from the temporary
+    folder and leaves it there (cookiecutter#886), a file holding the answers per hook per bake.
+    The template's own hook, in its ``hooks`` folder, is never in that folder."""
+    if path.parent.resolve() == Path(tempfile.gettempdir()).resolve() and path.name.startswith(
+        "tmp"
+    ):
+        path.unlink(missing_ok=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        forget_rendered_copy(Path(__file__))

@@ -18,6 +18,7 @@ import json
 import keyword
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -459,5 +460,18 @@ def main() -> int:
     return 1
 
 
+def forget_rendered_copy(path: Path) -> None:
+    """Remove cookiecutter's rendered copy of this hook: it runs the copy from the temporary
+    folder and leaves it there (cookiecutter#886), a file holding the answers per hook per bake.
+    The template's own hook, in its ``hooks`` folder, is never in that folder."""
+    if path.parent.resolve() == Path(tempfile.gettempdir()).resolve() and path.name.startswith(
+        "tmp"
+    ):
+        path.unlink(missing_ok=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    finally:
+        forget_rendered_copy(Path(__file__))

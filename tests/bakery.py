@@ -79,10 +79,15 @@ def bake(output_dir: Path, config_file: Path, **answers: Any) -> Path:
 
 
 def bake_cli(
-    output_dir: Path, config_file: Path, answers: Mapping[str, Any], directory: str | None = None
+    output_dir: Path,
+    config_file: Path,
+    answers: Mapping[str, Any],
+    directory: str | None = None,
+    env: Mapping[str, str] | None = None,
 ):
     """Bake through the ``cookiecutter`` command line: answers as key=value arguments;
-    `directory`: the template in that folder of the repository (``pack``)."""
+    `directory`: the template in that folder of the repository (``pack``); `env`: variables
+    set for it."""
     command = [
         sys.executable,
         "-m",
@@ -96,7 +101,7 @@ def bake_cli(
         str(output_dir),
         *(f"{key}={value}" for key, value in answers.items()),
     ]
-    return _run(command)
+    return _run(command, env)
 
 
 def bake_api_subprocess(output_dir: Path, config_file: Path, answers: Mapping[str, Any]):
@@ -119,7 +124,9 @@ def bake_api_subprocess(output_dir: Path, config_file: Path, answers: Mapping[st
     return _run(command)
 
 
-def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command,
         capture_output=True,
@@ -128,7 +135,7 @@ def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
         errors="backslashreplace",
         timeout=300,
         check=False,
-        env=_child_env(),
+        env={**_child_env(), **(env or {})},
     )
 
 

@@ -226,6 +226,21 @@ def test_refused(case: Refused, tmp_path: Path, cookiecutter_config: Path) -> No
     assert written <= allowed, sorted(written - allowed)
 
 
+@pytest.mark.parametrize("answers", [{}, {"project_slug": "Bad Slug"}], ids=["baked", "refused"])
+def test_a_bake_leaves_no_file_in_the_temporary_folder(
+    answers: dict[str, str], tmp_path: Path, cookiecutter_config: Path
+) -> None:
+    """Cookiecutter runs a rendered copy of each hook from the temporary folder and keeps it
+    (cookiecutter#886): the hooks remove their copy, whether the bake is made or refused."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    result = bake_cli(
+        tmp_path / "out", cookiecutter_config, answers, env={"TMPDIR": str(temporary)}
+    )
+    assert result.returncode == (1 if answers else 0), result.stderr
+    assert list(temporary.iterdir()) == []
+
+
 def test_all_problems_reported_at_once(tmp_path: Path, cookiecutter_config: Path) -> None:
     answers = {
         "project_slug": "Bad Slug",
