@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from medallion_dq.project import config
+from medallion_dq.project.judging import review
 from medallion_dq.project.pipelines import read_code
-from medallion_dq.tools import cli, review
+from medallion_dq.tools import cli
 from sample import project_files, sample_project
 
 DATA = Path(__file__).parents[1] / "add_source"

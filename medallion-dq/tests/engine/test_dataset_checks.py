@@ -11,10 +11,11 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from medallion_dq import checks, gate, rules
+from medallion_dq import checks, gate, local, rules
 from medallion_dq.project.bundle import load_bundle
+from medallion_dq.project.judging import run_options
 from medallion_dq.testing import Lake, assert_update_ok
-from medallion_dq.tools import preflight, report
+from medallion_dq.tools import report
 from sample import sample_project
 
 pytestmark = pytest.mark.spark
@@ -306,15 +307,15 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
     work_dir = lake.project.local.work_dir
     unjudged = ", ".join(run.tasks[0].update.update_id for run in (failed, again))
     by_hand = lake.project.run_pipeline("validation")  # rows no gate has judged yet
-    (refused,) = preflight.check_gate(bundle, work_dir, "publish", ungated=False)
+    (refused,) = run_options.check_gate(bundle, work_dir, "publish", ungated=False, engine=local)
     assert str(refused) == (
         f"RUN018 --pipeline publish: would publish the rows of validation update(s) {unjudged}, "
         f"which job medallion's quality gate failed ({reason}), and of "
         f"{by_hand.update_id}, which no gate has judged; fix: `medallion-dq run --job medallion` "
         "judges them again with the next delivery; --ungated publishes them as they are"
     )
-    assert preflight.check_gate(bundle, work_dir, "publish", ungated=True) == []
-    assert preflight.check_gate(bundle, work_dir, "validation", ungated=False) == []
+    assert run_options.check_gate(bundle, work_dir, "publish", ungated=True, engine=local) == []
+    assert run_options.check_gate(bundle, work_dir, "validation", ungated=False, engine=local) == []
     capsys.readouterr()
     published = lake.project.run_pipeline("publish")
     assert_update_ok(published)
@@ -322,7 +323,7 @@ def test_the_gate_judges_every_update_no_publish_has_taken(lake, capsys):
         f"[publish] takes the rows of validation update(s) {unjudged}, {by_hand.update_id}, "
         f"which job medallion's quality gate failed ({reason})"
     ) in capsys.readouterr().out
-    assert preflight.check_gate(bundle, work_dir, "publish", ungated=False) == []
+    assert run_options.check_gate(bundle, work_dir, "publish", ungated=False, engine=local) == []
     # `report` shows that a publish took the rows the gate failed, beside that gate's checks.
     checks = report.checks_history(lake.project.runner.event_log.read())
     (overruled,) = [c for c in report.latest_checks(checks) if c["check"] == "quality_gate"]

@@ -51,7 +51,7 @@ def test_a_configurable_severity_is_a_known_code_and_a_severity():
     """`SEVERITIES` (what `check` reports at the severity a project sets) names only codes of
     the registry, each at error or warning; the settings' own codes stay errors."""
     from medallion_dq.problems import SEVERITIES, severity_of
-    from medallion_dq.tools import conventions, review
+    from medallion_dq.project.judging import conventions, review
 
     assert sorted(set(SEVERITIES) - set(CODES)) == []
     assert set(SEVERITIES.values()) <= {"error", "warning"}

@@ -22,8 +22,9 @@ import yaml
 from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
 from medallion_dq import dataset_checks, gate, rules
 from medallion_dq.problems import MedallionDQError
-from medallion_dq.project import Project
-from medallion_dq.tools import cli, contract, conventions, markup
+from medallion_dq.project import Project, markup
+from medallion_dq.project.judging import conventions
+from medallion_dq.tools import cli, contract
 from sample import manifest_of, sample_project
 
 

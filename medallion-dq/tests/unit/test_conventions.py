@@ -11,7 +11,7 @@ import pytest
 
 from medallion_dq.problems import Problem
 from medallion_dq.project import config
-from medallion_dq.tools import conventions
+from medallion_dq.project.judging import conventions
 from sample import manifest_of, sample_project
 
 PROJECT = sample_project()

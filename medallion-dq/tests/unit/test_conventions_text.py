@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq.tools import cli, conventions
+from medallion_dq.project.judging import conventions
+from medallion_dq.tools import cli
 from sample import manifest_of, project_copy
 
 LIBRARY = """\

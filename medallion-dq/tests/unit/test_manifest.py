@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from medallion_dq import local
 from medallion_dq.project import Project
+from medallion_dq.project.judging import conventions, run_options
 from medallion_dq.project.pipelines import read_code
 from medallion_dq.testing import dataset_files
-from medallion_dq.tools import conventions, preflight
 from sample import manifest_of, sample_project
 
 BRONZE = Path("src/pipelines/validation/bronze/orders_raw.py")
@@ -186,14 +187,18 @@ def test_a_dataset_named_by_its_function_is_rebuilt_by_a_full_refresh(project):
     """RUN017 spares a damaged table the full refresh rebuilds, and the run removes it first;
     without --full-refresh it names the pipeline writing it (before: `<the one writing it>`)."""
     damage(project, "bronze_orders")
-    options = preflight.RunOptions(
+    options = run_options.RunOptions(
         pipeline="validation", cwd=project, lakes=project / ".local" / "lake"
     )
-    [refused] = [p for p in preflight.check_run_options(project, options) if p.code == "RUN017"]
+    [refused] = [
+        p for p in run_options.check_run_options(project, options, local) if p.code == "RUN017"
+    ]
     assert refused.file == "table acme_orders.bronze_orders"
     assert refused.fix.startswith("--full-refresh --pipeline validation rebuilds it")
     full = dataclasses.replace(options, full_refresh=True)
-    assert [p for p in preflight.check_run_options(project, full) if p.code == "RUN017"] == []
+    assert [
+        p for p in run_options.check_run_options(project, full, local) if p.code == "RUN017"
+    ] == []
     manifest = Project(project).manifest()
     assert "bronze_orders" in manifest.code(["validation"]).names()  # what run rebuilds
     assert "bronze_orders" not in manifest.code(["publish"]).names()

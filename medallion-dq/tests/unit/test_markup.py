@@ -92,7 +92,7 @@ def test_diff_error_block_is_text():
 
 def test_one_helper_for_markdown_code_and_html():
     """The markdown helpers keep the text; report.html and its checks table use html_text."""
-    from medallion_dq.tools import markup
+    from medallion_dq.project import markup
 
     rendered = (
         MarkdownIt("commonmark")
@@ -121,7 +121,7 @@ def _check(value: str) -> dict:
 def test_control_characters_show_as_escapes_in_markdown_and_html():
     """A landing value with a terminal escape, a carriage return or U+FFFE shows as its escapes
     in a pull-request comment and the HTML report, as on the console."""
-    from medallion_dq.tools import markup
+    from medallion_dq.project import markup
 
     value = "\x1b[31mred\x1b[0m\rover\x07\ufffe"
     said = "\\x1b[31mred\\x1b[0m\\x0dover\\x07\\ufffe"

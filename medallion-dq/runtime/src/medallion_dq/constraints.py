@@ -18,6 +18,7 @@ from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, TokenError
 
 from medallion_dq.bounds import bound_errors
+from medallion_dq.problems import DataQualityError, Problem
 
 
 # The functions a rule may call: Spark's built-ins whose answer depends on the row alone,
@@ -293,3 +294,21 @@ def top_level_columns(constraint: str) -> set[str]:
     except (ParseError, TokenError):
         return set()
     return {column.parts[0].name.lower() for column in tree.find_all(exp.Column)}
+
+
+def check_expectation(name: object, constraint: object, where: str) -> None:
+    """Raise DataQualityError (DQ005, constraint codes) for a bad name or constraint at `where`."""
+    problems = []
+    if not isinstance(name, str) or not name.strip():
+        problems.append(
+            Problem(
+                "DQ005",
+                where,
+                f"expectation name must be a non-empty string, got {name!r}",
+                "name it, e.g. 'valid_amount'",
+            )
+        )
+    for code, message, fix in constraint_errors(constraint):
+        problems.append(Problem(code, where, message, fix, name if isinstance(name, str) else None))
+    if problems:
+        raise DataQualityError(problems)

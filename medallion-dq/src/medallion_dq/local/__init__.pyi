@@ -49,7 +49,6 @@ from medallion_dq.local.auto_cdc import events_table as cdc_events_table
 # Pipeline code judged offline as the engine would run it (check, the preflight): no Spark.
 # What a pipeline defines is the project model's to read (project/pipeline_code.py).
 from medallion_dq.local.autoloader import CSV_MAX_COLUMNS as CSV_MAX_COLUMNS
-from medallion_dq.local.expectations import check_expectation as check_expectation
 from medallion_dq.local.pipeline_files import check_pipeline_code as check_pipeline_code
 
 # What the face exports (ruff checks that it and the imports above agree).
@@ -73,7 +72,6 @@ __all__ = [
     "TaskResult",
     "UpdateResult",
     "cdc_events_table",
-    "check_expectation",
     "check_pipeline_code",
     "internal_dataset",
     "passing_through",

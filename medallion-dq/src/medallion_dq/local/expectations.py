@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from medallion_dq.constraints import constraint_errors
+from medallion_dq.constraints import check_expectation
 from medallion_dq.local import auto_cdc, lakeflow_params
 from medallion_dq.problems import DataQualityError, Problem
 from medallion_dq.rules import ACTIONS
@@ -93,24 +93,6 @@ def passing_through(datasets: Collection[str]):
 
 def observation_name(update_id: str, dataset: str) -> str:
     return f"dq:{update_id}:{dataset}"
-
-
-def check_expectation(name: object, constraint: object, where: str) -> None:
-    """Raise DataQualityError (DQ005, constraint codes) for a bad name or constraint at `where`."""
-    problems = []
-    if not isinstance(name, str) or not name.strip():
-        problems.append(
-            Problem(
-                "DQ005",
-                where,
-                f"expectation name must be a non-empty string, got {name!r}",
-                "name it, e.g. 'valid_amount'",
-            )
-        )
-    for code, message, fix in constraint_errors(constraint):
-        problems.append(Problem(code, where, message, fix, name if isinstance(name, str) else None))
-    if problems:
-        raise DataQualityError(problems)
 
 
 def attach_expectations(expectations: list[Expectation]) -> Callable:

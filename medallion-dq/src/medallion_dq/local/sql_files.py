@@ -14,8 +14,9 @@ from pathlib import Path
 
 from sqlglot import TokenType
 
+from medallion_dq.constraints import check_expectation
 from medallion_dq.local import auto_cdc, lakeflow_params
-from medallion_dq.local.expectations import Expectation, attach_expectations, check_expectation
+from medallion_dq.local.expectations import Expectation, attach_expectations
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project.pipeline_sql import (
     CDC_HEAD,

@@ -38,8 +38,8 @@ def _project(value: str | None) -> Project:
 
 def _code_problems(project: Project) -> list:
     """Pipeline files that would fail to load: syntax, missing modules, misspelt names."""
+    from medallion_dq import local
     from medallion_dq.project.bundle import BundleError
-    from medallion_dq.tools import preflight
 
     try:
         bundle = project.bundle()
@@ -48,7 +48,7 @@ def _code_problems(project: Project) -> list:
     files = sorted({f for p in bundle.pipelines.values() for f in p.library_files})
     root = project.root
     read = project.pipeline_file  # each file read once in the command
-    return preflight.check_pipeline_code(files, root, search_paths=[root / "src"], read=read)
+    return local.check_pipeline_code(files, root, search_paths=[root / "src"], read=read)
 
 
 def _contract_problems(project: Project) -> list:
@@ -83,7 +83,7 @@ def _contract_problems(project: Project) -> list:
 
 def cmd_check(args) -> int:
     from medallion_dq.project.bundle import validate_bundle
-    from medallion_dq.tools import conventions, review
+    from medallion_dq.project.judging import conventions, review
 
     project = _project(args.root)
     code = _code_problems(project)
@@ -101,7 +101,7 @@ def cmd_check(args) -> int:
         *code,
     ]
     examples = ""
-    # Rule files that do not load cannot be judged; the review's findings (tools.review)
+    # Rule files that do not load cannot be judged; the review's findings (project.judging.review)
     # are about rules that do.
     unread = [p for p in problems if p.code.startswith("DQ0") and p.code not in review.CODES]
     if args.examples and not unread:
@@ -142,7 +142,8 @@ def cmd_conventions(args) -> int:
     """`conventions show`: every setting `check` applies, its value and where it comes from;
     `conventions diff --to`: a new version of the pack, tried on the project's data (upgrade.py);
     `conventions fleet --to <candidate> <team>...`: tried on every team's (fleet.py)."""
-    from medallion_dq.tools import conventions, policy, upgrade
+    from medallion_dq.project.judging import conventions, policy
+    from medallion_dq.tools import upgrade
 
     if args.teams and args.action != "fleet":
         console.error(f"error: conventions {args.action} takes no team: only fleet does")
@@ -178,7 +179,7 @@ def cmd_conventions(args) -> int:
     chosen = policy.load(project.manifest(lenient=True).settings, conventions.defaults())
     if args.action == "write":
         return _write_conventions(project, chosen)
-    console.result(policy.shown(chosen, conventions.descriptions()))
+    console.result(console.policy_document(chosen, conventions.descriptions()))
     for problem in chosen.problems:
         console.result(str(problem))
     return 1 if any(p.severity == "error" for p in chosen.problems) else 0
@@ -207,9 +208,9 @@ def cmd_upgrade(args) -> int:
 
 
 def _write_conventions(project: Project, chosen) -> int:
-    """`conventions write`: CONVENTIONS.md from the project's pack (conventions_text.py)."""
+    """`conventions write`: CONVENTIONS.md from the project's pack (conventions_file.py)."""
     from medallion_dq import library
-    from medallion_dq.tools import conventions, conventions_text
+    from medallion_dq.project.judging import conventions, conventions_file
 
     unread = [p for p in chosen.problems if p.code == "DQC000"]  # the pack or the settings
     if unread or chosen.pack == library.BUILT_IN:
@@ -221,12 +222,12 @@ def _write_conventions(project: Project, chosen) -> int:
                 ' the template: name a pack in pyproject.toml ([tool.medallion] pack = "<name>")'
             )
         return exits.NOT_STARTED
-    text = conventions_text.render(chosen, conventions.descriptions())
-    path = project.root / conventions_text.FILE
+    text = conventions_file.render(chosen, conventions.descriptions())
+    path = project.root / conventions_file.FILE
     writable.check(path, "conventions write writes it", project.root)
     write_file(path, text)  # refused all the same (a full disk): one line, exit 2 (_run)
     console.result(
-        f"conventions write: {conventions_text.FILE} from pack {chosen.pack} {chosen.version}"
+        f"conventions write: {conventions_file.FILE} from pack {chosen.pack} {chosen.version}"
     )
     return exits.OK
 

@@ -39,7 +39,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -47,6 +47,8 @@ from medallion_dq.text import shown, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
+
+    from medallion_dq.project.judging.policy import Policy
 
 #: The local engine's logger of what an update does, a line per step (medallion_dq.local.runner
 #: and .project log to it): shown bare, where the command that started the update reads it.
@@ -162,6 +164,45 @@ def document(blocks: Sequence[Block]) -> Document:
     out = Document(text)
     out.blocks = list(blocks)
     return out
+
+
+def policy_document(policy: Policy, described: Mapping[str, str]) -> Document:
+    """The policy as `conventions show` prints it: the pack, then one line per setting."""
+    from medallion_dq.library import BUILT_IN
+    from medallion_dq.project.judging.policy import value_text
+
+    built_in = policy.pack == BUILT_IN
+    pack = "built-in (medallion-dq)" if built_in else f"{policy.pack} {policy.version}".strip()
+    rows = []
+    for key, setting in sorted(policy.settings.items()):
+        name = key.removeprefix("severity.")
+        origin = setting.origin + (", locked" if setting.locked else "")
+        rows.append((name, value_text(setting.value), origin, described.get(name, "")))
+    for key, default in (("layers", "bronze, silver, gold"), ("quarantine_suffix", "_quarantine")):
+        if key not in policy.settings:
+            rows.append((key, default, "built-in", ""))
+    blocks: list[Block] = [f"conventions pack: {pack}", Table(None, rows)]
+    if policy.exceptions:
+        blocks.append("exceptions:")
+        blocks.append(
+            Table(
+                None,
+                [
+                    (
+                        e.setting,
+                        value_text(e.value),
+                        f"until {e.expires.isoformat()}",
+                        e.state,
+                        f"approved by {e.approved_by}",
+                        e.reason,
+                        e.where,
+                    )
+                    for e in policy.exceptions
+                ],  # fmt: skip
+                indent="  ",
+            )
+        )
+    return document(blocks)
 
 
 def _terminal(stream: IO[str]) -> bool:

@@ -47,9 +47,9 @@ from medallion_dq import quarantine, rules, user_yaml
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.project import Project, writable
 from medallion_dq.project.config import STATE_DIR
+from medallion_dq.project.markup import md_block, md_code, md_text
 from medallion_dq.text import relative_path
 from medallion_dq.tools import console
-from medallion_dq.tools.markup import md_block, md_code, md_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import LocalSpark
@@ -668,15 +668,19 @@ def _write(path: str | None, text: str) -> None:
 
 def _check_options(project: Project, landing: str | None, table: str | None, outputs: dict) -> None:
     """Options and pipeline code, before Spark starts (the checks of `medallion-dq run`)."""
-    from medallion_dq.tools import preflight
+    from medallion_dq import local
+    from medallion_dq.project.judging import run_options
 
     problems = []
     for option, path in outputs.items():
         problems += [
-            dataclasses.replace(p, file=f"{option} {path}") for p in preflight.check_json_path(path)
+            dataclasses.replace(p, file=f"{option} {path}")
+            for p in run_options.check_json_path(path)
         ]
     if table is None:
-        problems += preflight.check_run_options(project, preflight.RunOptions(landing=landing))
+        problems += run_options.check_run_options(
+            project, run_options.RunOptions(landing=landing), local
+        )
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         raise BadInput([f"error: {p}" for p in errors])

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING, Any
 from medallion_dq import library
 from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, writable
-from medallion_dq.tools import console, conventions, diff, policy, upgrade
-from medallion_dq.tools.markup import md_code, md_text
+from medallion_dq.project.judging import conventions, policy
+from medallion_dq.project.markup import md_code, md_text
+from medallion_dq.tools import console, diff, upgrade
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import LocalSpark
@@ -501,14 +502,14 @@ def command(
 ) -> int:
     """The whole command; its exit code (module doc). `local`: a Spark session the caller keeps
     (every team's diff runs on it), instead of the warm server."""
-    from medallion_dq.tools import preflight
+    from medallion_dq.project.judging import run_options
 
     cwd = Path.cwd()
     problems = [
         f"error: {option} {path}: {p.message}; fix: {p.fix}"
         for option, path in (("--markdown", markdown_path), ("--json", json_path))
         if path
-        for p in preflight.check_json_path(path)
+        for p in run_options.check_json_path(path)
         if p.severity == "error"
     ]
     if pr_dir and (cwd / pr_dir).exists() and not (cwd / pr_dir).is_dir():

@@ -54,11 +54,11 @@ import yaml
 
 from medallion_dq import rules
 from medallion_dq.project import Project, writable
+from medallion_dq.project.markup import comment
 from medallion_dq.rule_fields import MAX_NAME
 from medallion_dq.sources import CORRUPT_RECORD, RESCUED_DATA
 from medallion_dq.text import sql_column, sql_name, sql_string
 from medallion_dq.tools import console
-from medallion_dq.tools.markup import comment
 from medallion_dq.tools.profile_input import (
     Input,
     ProfileError,

@@ -24,11 +24,11 @@ from sqlglot import exp
 from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project, writable, write_file
+from medallion_dq.project.judging import conventions, policy
 from medallion_dq.project.pipeline_sql import VIEW as _VIEW
 from medallion_dq.project.pipeline_sql import created, unselected
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
-from medallion_dq.tools import conventions, policy
 
 _CREATE = re.compile(r"CREATE\s+VIEW\s+(`[^`]+`|[\w.]+)", re.IGNORECASE)
 

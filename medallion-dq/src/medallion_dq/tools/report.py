@@ -27,9 +27,9 @@ from medallion_dq.gate import (
     EXPECTATIONS_PATH,
     EXPECTATIONS_SCHEMA,
 )
+from medallion_dq.project.markup import html_text
 from medallion_dq.text import short_name
 from medallion_dq.tools import console
-from medallion_dq.tools.markup import html_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

@@ -18,18 +18,15 @@ from medallion_dq.tools import console, exits
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import JobResult, UpdateResult
+    from medallion_dq.project.judging.run_options import RunOptions
     from medallion_dq.project.manifest import Manifest
 
 
-def _preflight(project: Project, args) -> tuple[Manifest | None, list]:
-    """Everything that can be checked before Spark starts: the options (preflight) and the
-    project's static checks (`check`). Returns the project as read for the run's target and
-    variables (the one manifest the run works from; None when the bundle cannot be read for
-    them) and the problems."""
-    from medallion_dq.project.bundle import validate_bundle
-    from medallion_dq.tools import conventions, preflight
+def _options(project: Project, args) -> RunOptions:
+    """The run's options as typed, for the judging below the tools (`judge_run`)."""
+    from medallion_dq.project.judging.run_options import RunOptions
 
-    options = preflight.RunOptions(
+    return RunOptions(
         target=args.target,
         variables=args.var,
         pipeline=args.pipeline,
@@ -43,10 +40,6 @@ def _preflight(project: Project, args) -> tuple[Manifest | None, list]:
         full_refresh=args.full_refresh,
         ungated=args.ungated,
     )
-    manifest, problems = preflight.read(project, options)
-    if manifest is not None and not preflight.has_errors(problems):
-        problems += [*validate_bundle(project), *conventions.check(manifest)]
-    return manifest, problems
 
 
 class OutputNotWritten(MedallionDQError, OSError):
@@ -127,14 +120,17 @@ def cmd_run(args, project: Project) -> int:
     what = f"job {args.job}" if args.job else f"pipeline {args.pipeline}"
     console.info(f"medallion-dq: run {what} in {root} (checking it first)")
 
+    from medallion_dq import local
     from medallion_dq.local import Interrupted, LakeFolder, LakeSession
-    from medallion_dq.tools import preflight
+    from medallion_dq.project.judging.run_options import has_errors, judge_run
 
-    manifest, problems = _preflight(project, args)  # the run works from this manifest
+    # Its options and the project's checks, judged below: the run works from this manifest.
+    options = _options(project, args)
+    manifest, problems = judge_run(project, options, local)
     for problem in problems:
         say = console.error if problem.severity == "error" else console.warning
         say(f"{problem.severity}: {problem}")  # error | warning
-    if manifest is None or preflight.has_errors(problems):
+    if manifest is None or has_errors(problems):
         console.error(f"{what}: not started (fix the errors above)")
         return exits.NOT_STARTED
     session = LakeSession(
@@ -254,18 +250,14 @@ def _run_failed(error: Exception, what: str, summary: dict, args, session) -> in
 def _rebuilt(manifest: Manifest, args) -> set[str]:
     """The tables a full refresh of the run's pipelines rebuilds: every table their files
     define, named by `name=` or by the function (RUN017 spares these; the session removes them
-    when damaged; a damaged table of another pipeline stopped the run in preflight)."""
-    from medallion_dq.tools import preflight
-
-    return manifest.code(preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)).names()
+    when damaged; a damaged table of another pipeline stopped the run in its checks)."""
+    return manifest.code(manifest.bundle.pipeline_keys(args.pipeline, args.job)).names()
 
 
 def _datasets(manifest: Manifest, args) -> dict[str, list[str]]:
     """By pipeline, the datasets its update writes (read from its files): how far an update
     has got, in the status a terminal shows."""
-    from medallion_dq.tools import preflight
-
-    keys = preflight.pipeline_keys(manifest.bundle, args.pipeline, args.job)
+    keys = manifest.bundle.pipeline_keys(args.pipeline, args.job)
     # The engine's lines name a pipeline by its name (`[acme_orders_validation] ...`).
     return {
         manifest.bundle.pipelines[k].name: sorted(manifest.pipelines[k].code.names()) for k in keys

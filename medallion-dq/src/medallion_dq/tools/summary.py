@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.project.markup import md_code, md_text
 from medallion_dq.text import short_name
-from medallion_dq.tools.markup import md_code, md_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.gate import GateResult

@@ -43,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 from medallion_dq import gate, library
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
 from medallion_dq.project import Project, config, writable
+from medallion_dq.project.judging import conventions, policy
+from medallion_dq.project.markup import md_code, md_text
 from medallion_dq.text import relative_path
-from medallion_dq.tools import console, conventions, diff, policy
-from medallion_dq.tools.markup import md_code, md_text
+from medallion_dq.tools import console, diff
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.local import LocalSpark
@@ -497,7 +498,7 @@ def command(
 ) -> int:
     """The whole command; its exit code (see the module doc). `local`: a Spark session the
     caller keeps, instead of the project's warm server."""
-    from medallion_dq.tools import preflight
+    from medallion_dq.project.judging import run_options
 
     cwd = Path.cwd()
     outputs = {"--markdown": markdown_path, "--json": json_path}
@@ -505,7 +506,7 @@ def command(
         f"error: {option} {path}: {problem.message}; fix: {problem.fix}"
         for option, path in outputs.items()
         if path
-        for problem in preflight.check_json_path(path)
+        for problem in run_options.check_json_path(path)
         if problem.severity == "error"
     ]
     if unwritable:  # said before the candidate is fetched and the data judged

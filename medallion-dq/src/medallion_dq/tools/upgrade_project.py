@@ -28,10 +28,11 @@ from typing import Any
 from medallion_dq import __version__, rules
 from medallion_dq.problems import DataQualityError, MedallionDQError
 from medallion_dq.project import Project, config, write_file
+from medallion_dq.project.judging import conventions
 from medallion_dq.project.manifest import PIPELINES_DIR
 from medallion_dq.project.pipeline_code import PipelineModule, parse_python
 from medallion_dq.text import relative_path
-from medallion_dq.tools import conventions, quarantine_views
+from medallion_dq.tools import quarantine_views
 
 RUNTIME, DEV = "medallion-dq", "medallion-dq-dev"
 WHOLE_RECORD = {"whole_record": "_corrupt_record IS NULL"}

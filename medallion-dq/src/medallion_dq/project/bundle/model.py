@@ -270,6 +270,15 @@ class Bundle:
     #: The YAML files read, databricks.yml first.
     files: list[Path] = field(default_factory=list, compare=False)
 
+    def pipeline_keys(self, pipeline: str | None, job: str | None) -> list[str]:
+        """The pipelines a run updates: `--pipeline`'s, or those of `--job`'s tasks."""
+        if pipeline is not None:
+            return [pipeline] if pipeline in self.pipelines else []
+        if job is not None and job in self.jobs:
+            keys = (t.pipeline_key for t in self.jobs[job].tasks)
+            return list(dict.fromkeys(k for k in keys if k in self.pipelines))
+        return list(self.pipelines) if job is None else []
+
 
 # --------------------------------------------------------------------------- raw loading
 

@@ -48,7 +48,7 @@ def command(action: str, project: Project | Path, **options) -> int:
 
 
 def _import(project: Project, file: str, layer: str = "silver", dataset: str | None = None) -> int:
-    from medallion_dq.tools import conventions
+    from medallion_dq.project.judging import conventions
 
     translation = _load(file, layer, dataset)
     planned, notes = plan(project, translation)
@@ -84,7 +84,7 @@ def _breaks(project: Project, planned: list[Planned]) -> list[Problem]:
     """The errors `check` would find, after the import, in files it does not write (a pipeline's
     decorator given no rules, DQC014): the import is refused rather than leave them to the next
     person who runs `check`."""
-    from medallion_dq.tools import conventions
+    from medallion_dq.project.judging import conventions
 
     def said(problem: Problem) -> tuple:
         return problem.code, problem.file, problem.message

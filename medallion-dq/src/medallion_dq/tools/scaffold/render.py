@@ -7,9 +7,10 @@ import json
 import re
 from datetime import datetime, timezone
 
+from medallion_dq.project import markup
 from medallion_dq.text import sql_column as quote
 from medallion_dq.text import sql_string
-from medallion_dq.tools import console, markup
+from medallion_dq.tools import console
 from medallion_dq.tools.scaffold.findings import spark_findings
 from medallion_dq.tools.scaffold.model import (
     Findings,

@@ -1,7 +1,7 @@
 """`medallion-dq run`'s options and pipeline code, checked before Spark starts (pure Python).
 
 A user mistake should cost one line and exit 2, not a traceback after a 10-15 s Spark start.
-`check_run_options(project, RunOptions(target=..., variables=..., pipeline=..., landing=...))`
+`check_run_options(project, RunOptions(target=..., pipeline=..., landing=...), local)`
 reads the project's manifest for the target and judges it with the options (`judge`); it
 returns every problem it finds as a `Problem`, one line each, naming the option, the value
 and the fix::
@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medallion_dq.local import check_pipeline_code
 from medallion_dq.problems import Problem
 from medallion_dq.project import Project
 from medallion_dq.project.bundle.model import (
@@ -71,6 +70,7 @@ from medallion_dq.project.bundle.model import (
     apply_target,
     default_target,
 )
+from medallion_dq.project.judging.engine import Engine
 from medallion_dq.project.manifest import FORMAT_KEY, Manifest
 from medallion_dq.text import relative_path
 
@@ -81,12 +81,11 @@ __all__ = [
     "check_lake",
     "check_landing",
     "RunOptions",
-    "check_pipeline_code",
     "check_run_options",
     "has_errors",
     "judge",
+    "judge_run",
     "parse_variables",
-    "pipeline_keys",
     "read",
 ]
 
@@ -348,18 +347,6 @@ def check_landing(
     return problems
 
 
-def pipeline_keys(bundle: Bundle, pipeline: str | None, job: str | None) -> list[str]:
-    """The bundle pipelines a run updates: `--pipeline`'s, or those of `--job`'s tasks."""
-    if pipeline is not None:
-        return [pipeline] if pipeline in bundle.pipelines else []
-    if job is not None and job in bundle.jobs:
-        tasks = bundle.jobs[job].tasks
-        return list(
-            dict.fromkeys(t.pipeline_key for t in tasks if t.pipeline_key in bundle.pipelines)
-        )
-    return list(bundle.pipelines) if job is None else []
-
-
 def _same_file(a: Path, b: Path) -> bool:
     import filecmp
 
@@ -380,6 +367,7 @@ def check_lake(
     full_refresh: bool = False,
     rebuilt: Iterable[str] = (),
     writers: Mapping[str, str] | None = None,
+    engine: Engine,
 ) -> list[Problem]:
     """RUN016 / RUN017 for the lasting lake the run will update (`lake`: its folder).
 
@@ -391,15 +379,14 @@ def check_lake(
     of one under an earlier landing folder would be read twice, and is refused.
     RUN017: a damaged table (the engine's `damage`), but those named in `rebuilt`: a `--full-refresh`
     rebuilds the tables of the run's pipelines (the CLI removes them first). `writers`: table
-    name -> the bundle pipeline that writes it, named in the fix."""
-    from medallion_dq.local import LakeFolder
+    name -> the bundle pipeline that writes it, named in the fix. `engine`: reads the lake."""
 
     def shown(path: Path) -> str:
         return relative_path(path, root) if path.is_relative_to(root) else str(path)
 
     problems = []
     where = shown(lake)
-    for table, why in LakeFolder(lake).damaged().items():
+    for table, why in engine.LakeFolder(lake).damaged().items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
             continue
@@ -413,7 +400,7 @@ def check_lake(
                 f"`medallion-dq lake check` lists every damaged table of {where}",
             )
         )
-    built_from = LakeFolder(lake).landings()
+    built_from = engine.LakeFolder(lake).landings()
     if not list(sources) or not built_from or full_refresh:
         return problems
     landing = landing.resolve()
@@ -449,14 +436,18 @@ def check_lake(
 
 
 def check_gate(
-    bundle: Bundle, lake: Path, pipeline: str, *, ungated: bool, root: Path | None = None
+    bundle: Bundle,
+    lake: Path,
+    pipeline: str,
+    *,
+    ungated: bool,
+    engine: Engine,
+    root: Path | None = None,
 ) -> list[Problem]:
     """RUN018: `--pipeline` runs after a job's quality gate (a publish) while the lasting lake
     `lake` holds rows the last such gate failed, unless `ungated`: on Databricks that job
     skipped its publish, so one run by hand is refused unless asked for. `root`: the project,
-    to name the landing folder the lake reads (relative to it)."""
-    from medallion_dq.local import LakeFolder
-
+    to name the landing folder the lake reads (relative to it); `engine`: reads the lake."""
     problems = []
     for job in [] if ungated else bundle.jobs.values():
         try:
@@ -465,7 +456,7 @@ def check_gate(
             continue
         for judged in (judged for _, judged, after in gates if pipeline in after):
             for resource in filter(None, map(bundle.pipelines.get, sorted(judged))):
-                unjudged = LakeFolder(lake).unjudged(resource.name, resource.schema)
+                unjudged = engine.LakeFolder(lake).unjudged(resource.name, resource.schema)
                 if not (rejected := unjudged.rejected()):
                     continue
                 failed = rejected.get("updates") or unjudged.updates()
@@ -475,7 +466,7 @@ def check_gate(
                     f"which {unjudged.in_words(rejected)}"
                     + (f", and of {', '.join(later)}, which no gate has judged" if later else "")
                 )
-                built_from = LakeFolder(lake).landings()
+                built_from = engine.LakeFolder(lake).landings()
                 landing = ""
                 if built_from and root is not None and built_from[-1] != root / DEFAULT_LANDING:
                     landing = f" --landing {relative_path(built_from[-1], root)}"
@@ -615,18 +606,39 @@ class RunOptions:
     ungated: bool = False
 
 
-def check_run_options(project: Project | Path | str, options: RunOptions) -> list[Problem]:
+def check_run_options(
+    project: Project | Path | str, options: RunOptions, engine: Engine
+) -> list[Problem]:
     """Every problem of a `medallion-dq run` before Spark starts; `[]` when it can start.
 
     The bundle is read for the options' target and variables (RUN001, RUN005, RUN014 when it
-    cannot be), then the project's manifest is judged with the options (`judge`). Returns
-    problems in option order; exit 2 when `has_errors(problems)`. Never raises for a user
-    mistake. Reads files only: no Spark, no pipeline code is executed.
+    cannot be), then the project's manifest is judged with the options (`judge`; `engine`: the
+    local engine's face, which reads the pipeline code and the lake). Returns problems in
+    option order; exit 2 when `has_errors(problems)`. Never raises for a user mistake. Reads
+    files only: no Spark, no pipeline code is executed.
     """
-    return read(Project.of(project), options)[1]
+    return read(Project.of(project), options, engine)[1]
 
 
-def read(project: Project, options: RunOptions) -> tuple[Manifest | None, list[Problem]]:
+def judge_run(
+    project: Project, options: RunOptions, engine: Engine
+) -> tuple[Manifest | None, list[Problem]]:
+    """Everything that can be checked before a run's Spark starts: its options (`read`), then,
+    when they hold, the project's static checks (`check`'s: the bundle, the conventions).
+    Returns the project as read for the run's target and variables (the one manifest the run
+    works from; None when the bundle cannot be read for them) and the problems."""
+    from medallion_dq.project.bundle import validate_bundle
+    from medallion_dq.project.judging import conventions
+
+    manifest, problems = read(project, options, engine)
+    if manifest is not None and not has_errors(problems):
+        problems += [*validate_bundle(project), *conventions.check(manifest)]
+    return manifest, problems
+
+
+def read(
+    project: Project, options: RunOptions, engine: Engine
+) -> tuple[Manifest | None, list[Problem]]:
     """The project's manifest for the options' target and variables (None when the bundle
     cannot be read for them), and every problem of the run (`check_run_options`)."""
     cwd = Path(options.cwd or Path.cwd())
@@ -644,12 +656,13 @@ def read(project: Project, options: RunOptions) -> tuple[Manifest | None, list[P
         manifest = project.manifest(target, overrides)
     except BundleError as error:
         return None, [*problems, _unreadable(error), *outputs]
-    return manifest, [*problems, *judge(manifest, options, cwd), *outputs]
+    return manifest, [*problems, *judge(manifest, options, cwd, engine), *outputs]
 
 
-def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
+def judge(manifest: Manifest, options: RunOptions, cwd: Path, engine: Engine) -> list[Problem]:
     """The problems of running `options` on the project `manifest` (read for their target and
-    variables): the pipelines chosen, their catalog and schema, code, landing and lake."""
+    variables): the pipelines chosen, their catalog and schema, code, landing and lake (the
+    code and the lake as the local engine, `engine`, reads them)."""
     bundle, root, problems = manifest.bundle, manifest.root, []
     keys, choice_problem = _chosen_pipelines(bundle, options.pipeline, options.job)
     if choice_problem:
@@ -664,7 +677,7 @@ def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
         search = [path for k in keys if (path := bundle.pipelines[k].root_path)]
         files = [f.path for f in code.files]
         read = manifest.project.pipeline_file  # the files as the manifest read them
-        problems += check_pipeline_code(files, root, search_paths=search, read=read)
+        problems += engine.check_pipeline_code(files, root, search_paths=search, read=read)
     given = options.source_folders
     formats = {} if given is not None else _source_formats(manifest, keys)
     sources = list(formats) if given is None else list(given)
@@ -683,10 +696,11 @@ def judge(manifest: Manifest, options: RunOptions, cwd: Path) -> list[Problem]:
             full_refresh=options.full_refresh,
             rebuilt=code.names() if options.full_refresh else (),
             writers=manifest.writers(),
+            engine=engine,
         )
         if options.pipeline in bundle.pipelines:
             problems += check_gate(
-                bundle, lake, options.pipeline, ungated=options.ungated, root=root
+                bundle, lake, options.pipeline, ungated=options.ungated, engine=engine, root=root
             )
     return problems
 
@@ -743,7 +757,7 @@ def _chosen_pipelines(
         where, message = f"--job {job}", "no such job in the bundle (resources/*.job.yml)"
         fix = "define one in resources/"
         return None, _unknown("RUN003", where, message, job, bundle.jobs, fix)
-    return pipeline_keys(bundle, pipeline, job), None
+    return bundle.pipeline_keys(pipeline, job), None
 
 
 def _source_formats(manifest: Manifest, keys: list[str]) -> dict[str, set[str]]:

@@ -41,7 +41,6 @@ from medallion_dq import gate, library, rules
 from medallion_dq.problems import Problem
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import relative_path
-from medallion_dq.tools import console
 from medallion_dq.user_yaml import load_yaml
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,7 +129,7 @@ class PackException:
 
     def said(self) -> str:
         return (
-            f"exception to {self.setting} = {_value(self.value)!r} (approved by"
+            f"exception to {self.setting} = {value_text(self.value)!r} (approved by"
             f" {self.approved_by}, until {self.expires.isoformat()}: {self.reason})"
         )
 
@@ -536,7 +535,8 @@ def read_exceptions(
         expires = _day(entry.get("expires"))
         if entry.get("expires") is not None and expires is None:
             bad(
-                f"expires = {_value(entry['expires'])!r} is not a date", _EXCEPTION_FIXES["expires"]
+                f"expires = {value_text(entry['expires'])!r} is not a date",
+                _EXCEPTION_FIXES["expires"],
             )
         if len(problems) == said and expires is not None:
             value = "warning" if value == "warn" else value
@@ -691,45 +691,10 @@ def marked(policy: Policy, problems: list[Problem]) -> list[Problem]:
     return out
 
 
-def shown(policy: Policy, described: Mapping[str, str]) -> console.Document:
-    """The policy as `conventions show` prints it: the pack, then one line per setting."""
-    built_in = policy.pack == library.BUILT_IN
-    pack = "built-in (medallion-dq)" if built_in else f"{policy.pack} {policy.version}".strip()
-    rows = []
-    for key, setting in sorted(policy.settings.items()):
-        name = key.removeprefix("severity.")
-        origin = setting.origin + (", locked" if setting.locked else "")
-        rows.append((name, _value(setting.value), origin, described.get(name, "")))
-    for key, default in (("layers", "bronze, silver, gold"), ("quarantine_suffix", "_quarantine")):
-        if key not in policy.settings:
-            rows.append((key, default, "built-in", ""))
-    blocks: list[console.Block] = [f"conventions pack: {pack}", console.Table(None, rows)]
-    if policy.exceptions:
-        blocks.append("exceptions:")
-        blocks.append(
-            console.Table(
-                None,
-                [
-                    (
-                        e.setting,
-                        _value(e.value),
-                        f"until {e.expires.isoformat()}",
-                        e.state,
-                        f"approved by {e.approved_by}",
-                        e.reason,
-                        e.where,
-                    )
-                    for e in policy.exceptions
-                ],  # fmt: skip
-                indent="  ",
-            )
-        )
-    return console.document(blocks)
-
-
-def _value(value: Any) -> str:
+def value_text(value: Any) -> str:
+    """A setting's value as a person reads it: a list or a table on one line."""
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
     if isinstance(value, Mapping):
-        return ", ".join(f"{k}={_value(v)}" for k, v in value.items())
+        return ", ".join(f"{k}={value_text(v)}" for k, v in value.items())
     return str(value)

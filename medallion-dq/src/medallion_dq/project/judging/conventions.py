@@ -29,7 +29,7 @@ language reads them) and returns every problem, the rule files' own DQ0xx proble
                     drop rule judges `_corrupt_record`: a record bronze could not parse, its
                     columns filled as far as it went, would pass its other rules into silver
 
-and the review of each rule file's rules together (medallion_dq.tools.review: DQ026-DQ030, a
+and the review of each rule file's rules together (medallion_dq.project.judging.review: DQ026-DQ030, a
 contradiction, a tautology, a duplicate, an implied rule, a bound the type cannot reach).
 
 Per project, in pyproject.toml::
@@ -53,14 +53,15 @@ import yaml
 from sqlglot import exp
 
 from medallion_dq import library, rules, user_yaml
+from medallion_dq.constraints import check_expectation
 from medallion_dq.problems import CODES as REGISTRY
 from medallion_dq.problems import SEVERITIES, DataQualityError, Problem, severity_of
+from medallion_dq.project.judging import conventions_file, policy, review
 from medallion_dq.project.manifest import PIPELINES_DIR, Manifest
 from medallion_dq.project.pipeline_sql import unselected
 from medallion_dq.project.pipelines import Expectation, PipelineFile
 from medallion_dq.rule_fields import Check, Column
 from medallion_dq.text import relative_path, short_name
-from medallion_dq.tools import conventions_text, policy, review
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
@@ -376,8 +377,6 @@ class _Collector:
                 self.read_decorator(e, rel, layer)
 
     def read_constraint(self, e: Expectation, rel: str, layer: str | None) -> None:
-        from medallion_dq.local import check_expectation
-
         where = f"{rel}:{e.line}"
         try:  # the runner would refuse it before Spark starts: say it here
             check_expectation(e.name or "", e.constraint, where)
@@ -679,7 +678,7 @@ def check(
     if config is None:
         chosen = policy.load(manifest.settings, defaults())
         config, read_problems = chosen.config, chosen.problems
-        more = [*more, *conventions_text.drift(manifest, chosen, descriptions())]
+        more = [*more, *conventions_file.drift(manifest, chosen, descriptions())]
     collector = _Collector(manifest, _settings(config), sample_failures or {}, replacing or {})
     collector.problems.extend(read_problems)
     for path in collector.rule_files():

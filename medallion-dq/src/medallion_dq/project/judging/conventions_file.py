@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 from medallion_dq import library
 from medallion_dq.problems import Problem
+from medallion_dq.project.judging.policy import Policy, read_pack
 from medallion_dq.project.manifest import Manifest
-from medallion_dq.tools.markup import md_code, md_text
-from medallion_dq.tools.policy import Policy, read_pack
+from medallion_dq.project.markup import md_code, md_text
 
 FILE = "CONVENTIONS.md"
 _MARK = re.compile(
