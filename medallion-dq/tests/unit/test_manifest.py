@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from medallion_dq import local
-from medallion_dq.project import Project
+from medallion_dq.project import Project, policy
 from medallion_dq.project.judging import conventions, run_options
 from medallion_dq.project.pipelines import read_code
 from medallion_dq.testing import dataset_files
@@ -237,6 +237,26 @@ def test_the_manifest_is_read_once_typed_and_frozen(project, monkeypatch):
     with pytest.raises(TypeError):
         manifest.pipelines["x"] = None  # type: ignore[index]
     assert {r.dataset for r in manifest.rule_sets} >= {"silver_orders", "silver_customer_changes"}
+
+
+def test_the_manifest_holds_what_the_judging_reads(project):
+    """The conventions policy, the rule files, each gate task's pack and how problems name each
+    bundle and rule file are read with the manifest: `check` and `run`'s checks judge it
+    without reading the project again."""
+    manifest = Project(project).manifest()
+    assert manifest.policy.config == policy.load(manifest.settings, policy.defaults()).config
+    assert manifest.policy.pack == "medallion" and manifest.policy.problems == []
+    root = project.resolve()
+    rules = root / "src" / "acme_orders" / "rules"
+    assert manifest.rule_files and all(p.is_relative_to(rules) for p in manifest.rule_files)
+    for path in (
+        *manifest.rule_files,
+        *(p.source_file for p in manifest.bundle.pipelines.values()),
+    ):
+        assert manifest.where[path] == path.relative_to(root).as_posix()
+    assert manifest.where[root / "databricks.yml"] == "databricks.yml"
+    gates = [t for job in manifest.bundle.jobs.values() for t in job.tasks if t.is_gate]
+    assert gates and {t.gate_pack for t in gates} == {None}  # the built-in pack: none named
 
 
 def test_settings_that_cannot_be_read_leave_the_manifest_whole(project):

@@ -11,7 +11,8 @@ from datetime import date
 
 import pytest
 
-from medallion_dq.project.judging import conventions, policy
+from medallion_dq.project import policy
+from medallion_dq.project.judging import conventions
 from medallion_dq.tools import cli, fleet
 from sample import manifest_of, project_copy
 
@@ -69,13 +70,9 @@ def test_an_exception_warns_until_its_day_and_is_an_error_after(project):
 
 
 def test_today_is_the_clock_without_as_of(project):
-    held = policy.load(
-        manifest_of(project).settings, conventions.defaults(), today=date(2027, 1, 1)
-    )
+    held = policy.load(manifest_of(project).settings, policy.defaults(), today=date(2027, 1, 1))
     assert [e.state for e in held.exceptions] == ["held"]
-    gone = policy.load(
-        manifest_of(project).settings, conventions.defaults(), today=date(2028, 1, 1)
-    )
+    gone = policy.load(manifest_of(project).settings, policy.defaults(), today=date(2028, 1, 1))
     assert [e.state for e in gone.exceptions] == ["expired"]
 
 

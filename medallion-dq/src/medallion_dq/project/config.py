@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from medallion_dq.problems import MedallionDQError
@@ -98,3 +100,21 @@ def rules_dirs(root: Path, settings: Mapping[str, Any] | None = None) -> list[Pa
             'write e.g. rules = "src/<package>/rules"'
         )
     return [root / folder for folder in folders]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`[tool.medallion]` of pyproject.toml, typed: the rule folders, the conventions pack and
+    the `local` and `conventions` tables as written (their own readers judge their keys).
+    `unread`: why pyproject.toml or its `rules` could not be read (`check` says it, DQC000)."""
+
+    rules_dirs: tuple[Path, ...] = ()
+    pack: str | None = None
+    local: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    conventions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    unread: str = ""
+    #: `[tool.medallion]` as written (the conventions policy reads its keys as they are), and
+    #: why it could not be read; pyproject.toml's text, for the lines a problem names.
+    table: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    table_unread: str = ""
+    text: str = ""

@@ -2,10 +2,11 @@
 
 It holds the bundle resolved for a target (each variable with where its value came from), per
 pipeline its files read offline (`pipelines.PipelineCode`: datasets, expectations and SQL
-constraints, landing folders and formats), the rule files and `[tool.medallion]` as typed
-settings. Commands, `check`'s conventions, the test harness and the engine take it instead of
-reading the files again. What is costly and not always asked for (a pipeline's files, the rule
-sets) is read at the first ask and kept.
+constraints, landing folders and formats), the rule files, `[tool.medallion]` as typed
+settings, the conventions policy read from them, and how problems name each bundle and rule
+file. Commands, the judging of `run`'s options and of `check`'s conventions, the test harness
+and the engine take it instead of reading the files again. What is costly and not always asked
+for (a pipeline's files, the rule sets) is read at the first ask and kept.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.project.config import Settings
 from medallion_dq.project.pipelines import PipelineCode
+from medallion_dq.text import relative_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.project import Project
     from medallion_dq.project.bundle import Bundle
     from medallion_dq.project.bundle.model import PipelineResource
+    from medallion_dq.project.policy import Policy
     from medallion_dq.rules import RuleSet
 
 #: A pipeline's configuration key naming its landing files' format, and the default.
@@ -40,24 +44,6 @@ class Variable:
     name: str
     value: Any
     origin: str
-
-
-@dataclass(frozen=True)
-class Settings:
-    """`[tool.medallion]` of pyproject.toml, typed: the rule folders, the conventions pack and
-    the `local` and `conventions` tables as written (their own readers judge their keys).
-    `unread`: why pyproject.toml or its `rules` could not be read (`check` says it, DQC000)."""
-
-    rules_dirs: tuple[Path, ...] = ()
-    pack: str | None = None
-    local: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    conventions: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    unread: str = ""
-    #: `[tool.medallion]` as written (the conventions policy reads its keys as they are), and
-    #: why it could not be read; pyproject.toml's text, for the lines a problem names.
-    table: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    table_unread: str = ""
-    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,12 +82,20 @@ class Manifest:
     variables: Mapping[str, Variable]
     pipelines: Mapping[str, Pipeline]
     settings: Settings
+    #: The conventions `check` holds the project to: its pack's policy, then its own table
+    #: (read with the manifest, never raising: what cannot be read is among its problems).
+    policy: Policy = field(compare=False)
     #: Why the bundle could not be read (a lenient manifest's: then it has no pipeline or job).
     bundle_error: str = ""
     #: The bundle's databricks.yml as written (before a target's values), and the `--var`
     #: values it was resolved with.
     written: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     overrides: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    #: Every rule file of the rule folders, sorted (none when `rules` is wrong: `settings`).
+    rule_files: tuple[Path, ...] = ()
+    #: Each file a problem may name (the bundle's YAML files, the rule files) -> its path as
+    #: problems name it, relative to the project root.
+    where: Mapping[Path, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def root(self) -> Path:
@@ -140,10 +134,6 @@ class Manifest:
     def writers(self) -> dict[str, str]:
         """Each table of the lake -> the key of the pipeline writing it."""
         return {name: key for key, p in self.pipelines.items() for name in p.code.names()}
-
-    @cached_property
-    def rule_files(self) -> tuple[Path, ...]:
-        return tuple(self.project.rule_files())
 
     @cached_property
     def rule_sets(self) -> tuple[RuleSet, ...]:
@@ -199,6 +189,25 @@ def settings(project: Project) -> Settings:
     )
 
 
+def _read(project: Project, bundle: Bundle) -> dict[str, Any]:
+    """What the manifest reads besides the bundle: `[tool.medallion]`, the conventions policy,
+    the rule files, and how problems name the files."""
+    from medallion_dq.project import policy
+
+    read = settings(project)
+    try:
+        rule_files = tuple(project.rule_files())
+    except ValueError:  # a wrong `rules`: `settings.unread` says it
+        rule_files = ()
+    where = {path: relative_path(path, project.root) for path in (*bundle.files, *rule_files)}
+    return {
+        "settings": read,
+        "policy": policy.load(read, policy.defaults()),
+        "rule_files": rule_files,
+        "where": MappingProxyType(where),
+    }
+
+
 def build(
     project: Project, target: str | None, overrides: Mapping[str, Any], lenient: bool = False
 ) -> Manifest:
@@ -214,13 +223,9 @@ def build(
         if not lenient:
             raise
         empty = Bundle("", target or "", None, project.root, {}, {}, {})
+        none: Mapping[str, Any] = MappingProxyType({})
         return Manifest(
-            project,
-            empty,
-            MappingProxyType({}),
-            MappingProxyType({}),
-            settings(project),
-            str(error),
+            project, empty, none, none, bundle_error=str(error), **_read(project, empty)
         )
     pipelines = {key: Pipeline(project, resource) for key, resource in bundle.pipelines.items()}
     return Manifest(
@@ -228,7 +233,7 @@ def build(
         bundle,
         MappingProxyType(found),
         MappingProxyType(pipelines),
-        settings(project),
         written=MappingProxyType(written),
         overrides=MappingProxyType(dict(overrides)),
+        **_read(project, bundle),
     )

@@ -10,7 +10,7 @@ dataset named only by its function (`@dp.table def orders():`) is one to each of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from medallion_dq.project import pipeline_code, pipeline_sql
@@ -96,6 +96,8 @@ class PipelineFile:
     queries: tuple[Query, ...] = ()
     #: SQL statements that could not be read: (file:line, problem, fix).
     errors: tuple[tuple[str, str, str], ...] = ()
+    #: The file as problems name it (relative to the project root when a project read it).
+    where: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -140,13 +142,13 @@ def read_file(path: Path, text: str | None = None, where: str | None = None) -> 
     """One .py or .sql pipeline file (its `text`, when the caller has read it); `where`: the
     file as messages name it (default: its path)."""
     path = Path(path)
+    where = where or str(path)
     try:
         text = path.read_text(encoding="utf-8") if text is None else text
     except (OSError, UnicodeDecodeError) as error:
-        return PipelineFile(path, unread=f"cannot read the file: {error}")
-    if path.suffix == ".sql":
-        return _read_sql(path, text, where or str(path))
-    return _read_python(path, text)
+        return PipelineFile(path, unread=f"cannot read the file: {error}", where=where)
+    read = _read_sql(path, text, where) if path.suffix == ".sql" else _read_python(path, text)
+    return replace(read, where=where)
 
 
 def read_code(

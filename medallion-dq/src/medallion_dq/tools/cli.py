@@ -142,7 +142,7 @@ def cmd_conventions(args) -> int:
     """`conventions show`: every setting `check` applies, its value and where it comes from;
     `conventions diff --to`: a new version of the pack, tried on the project's data (upgrade.py);
     `conventions fleet --to <candidate> <team>...`: tried on every team's (fleet.py)."""
-    from medallion_dq.project.judging import conventions, policy
+    from medallion_dq.project.judging import conventions
     from medallion_dq.tools import upgrade
 
     if args.teams and args.action != "fleet":
@@ -176,7 +176,7 @@ def cmd_conventions(args) -> int:
             markdown_path=args.markdown,
             json_path=args.json,
         )
-    chosen = policy.load(project.manifest(lenient=True).settings, conventions.defaults())
+    chosen = project.manifest(lenient=True).policy
     if args.action == "write":
         return _write_conventions(project, chosen)
     console.result(console.policy_document(chosen, conventions.descriptions()))

@@ -48,7 +48,7 @@ from medallion_dq.text import shown, table_lines
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
-    from medallion_dq.project.judging.policy import Policy
+    from medallion_dq.project.policy import Policy
 
 #: The local engine's logger of what an update does, a line per step (medallion_dq.local.runner
 #: and .project log to it): shown bare, where the command that started the update reads it.
@@ -169,7 +169,7 @@ def document(blocks: Sequence[Block]) -> Document:
 def policy_document(policy: Policy, described: Mapping[str, str]) -> Document:
     """The policy as `conventions show` prints it: the pack, then one line per setting."""
     from medallion_dq.library import BUILT_IN
-    from medallion_dq.project.judging.policy import value_text
+    from medallion_dq.project.policy import value_text
 
     built_in = policy.pack == BUILT_IN
     pack = "built-in (medallion-dq)" if built_in else f"{policy.pack} {policy.version}".strip()

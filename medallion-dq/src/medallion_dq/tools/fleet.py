@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import library
 from medallion_dq.problems import DataQualityError, MedallionDQError
-from medallion_dq.project import Project, config, writable
-from medallion_dq.project.judging import conventions, policy
+from medallion_dq.project import Project, config, policy, writable
+from medallion_dq.project.judging import conventions
 from medallion_dq.project.markup import md_code, md_text
 from medallion_dq.tools import console, diff, upgrade
 
@@ -340,7 +340,7 @@ def _judge(
         with library.trying(chosen.pack, chosen.folder, chosen.version):
             tried = Project(root)
             manifest = tried.manifest(lenient=True)
-            after = policy.load(manifest.settings, conventions.defaults())
+            after = manifest.policy
             said = conventions.check(manifest)
     row.diff = upgrade.json_report(outcome)
     row.markdown = upgrade.markdown_report(outcome)

@@ -24,7 +24,6 @@ from sqlglot import exp
 from medallion_dq import quarantine
 from medallion_dq.problems import DataQualityError
 from medallion_dq.project import Project, writable, write_file
-from medallion_dq.project.judging import conventions, policy
 from medallion_dq.project.pipeline_sql import VIEW as _VIEW
 from medallion_dq.project.pipeline_sql import created, unselected
 from medallion_dq.rules import RuleSet
@@ -68,7 +67,7 @@ def stale(project: Project) -> list[View]:
 def views(project: Project) -> list[View]:
     """The project's SQL quarantine views of rule files that say `quarantine: view`."""
     manifest = project.manifest(lenient=True)
-    chosen = policy.load(manifest.settings, conventions.defaults())
+    chosen = manifest.policy
     suffix = str(chosen.config.get("quarantine_suffix", "_quarantine"))
     by_name = {f"{r.dataset}{suffix}": r for r in manifest.rule_sets if r.quarantine == "view"}
     found = []

@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from medallion_dq import gate, library
 from medallion_dq.problems import DataQualityError, MedallionDQError, Problem
-from medallion_dq.project import Project, config, writable
-from medallion_dq.project.judging import conventions, policy
+from medallion_dq.project import Project, config, policy, writable
+from medallion_dq.project.judging import conventions
 from medallion_dq.project.markup import md_code, md_text
 from medallion_dq.text import relative_path
 from medallion_dq.tools import console, diff
@@ -314,7 +314,7 @@ def _verdict(diffs: list[diff.DatasetDiff], side: str, by_layer: dict[str, float
 
 def project_pack(project: Project) -> policy.Policy:
     """The project's policy, of the pack it names (NotAPack: it names none)."""
-    installed = policy.load(project.manifest(lenient=True).settings, conventions.defaults())
+    installed = project.manifest(lenient=True).policy
     if installed.pack == library.BUILT_IN:
         raise NotAPack(
             "the project uses the built-in conventions: name its pack in pyproject.toml"

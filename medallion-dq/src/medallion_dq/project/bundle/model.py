@@ -36,8 +36,9 @@ from typing import Any, Protocol
 import yaml
 
 from medallion_dq import user_yaml
+from medallion_dq.gate import pack_argument
 from medallion_dq.problems import MedallionDQError
-from medallion_dq.project.bundle.references import REFERENCE as REFERENCE  # preflight's too
+from medallion_dq.project.bundle.references import REFERENCE as REFERENCE  # run_options' too
 from medallion_dq.project.bundle.references import resolve
 from medallion_dq.project.config import BUNDLE_FILE, load_toml
 
@@ -157,6 +158,8 @@ class Task:
     #: ``ALL_SUCCESS`` (the default when not written), ``ALL_DONE``, ...
     run_if: str
     spec: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: For a quality gate task: the conventions pack its parameters name (`--pack acme`).
+    gate_pack: str | None = None
 
     @property
     def is_gate(self) -> bool:
@@ -582,6 +585,8 @@ def build_task(spec: dict[str, Any]) -> Task:
     depends_on = [
         str(d.get("task_key")) for d in spec.get("depends_on") or [] if isinstance(d, dict)
     ]
+    wheel = spec.get("python_wheel_task")
+    parameters = (wheel.get("parameters") or []) if isinstance(wheel, dict) else []
     return Task(
         key=str(spec.get("task_key")),
         kind=kind,
@@ -589,6 +594,7 @@ def build_task(spec: dict[str, Any]) -> Task:
         depends_on=depends_on,
         run_if=str(spec.get("run_if") or "ALL_SUCCESS"),
         spec=spec,
+        gate_pack=pack_argument(parameters),
     )
 
 

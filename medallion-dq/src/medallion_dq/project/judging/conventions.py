@@ -56,7 +56,8 @@ from medallion_dq import library, rules, user_yaml
 from medallion_dq.constraints import check_expectation
 from medallion_dq.problems import CODES as REGISTRY
 from medallion_dq.problems import SEVERITIES, DataQualityError, Problem, severity_of
-from medallion_dq.project.judging import conventions_file, policy, review
+from medallion_dq.project import policy
+from medallion_dq.project.judging import conventions_file, review
 from medallion_dq.project.manifest import PIPELINES_DIR, Manifest
 from medallion_dq.project.pipeline_sql import unselected
 from medallion_dq.project.pipelines import Expectation, PipelineFile
@@ -145,12 +146,6 @@ def _settings(config: Mapping[str, Any]) -> _Settings:
     return _Settings(severity, layer_of_folder, suffix, problems)
 
 
-def defaults() -> dict[str, str]:
-    """Each code's built-in severity, the base of every pack's policy (DQC000 and DQC017, which
-    say the policy itself is wrong, are always errors)."""
-    return dict(SEVERITIES)
-
-
 def descriptions() -> dict[str, str]:
     """What each code finds, by code."""
     return {code: REGISTRY[code] for code in (*CODES, *review.CODES)}
@@ -204,6 +199,11 @@ class _Collector:
         self.manifest = manifest
         self.root = manifest.root
         self.replacing = {path.resolve(): text for path, text in replacing.items()}
+        # How problems name a rule file: as the manifest read it, or a new one of `replacing`.
+        self.where = {
+            **{path: relative_path(path, self.root) for path in self.replacing},
+            **manifest.where,
+        }
         self.settings = settings
         self.samples = {
             key
@@ -253,12 +253,10 @@ class _Collector:
             if "does not parse" not in unread:  # said once, by the policy
                 self.add("DQC000", "pyproject.toml", unread, "fix [tool.medallion] rules")
             return
-        folders = self.manifest.settings.rules_dirs
-        found = {p.resolve() for f in folders if f.is_dir() for p in rules.rule_files(f)}
-        yield from sorted(found | set(self.replacing))
+        yield from sorted({*self.manifest.rule_files, *self.replacing})
 
     def read_rule_file(self, path: Path) -> None:
-        where = relative_path(path, self.root)
+        where = self.where[path]
         text = self.replacing.get(path.resolve())
         try:
             if text is None:
@@ -336,7 +334,7 @@ class _Collector:
 
     def read_file(self, file: PipelineFile) -> None:
         """What one pipeline file defines (the manifest's reading of it), by its layer."""
-        rel = relative_path(file.path, self.root)
+        rel = file.where
         layer = self.layer_of(file.path)
         sql = file.path.suffix == ".sql"
         if file.unread:
@@ -666,7 +664,7 @@ def check(
     `validate_bundle`'s to say).
 
     `config`: the `[tool.medallion.conventions]` table (default: the project's conventions
-    pack's policy, then its pyproject.toml's table: `policy.load`).
+    pack's policy, then its pyproject.toml's table, as the manifest read it: `policy.load`).
     `sample_failures`: `{"dataset.rule": failed fraction}` from a run on the sample data (see
     `sample_failures_from_metrics`): a silver `fail` rule the sample violates is an error.
     `more`: problems found elsewhere with a DQC code (DQC015, a contract's drift), given the
@@ -676,7 +674,7 @@ def check(
     read_problems: list[Problem] = []
     chosen = None
     if config is None:
-        chosen = policy.load(manifest.settings, defaults())
+        chosen = manifest.policy
         config, read_problems = chosen.config, chosen.problems
         more = [*more, *conventions_file.drift(manifest, chosen, descriptions())]
     collector = _Collector(manifest, _settings(config), sample_failures or {}, replacing or {})
@@ -687,7 +685,7 @@ def check(
         for where, ruleset in collector.loaded.items():
             layer = ruleset.layer or collector.settings.layer_of_folder.get(Path(where).parent.name)
             collector.problems += policy.rule_file_problems(chosen, ruleset, layer, where)
-        collector.problems += policy.gate_task_problems(chosen, manifest.bundle)
+        collector.problems += policy.gate_task_problems(chosen, manifest.bundle, manifest.where)
     for file in manifest.folder_code.files:
         collector.read_file(file)
     collector.judge()

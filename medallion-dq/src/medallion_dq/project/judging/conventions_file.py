@@ -16,11 +16,11 @@ from collections.abc import Mapping
 
 from medallion_dq import library
 from medallion_dq.problems import Problem
-from medallion_dq.project.judging.policy import Policy, read_pack
 from medallion_dq.project.manifest import Manifest
 from medallion_dq.project.markup import md_code, md_text
+from medallion_dq.project.policy import CONVENTIONS_FILE, Policy
 
-FILE = "CONVENTIONS.md"
+FILE = CONVENTIONS_FILE
 _MARK = re.compile(
     r"<!-- medallion-dq conventions write: pack (?P<pack>\S+) (?P<version>\S*) "
     r"sha256:(?P<digest>[0-9a-f]{64}) -->"
@@ -29,21 +29,20 @@ _WRITE = "`medallion-dq conventions write`"
 
 
 def render(policy: Policy, described: Mapping[str, str]) -> str:
-    """The CONVENTIONS.md the pack of `policy` writes: its marker line, then the text."""
-    folder = library.pack_folder(policy.pack)
-    own = folder / FILE
-    text = own.read_text(encoding="utf-8").rstrip() + "\n" if own.is_file() else ""
+    """The CONVENTIONS.md the pack of `policy` writes: its marker line, then the text (the
+    pack's words as its policy holds them, read with it)."""
+    text = policy.pack_text.rstrip() + "\n" if policy.pack_text is not None else ""
     if not text:
         text = f"# Data-quality conventions: pack {md_text(policy.pack)}\n"
     lines = [text, "## The pack's rules", ""]
     lines += ["| rule | parameters | description | owner |", "|---|---|---|---|"]
-    for rule in library.library(policy.pack).values():
+    for rule in policy.pack_rules:
         params = ", ".join(f"{name} ({kind})" for name, kind in rule.params.items())
         lines.append(
             f"| {md_code(f'{policy.pack}.{rule.name}')} | {md_text(params)} |"
             f" {md_text(rule.description)} | {md_text(rule.owner)} |"
         )
-    packed, _ = read_pack(policy.pack, described)
+    packed = policy.packed
     locked = set(packed.get("locked", []))
     severity = packed.get("severity", {})
     lines += ["", "## What `medallion-dq check` enforces", ""]
@@ -74,10 +73,9 @@ def drift(manifest: Manifest, policy: Policy, described: Mapping[str, str]) -> l
     """DQC018 when the project's CONVENTIONS.md is not what its pack writes, saying why."""
     if policy.pack == library.BUILT_IN or any(p.code == "DQC000" for p in policy.problems):
         return []
-    try:
-        wanted = render(policy, described)
-    except (OSError, UnicodeDecodeError, library.LibraryError):
+    if policy.pack_unread:
         return []  # the pack is broken: said as DQC000 / DQ031 elsewhere
+    wanted = render(policy, described)
     try:
         found = manifest.text(manifest.root / FILE)
     except FileNotFoundError:

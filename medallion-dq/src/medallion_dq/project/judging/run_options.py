@@ -72,7 +72,6 @@ from medallion_dq.project.bundle.model import (
 )
 from medallion_dq.project.judging.engine import Engine
 from medallion_dq.project.manifest import FORMAT_KEY, Manifest
-from medallion_dq.text import relative_path
 
 __all__ = [
     "DEFAULT_LANDING",
@@ -347,6 +346,12 @@ def check_landing(
     return problems
 
 
+def _shown(root: Path, path: Path) -> str:
+    """A folder of the lake or its landing as a message names it: relative to the project
+    `root` when it is in it (the lake's landings are kept resolved)."""
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
+
+
 def _same_file(a: Path, b: Path) -> bool:
     import filecmp
 
@@ -381,11 +386,8 @@ def check_lake(
     rebuilds the tables of the run's pipelines (the CLI removes them first). `writers`: table
     name -> the bundle pipeline that writes it, named in the fix. `engine`: reads the lake."""
 
-    def shown(path: Path) -> str:
-        return relative_path(path, root) if path.is_relative_to(root) else str(path)
-
     problems = []
-    where = shown(lake)
+    where = _shown(root, lake)
     for table, why in engine.LakeFolder(lake).damaged().items():
         name = table.split(".")[-1]
         if name in set(rebuilt):
@@ -408,7 +410,7 @@ def check_lake(
         return problems
     if not new_delivery:
         message = (
-            f"the lake {where} was built from {shown(built_from[-1])}, and it knows files by "
+            f"the lake {where} was built from {_shown(root, built_from[-1])}, and it knows files by "
             "their path: every file of this folder would be read again"
         )
         fix = (
@@ -427,7 +429,7 @@ def check_lake(
     if copies:
         copied, earlier = copies[0]
         message = (
-            f"{len(copies)} file(s) here were read already from {shown(earlier)} (same name and "
+            f"{len(copies)} file(s) here were read already from {_shown(root, earlier)} (same name and "
             f"bytes, e.g. {copied.as_posix()}): a new delivery is read whole, they would be read twice"
         )
         fix = "leave only the new files in the folder, or --full-refresh to read it from scratch"
@@ -469,7 +471,7 @@ def check_gate(
                 built_from = engine.LakeFolder(lake).landings()
                 landing = ""
                 if built_from and root is not None and built_from[-1] != root / DEFAULT_LANDING:
-                    landing = f" --landing {relative_path(built_from[-1], root)}"
+                    landing = f" --landing {_shown(root, built_from[-1])}"
                 fix = (
                     f"`medallion-dq run --job {rejected['job']}{landing}` judges them again with "
                     "the next delivery; --ungated publishes them as they are"
@@ -532,7 +534,7 @@ def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
                     fix = f"write the {field} itself, or a ${{var.<name>}} that has a value"
                 where = (
                     "RUN007",
-                    relative_path(pipeline.source_file, bundle.root),
+                    manifest.where[pipeline.source_file],
                     f"resources.pipelines.{key}.{field}",
                     value,
                 )
@@ -541,7 +543,7 @@ def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
                 if var:
                     file, path, how = _variable_origin(manifest, var.group(1))
                 else:
-                    file = relative_path(pipeline.source_file, bundle.root)
+                    file = manifest.where[pipeline.source_file]
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
                 suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", value).strip("_")
                 example = f", e.g. {how}{suggestion}" if _valid_name(suggestion) else ""

@@ -35,19 +35,22 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medallion_dq import gate, library, rules
-from medallion_dq.problems import Problem
+from medallion_dq import library, rules
+from medallion_dq.problems import SEVERITIES, Problem
 from medallion_dq.rules import RuleSet
-from medallion_dq.text import relative_path
 from medallion_dq.user_yaml import load_yaml
 
 if TYPE_CHECKING:  # pragma: no cover
     from medallion_dq.project.bundle import Bundle
-    from medallion_dq.project.manifest import Settings
+    from medallion_dq.project.config import Settings
 
 POLICY_FILE = "policy.yml"
+#: The pack's own words on its conventions, and the file a project keeps them in (written from
+#: the pack: `conventions_file`).
+CONVENTIONS_FILE = "CONVENTIONS.md"
 TABLE = "[tool.medallion.conventions]"
 #: How strict a severity is: a locked code's may rise, never fall.
 RANK = {"off": 0, "warning": 1, "error": 2}
@@ -111,6 +114,13 @@ class Policy:
     exceptions: list[PackException] = field(default_factory=list)
     #: Tightenings still in preview: code -> (its severity once it turns, the version it turns).
     preview: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: What the pack writes into a project's CONVENTIONS.md, read with its policy (a pack other
+    #: than the built-in one): its policy.yml as written, its own CONVENTIONS.md (None: it has
+    #: none), its library's rules; `pack_unread`: the pack's files could not be read.
+    packed: dict[str, Any] = field(default_factory=dict)
+    pack_text: str | None = None
+    pack_rules: tuple[library.LibraryRule, ...] = ()
+    pack_unread: bool = False
 
 
 @dataclass(frozen=True)
@@ -307,7 +317,10 @@ def load(settings: Settings, defaults: Mapping[str, str], today: date | None = N
         quarantine={str(k): str(v) for k, v in packed.get("quarantine", {}).items()},
         required=tuple(packed.get("required", [])),
         thresholds_locked="thresholds" in locked,
+        packed=packed,
     )
+    if pack != library.BUILT_IN and not pack_problems:
+        _read_words(policy)
     policy.settings = {
         f"severity.{code}": Setting(value, "built-in") for code, value in defaults.items()
     }
@@ -360,6 +373,23 @@ def load(settings: Settings, defaults: Mapping[str, str], today: date | None = N
 
 
 _PACKS_ALONE = {"thresholds", "quarantine", "required", "locked"}
+
+
+def defaults() -> dict[str, str]:
+    """Each code's built-in severity, the base of every pack's policy (DQC000 and DQC017, which
+    say the policy itself is wrong, are always errors)."""
+    return dict(SEVERITIES)
+
+
+def _read_words(policy: Policy) -> None:
+    """The pack's own CONVENTIONS.md and its library's rules, into `policy` (`pack_unread`
+    when they cannot be read: the pack is broken, which DQC000 / DQ031 say elsewhere)."""
+    try:
+        own = library.pack_folder(policy.pack) / CONVENTIONS_FILE
+        policy.pack_text = own.read_text(encoding="utf-8") if own.is_file() else None
+        policy.pack_rules = tuple(library.library(policy.pack).values())
+    except (OSError, UnicodeDecodeError, library.LibraryError):
+        policy.pack_unread = True
 
 
 def _unread(message: str, fix: str | None = None) -> Problem:
@@ -466,21 +496,21 @@ def rule_file_problems(
     return out
 
 
-def gate_task_problems(policy: Policy, bundle: Bundle) -> list[Problem]:
+def gate_task_problems(policy: Policy, bundle: Bundle, where: Mapping[Path, str]) -> list[Problem]:
     """A quality_gate task that does not name the pack whose default thresholds it must apply
     (DQC019): on Databricks, the gate knows the pack only from its parameters. (A bundle that
-    does not load has no job: the bundle checks say why.)"""
+    does not load has no job: the bundle checks say why.) `where`: how problems name a bundle
+    file (a manifest's)."""
     if not policy.thresholds or policy.pack == library.BUILT_IN:
         return []
     out = []
     for job in bundle.jobs.values():
         for task in job.tasks:
-            parameters = task.spec.get("python_wheel_task", {}).get("parameters") or []
-            if task.is_gate and gate.pack_argument(parameters) != policy.pack:
+            if task.is_gate and task.gate_pack != policy.pack:
                 out.append(
                     Problem(
                         "DQC019",
-                        relative_path(job.source_file, bundle.root),
+                        where[job.source_file],
                         f"task {task.key} runs the quality gate without --pack {policy.pack}: it"
                         f" would not apply the default thresholds of {policy.pack}",
                         f"add - --pack and - {policy.pack} to the task's parameters",
