@@ -255,6 +255,7 @@ def test_the_manifest_holds_what_the_judging_reads(project):
     ):
         assert manifest.where[path] == path.relative_to(root).as_posix()
     assert manifest.where[root / "databricks.yml"] == "databricks.yml"
+    assert manifest.where[root / "resources" / "new.yml"] == "resources/new.yml"  # not read
     gates = [t for job in manifest.bundle.jobs.values() for t in job.tasks if t.is_gate]
     assert gates and {t.gate_pack for t in gates} == {None}  # the built-in pack: none named
 

@@ -94,7 +94,7 @@ class Manifest:
     #: Every rule file of the rule folders, sorted (none when `rules` is wrong: `settings`).
     rule_files: tuple[Path, ...] = ()
     #: Each file a problem may name (the bundle's YAML files, the rule files) -> its path as
-    #: problems name it, relative to the project root.
+    #: problems name it, relative to the project root (`Shown`: any other file too).
     where: Mapping[Path, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
@@ -189,6 +189,18 @@ def settings(project: Project) -> Settings:
     )
 
 
+class Shown(dict[Path, str]):
+    """Paths as problems name them, relative to the project root: the files the manifest read,
+    and any other one when first asked (a problem never fails for want of a name)."""
+
+    def __init__(self, root: Path, paths: tuple[Path, ...]):
+        super().__init__((path, relative_path(path, root)) for path in paths)
+        self.root = root
+
+    def __missing__(self, path: Path) -> str:
+        return relative_path(path, self.root)
+
+
 def _read(project: Project, bundle: Bundle) -> dict[str, Any]:
     """What the manifest reads besides the bundle: `[tool.medallion]`, the conventions policy,
     the rule files, and how problems name the files."""
@@ -199,7 +211,7 @@ def _read(project: Project, bundle: Bundle) -> dict[str, Any]:
         rule_files = tuple(project.rule_files())
     except ValueError:  # a wrong `rules`: `settings.unread` says it
         rule_files = ()
-    where = {path: relative_path(path, project.root) for path in (*bundle.files, *rule_files)}
+    where = Shown(project.root, (*bundle.files, *rule_files))
     return {
         "settings": read,
         "policy": policy.load(read, policy.defaults()),

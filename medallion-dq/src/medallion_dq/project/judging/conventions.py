@@ -62,7 +62,7 @@ from medallion_dq.project.manifest import PIPELINES_DIR, Manifest
 from medallion_dq.project.pipeline_sql import unselected
 from medallion_dq.project.pipelines import Expectation, PipelineFile
 from medallion_dq.rule_fields import Check, Column
-from medallion_dq.text import relative_path, short_name
+from medallion_dq.text import short_name
 
 __all__ = ["CODES", "check", "sample_failures_from_metrics"]
 
@@ -199,11 +199,7 @@ class _Collector:
         self.manifest = manifest
         self.root = manifest.root
         self.replacing = {path.resolve(): text for path, text in replacing.items()}
-        # How problems name a rule file: as the manifest read it, or a new one of `replacing`.
-        self.where = {
-            **{path: relative_path(path, self.root) for path in self.replacing},
-            **manifest.where,
-        }
+        self.where = manifest.where  # how problems name a file, a new one of `replacing` too
         self.settings = settings
         self.samples = {
             key
