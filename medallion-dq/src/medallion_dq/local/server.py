@@ -346,10 +346,11 @@ def stop_lake_servers(lake: Path) -> None:
 
 def servers(root: Path) -> list[tuple[Path, ServerInfo | None]]:
     """The server folders of project `root`, the test processes' and its lakes', with what runs
-    in each (None: nothing)."""
+    in each (None: nothing, also when its supervisor was killed and left its server.json)."""
     lakes = (Path(root) / ".local" / "lake").glob(f"*/{LAKE_SERVER}/*")
     folders = sorted([*(Path(root) / STATE).glob("*"), *lakes])
-    return [(f, read_info(f)) for f in folders if f.is_dir()]
+    found = [(f, read_info(f)) for f in folders if f.is_dir()]
+    return [(f, info if info and _alive(info.pid) else None) for f, info in found]
 
 
 def warm_lake(root: Path) -> Path | None:
