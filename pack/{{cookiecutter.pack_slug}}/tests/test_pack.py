@@ -2,13 +2,14 @@
 used as a rule file uses it; the policy reads without a problem."""
 
 from medallion_dq import library
-from medallion_dq.tools import conventions, examples, policy
+from medallion_dq.project import policy
+from medallion_dq.tools import examples
 
 PACK = "{{ cookiecutter.pack }}"
 
 
 def test_the_policy_reads():
-    _, problems = policy.read_pack(PACK, conventions.defaults())
+    _, problems = policy.read_pack(PACK, policy.defaults())
     assert [str(p) for p in problems] == []
 
 
