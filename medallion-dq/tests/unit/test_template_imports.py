@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[3]
 TEMPLATES = (REPO / "{{cookiecutter.project_slug}}", REPO / "pack")
 MODULE = re.compile(r"medallion_dq(\.\w+)*")
+SUBMODULE = re.compile(r"medallion_dq(\.\w+)+")  # a string naming one: python -m
 
 
 def _python(path: Path) -> ast.Module:
@@ -36,9 +37,8 @@ def _imported() -> list[tuple[str, str, str | None]]:
                     found += [(where, str(node.module), alias.name) for alias in node.names]
                 elif isinstance(node, ast.Import):
                     found += [(where, a.name, None) for a in node.names if MODULE.fullmatch(a.name)]
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    if MODULE.fullmatch(node.value) and "." in node.value:
-                        found.append((where, node.value, None))
+                elif isinstance(node, ast.Constant) and SUBMODULE.fullmatch(str(node.value)):
+                    found.append((where, str(node.value), None))
     return found
 
 
