@@ -269,6 +269,53 @@ def test_undeclared_variable(project: Path) -> None:
     assert only(problems, "BND009")  # ... so the schema does not resolve in either target
 
 
+@pytest.mark.parametrize(
+    ("schema", "refused"),
+    [
+        ("bad name", "refuses ' '"),
+        ("acme.orders", "refuses '.'"),
+        ("a/b", "refuses '/'"),
+        ("tab\there", "refuses '\\t'"),
+        ("x" * 256, "256 characters"),
+    ],
+)
+def test_a_name_unity_catalog_refuses_is_said_for_each_target(
+    project: Path, schema: str, refused: str
+) -> None:
+    """Unity Catalog's naming requirements (docs.databricks.com/aws/en/data-governance/
+    unity-catalog/requirements): no period, space, forward slash or control character, at most
+    255 characters. The deploy would fail; `check` says so first, once per target."""
+    edit(
+        project,
+        VALIDATION_FILE,
+        lambda d: d["resources"]["pipelines"]["validation"].update(schema=schema),
+    )
+    problems = only(validate_bundle(project), "BND009")
+    assert len(problems) == 2  # dev and prod
+    assert all(refused in p.message and "target" in p.message for p in problems), problems
+    assert problems[0].path == "resources.pipelines.validation.schema"
+    assert problems[0].fix.startswith("use letters, digits and underscores, e.g. schema: ")
+
+
+def test_names_unity_catalog_takes_pass(project: Path) -> None:
+    """A hyphen, digits first, non-ASCII letters and `${workspace.current_user.short_name}`
+    (resolved at deploy): Unity Catalog takes them (backticked in SQL)."""
+    for schema in (
+        "acme-orders",
+        "2026_orders",
+        "caf\u00e9",
+        "dev_${workspace.current_user.short_name}",
+    ):
+        edit(
+            project,
+            VALIDATION_FILE,
+            lambda d, schema=schema: d["resources"]["pipelines"]["validation"].update(
+                schema=schema
+            ),
+        )
+        assert [p for p in validate_bundle(project) if p.code == "BND009"] == [], schema
+
+
 def test_secret_literal_is_refused(project: Path) -> None:
     edit(
         project,

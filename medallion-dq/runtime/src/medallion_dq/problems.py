@@ -77,7 +77,7 @@ CODES: dict[str, str] = {
     "BND006": "a pipeline's libraries entry or root_path matches no file",
     "BND007": "a task's depends_on names an unknown task, or two tasks share a key",
     "BND008": "the job's tasks depend on each other in a cycle",
-    "BND009": "a pipeline's catalog or schema does not resolve in a target",
+    "BND009": "a pipeline's catalog or schema does not resolve in a target, or is a name Unity Catalog refuses",
     "BND010": "a secret-looking literal (token, password) written in the YAML",
     "BND011": "the bundle's structure: name, include globs, targets, duplicate resources",
     "BND012": "a python_wheel_task's package or entry point is not declared",

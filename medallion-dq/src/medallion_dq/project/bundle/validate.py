@@ -14,7 +14,8 @@ BND005  a `${var.x}` is not declared, or a variable has no value in a target
 BND006  a pipeline `libraries` entry or `root_path` matches no file
 BND007  a task `depends_on` names an unknown task, or two tasks share a key
 BND008  the job's tasks depend on each other in a cycle
-BND009  a pipeline's catalog or schema does not resolve in a target
+BND009  a pipeline's catalog or schema does not resolve in a target, or is a name Unity
+        Catalog refuses (a period, space, slash or control character; over 255 characters)
 BND010  a secret-looking literal (token, password...) is written in the YAML
 BND011  bundle structure: name, include globs, targets, duplicate resources
 BND012  a python_wheel_task's package or entry point is not declared
@@ -529,6 +530,19 @@ def _check_jobs(report: Report, raw: RawBundle, validation_key: str, publish_key
             _check_job(report, files[0], key, spec, validation_key, publish_key)
 
 
+_UC_REFUSED = re.compile(r"[. /\x00-\x1f\x7f]")
+
+
+def _refused_by_unity_catalog(name: str) -> str:
+    """Why Unity Catalog refuses `name` for a catalog or schema, or "" when it takes it: at
+    most 255 characters, no period, space, forward slash, ASCII control character or DELETE
+    (docs.databricks.com/aws/en/data-governance/unity-catalog/requirements)."""
+    if len(name) > 255:
+        return f"{len(name)} characters, and Unity Catalog takes at most 255 in a name"
+    found = _UC_REFUSED.search(name)
+    return f"Unity Catalog refuses {found.group()!r} in a name" if found else ""
+
+
 def _check_catalog_schema(report: Report, raw: RawBundle) -> None:
     targets = raw.config.get("targets") or {}
     if not isinstance(targets, dict):
@@ -566,6 +580,15 @@ def _check_catalog_schema(report: Report, raw: RawBundle) -> None:
                         f"{fld} of pipeline {key!r} does not resolve in target {tname!r} "
                         f"(left: {_ref(pending[0])})",
                         f"give the variable a value under targets.{tname}.variables",
+                    )
+                elif refused := _refused_by_unity_catalog(REFERENCE.sub("x", str(value))):
+                    suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", str(value)).strip("_")[:255]
+                    report.add(
+                        "BND009",
+                        file,
+                        path,
+                        f"{fld} {value!r} of pipeline {key!r} in target {tname!r}: {refused}",
+                        f"use letters, digits and underscores, e.g. {fld}: {suggestion or 'dev'}",
                     )
 
 
