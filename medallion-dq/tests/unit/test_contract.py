@@ -21,6 +21,7 @@ import yaml
 
 from contract_cases import EXAMPLES, HERE, ODCS_EXAMPLES, generated
 from medallion_dq import dataset_checks, gate, rules
+from medallion_dq.events import UpdateEvents
 from medallion_dq.problems import MedallionDQError
 from medallion_dq.project import Project, markup
 from medallion_dq.project.judging import conventions
@@ -569,10 +570,25 @@ def test_the_gate_names_the_clause_a_failure_breaks(tmp_path, monkeypatch):
     (amount,) = [m for m in metrics if m["name"] == "valid_amount"]
     amount |= {"passed": 90, "failed": 10}
     monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
-    monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: metrics)
-    monkeypatch.setattr(gate, "completed_datasets", lambda events, update_id: {"silver_orders"})
+    progress = {
+        "update_id": "u1",
+        "event_type": "flow_progress",
+        "time": "2026-11-05 10:00:00.000000",
+        "dataset_name": "silver_orders",
+        "flow_name": "silver_orders",
+        "status": "COMPLETED",
+        "expectations": [
+            {"dataset": m["dataset"], "name": m["name"], "passed_records": m["passed"],
+             "failed_records": m["failed"]}
+            for m in metrics
+        ],
+    }  # fmt: skip
+    monkeypatch.setattr(
+        gate, "read_update_events", lambda events, updates: UpdateEvents((progress,))
+    )
     monkeypatch.setattr(dataset_checks, "landing_drift", lambda *args, **kwargs: [])  # reads tables
-    result = gate.run_gate(object(), rule_files=[tmp_path])
+    events = type("Events", (), {"sparkSession": None})()  # its readers are replaced
+    result = gate.run_gate(events, rule_files=[tmp_path])
     clause = "[orders.amount: minimum (acme-orders-orders 1.0.0)]"
     assert f"silver_orders.valid_amount {clause}" in result.table()
     assert f"1 of 7 rule(s) over threshold: silver_orders.valid_amount {clause}" in result.summary()

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from medallion_dq import checks, dataset_checks, gate
+from medallion_dq.events import UpdateEvents
 from medallion_dq.gate import EMPTY_DELIVERY, evaluate
 
 # `details:flow_progress.data_quality.expectations` of an update with no new landing files.
@@ -109,6 +110,61 @@ def test_empty_and_over_threshold_are_both_reported() -> None:
 class _Events:
     """Just enough of a DataFrame for run_gate: the helpers that read Spark are replaced."""
 
+    sparkSession = None
+
+
+def progress(update: str, dataset: str, expectations=None, status="COMPLETED", time="") -> dict:
+    """One flow_progress event as `read_update_events` selects it."""
+    return {
+        "update_id": update,
+        "event_type": "flow_progress",
+        "time": time or "2026-11-05 10:00:00.000000",
+        "dataset_name": dataset,
+        "flow_name": dataset,
+        "status": status,
+        "expectations": expectations,
+    }
+
+
+def test_the_events_of_several_updates_answer_each_question_of_the_gate() -> None:
+    """One read of the judged updates' events: completed flows, metrics summed over the
+    updates asked for (a rule's own dataset first), and each update's first and last event."""
+    rule = {"name": "valid_id", "dataset": None, "passed_records": 8, "failed_records": 2}
+    events = UpdateEvents(
+        (
+            progress("u1", "cat.s.silver_orders", [rule], time="2026-11-05 10:00:01.250000"),
+            progress("u1", "bronze_orders", status="RUNNING", time="2026-11-05 10:00:00.500000"),
+            progress(
+                "u2",
+                "silver_orders",
+                [{**rule, "passed_records": 5}],
+                time="2026-11-06 09:00:00.000000",
+            ),
+            progress(
+                "u2", "silver_customers", status="completed", time="2026-11-06 09:00:02.000000"
+            ),
+            {
+                **progress("u2", None, time="2026-11-06 09:00:03.900000"),
+                "event_type": "create_update",
+            },
+        )
+    )
+    assert events.completed("u1") == {"silver_orders"}
+    assert events.completed(["u1", "u2"]) == {"silver_orders", "silver_customers"}
+    assert events.metrics(["u1", "u2"]) == [
+        {"dataset": "cat.s.silver_orders", "name": "valid_id", "passed": 8, "failed": 2},
+        {"dataset": "silver_orders", "name": "valid_id", "passed": 5, "failed": 2},
+    ]
+    assert events.metrics("u2") == [
+        {"dataset": "silver_orders", "name": "valid_id", "passed": 5, "failed": 2}
+    ]
+    assert (events.time("u1", first=True), events.time("u2")) == (
+        "2026-11-05 10:00:00.500000",
+        "2026-11-06 09:00:03",
+    )
+    with pytest.raises(ValueError, match="no events of update u3"):
+        events.time("u3")
+
 
 def test_run_gate_expects_rule_datasets_whose_flow_completed(tmp_path: Path, monkeypatch) -> None:
     rules = tmp_path / "rules"
@@ -124,12 +180,10 @@ def test_run_gate_expects_rule_datasets_whose_flow_completed(tmp_path: Path, mon
             )
         )
     monkeypatch.setattr(gate, "latest_update_id", lambda events: "u1")
-    monkeypatch.setattr(gate, "expectation_metrics", lambda events, update_id: [])
     monkeypatch.setattr(dataset_checks, "landing_drift", lambda *args, **kwargs: [])
     # The validation update ran bronze and silver: gold's rules are the publish pipeline's.
-    monkeypatch.setattr(
-        gate, "completed_datasets", lambda events, update_id: {"bronze_orders", "silver_orders"}
-    )
+    ran = UpdateEvents(tuple(progress("u1", name) for name in ("bronze_orders", "silver_orders")))
+    monkeypatch.setattr(gate, "read_update_events", lambda events, updates: ran)
     assert gate.rule_datasets([rules]) == {"silver_orders", "gold_x"}
     result = gate.run_gate(_Events(), rule_files=[rules])
     assert (result.update_id, result.empty, result.passed) == ("u1", ["silver_orders"], False)

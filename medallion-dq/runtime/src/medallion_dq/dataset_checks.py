@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq.checks import KINDS, CheckResult, Judging, acted, quote_table
-from medallion_dq.events import update_ids
+from medallion_dq.events import read_update_events
 from medallion_dq.rule_fields import Check
 from medallion_dq.rules import RuleSet
 from medallion_dq.text import short_name, sql_name
@@ -69,7 +69,7 @@ def judge(
             raise ValueError(f"as_of: not a timestamp: {as_of!r}")
         moment = f"CAST('{as_of}' AS TIMESTAMP)"
     else:
-        moment = f"CAST('{_update_time(events_df, update_id)}' AS TIMESTAMP)"
+        moment = f"CAST('{read_update_events(events_df, update_id).time(update_id)}' AS TIMESTAMP)"
     on = Judging(spark, events_df, update_id, table, moment, allow_empty, earlier or {})
     results = []
 
@@ -88,24 +88,24 @@ def judge(
 
 
 def landing_drift(
-    events_df: DataFrame,
-    update_id: str | Sequence[str],
+    spark: SparkSession,
+    since: str,
     datasets: set[str],
     *,
     table: Callable[[str], str] = lambda name: name,
 ) -> list[CheckResult]:
-    """A warning for each bronze dataset of `datasets` whose records of this update (or these,
-    oldest first; ingested since the first one's first event) drifted from its schema; nothing
-    for the others."""
+    """A warning for each bronze dataset of `datasets` whose records ingested at or after
+    `since` (the first judged update's first event, `UpdateEvents.time`) drifted from its
+    schema; nothing for the others."""
     from pyspark.errors import AnalysisException
 
     from medallion_dq import sources
 
-    since, out = _update_time(events_df, update_ids(update_id)[0], first=True), []
+    out = []
     for name in sorted(datasets):
         started = time.perf_counter()
         try:
-            drift = sources.landing_drift(events_df.sparkSession.read.table(table(name)), since)
+            drift = sources.landing_drift(spark.read.table(table(name)), since)
         except AnalysisException:  # a temporary view of the pipeline: no table to read
             continue
         if drift:
@@ -123,19 +123,3 @@ def landing_drift(
                 )
             )
     return out
-
-
-def _update_time(events_df: DataFrame, update_id: str, first: bool = False) -> str:
-    """The time of the update's last event (its first with `first`), in UTC."""
-    from pyspark.sql import functions as F
-
-    moment = F.min("timestamp") if first else F.max("timestamp")
-    shown = "yyyy-MM-dd HH:mm:ss.SSSSSS" if first else "yyyy-MM-dd HH:mm:ss"
-    row = (
-        events_df.filter(F.col("origin.update_id") == F.lit(update_id))
-        .agg(F.date_format(moment, shown).alias("time"))
-        .collect()[0]
-    )
-    if row["time"] is None:
-        raise ValueError(f"no events of update {update_id}")
-    return str(row["time"])

@@ -47,7 +47,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medallion_dq import library
-from medallion_dq.events import EXPECTATIONS_PATH, EXPECTATIONS_SCHEMA, details_json, update_ids
+from medallion_dq.events import (
+    EXPECTATIONS_PATH,
+    EXPECTATIONS_SCHEMA,
+    read_update_events,
+    update_ids,
+)
 from medallion_dq.text import short_name, shown, table_lines
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,7 +72,6 @@ __all__ = [
     "completed_datasets",
     "evaluate",
     "expectation_metrics",
-    "expectation_metrics_frame",
     "latest_update_id",
     "layer_defaults",
     "main",
@@ -87,7 +91,6 @@ DEFAULT_THRESHOLD = 0.0
 #: How the gate names a dataset that received no rows (formatted with ``dataset``).
 EMPTY_DELIVERY = "{dataset}: 0 input records: an empty delivery (no new landing files?)"
 
-_STATUS_PATH = "$.flow_progress.status"
 _PIPELINE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _TABLE_NAME = re.compile(r"^[A-Za-z0-9_`-]+(\.[A-Za-z0-9_`-]+){0,2}$")
 
@@ -424,12 +427,6 @@ def evaluate(
 # --------------------------------------------------------------------------- Spark side
 
 
-def _of_updates(updates: str | Sequence[str]) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("origin.update_id").isin(*update_ids(updates))
-
-
 def latest_update_id(events_df: DataFrame) -> str | None:
     """The update of the most recent `flow_progress` event (None if there is none)."""
     from pyspark.sql import functions as F
@@ -445,51 +442,10 @@ def latest_update_id(events_df: DataFrame) -> str | None:
     return rows[0]["update_id"] if rows else None
 
 
-def expectation_metrics_frame(events_df: DataFrame, update_id: str | Sequence[str]) -> DataFrame:
-    """DataFrame (dataset, name, passed, failed) summed over the flow_progress events of one
-    update (or of several)."""
-    from pyspark.sql import functions as F
-
-    expectations = F.from_json(
-        F.get_json_object(details_json(events_df), EXPECTATIONS_PATH), EXPECTATIONS_SCHEMA
-    )
-    return (
-        events_df.filter(F.col("event_type") == "flow_progress")
-        .filter(_of_updates(update_id))
-        .select(
-            F.col("origin.dataset_name").alias("origin_dataset"),
-            F.explode(expectations).alias("e"),
-        )
-        .select(
-            F.coalesce(F.col("e.dataset"), F.col("origin_dataset")).alias("dataset"),
-            F.col("e.name").alias("name"),
-            F.coalesce(F.col("e.passed_records"), F.lit(0)).alias("passed_records"),
-            F.coalesce(F.col("e.failed_records"), F.lit(0)).alias("failed_records"),
-        )
-        .groupBy("dataset", "name")
-        .agg(
-            F.sum("passed_records").cast("bigint").alias("passed"),
-            F.sum("failed_records").cast("bigint").alias("failed"),
-        )
-        .orderBy("dataset", "name")
-    )
-
-
 def completed_datasets(events_df: DataFrame, update_id: str | Sequence[str]) -> set[str]:
     """Datasets (short names) whose flow reported COMPLETED in this update's (or these
     updates') events."""
-    from pyspark.sql import functions as F
-
-    status = F.get_json_object(details_json(events_df), _STATUS_PATH)
-    rows = (
-        events_df.filter(F.col("event_type") == "flow_progress")
-        .filter(_of_updates(update_id))
-        .filter(F.upper(status) == "COMPLETED")
-        .select(F.coalesce("origin.dataset_name", "origin.flow_name").alias("dataset"))
-        .distinct()
-        .collect()
-    )
-    return {short_name(row["dataset"]) for row in rows if row["dataset"]}
+    return read_update_events(events_df, update_id).completed(update_id)
 
 
 def expectation_metrics(
@@ -500,15 +456,7 @@ def expectation_metrics(
     update_id = update_id or latest_update_id(events_df)
     if update_id is None:
         return []
-    return [
-        {
-            "dataset": row["dataset"],
-            "name": row["name"],
-            "passed": int(row["passed"] or 0),
-            "failed": int(row["failed"] or 0),
-        }
-        for row in expectation_metrics_frame(events_df, update_id).collect()
-    ]
+    return read_update_events(events_df, update_id).metrics(update_id)
 
 
 def read_event_log(
@@ -570,14 +518,15 @@ def run_gate(
     before = {d: tuple(u for u in ids if u != update_id) for d, ids in (earlier or {}).items()}
     before = {d: ids for d, ids in before.items() if ids}
     expected = {ruleset.dataset for ruleset in rulesets}
-    ran = completed_datasets(events_df, update_id)
-    metrics = expectation_metrics(events_df, update_id)
+    judged = read_update_events(
+        events_df, [*{u for ids in before.values() for u in ids}, update_id]
+    )
+    ran = judged.completed(update_id)
+    metrics = judged.metrics(update_id)
     for ids in set(before.values()):  # mostly one list, shared by the pipeline's streams
         takes = {d for d, its in before.items() if its == ids}
-        ran |= completed_datasets(events_df, ids) & takes
-        metrics += [
-            m for m in expectation_metrics(events_df, ids) if short_name(m["dataset"]) in takes
-        ]
+        ran |= judged.completed(ids) & takes
+        metrics += [m for m in judged.metrics(ids) if short_name(m["dataset"]) in takes]
     result = evaluate(
         metrics,
         thresholds,
@@ -604,12 +553,13 @@ def run_gate(
             rulesets,
             ran,
             table=table,
-            as_of=as_of,
+            as_of=as_of or judged.time(update_id),
             allow_empty=allow_empty,
             earlier=before,
         )
     # Bronze datasets have no rule files: their drift is judged for every update, as a warning.
-    drift = dataset_checks.landing_drift(events_df, (*result.earlier, update_id), ran, table=table)
+    since = judged.time((*result.earlier, update_id)[0], first=True)
+    drift = dataset_checks.landing_drift(events_df.sparkSession, since, ran, table=table)
     result.checks += drift
     if not result.rows and not result.empty:
         result.note = (
