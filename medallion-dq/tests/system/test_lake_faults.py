@@ -417,7 +417,8 @@ def test_an_empty_delivery_stops_at_the_gate_and_allow_empty_passes_it(project):
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
 def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark):
     """The lake on a 16 MB tmpfs, filled but for 1 MB, then a delivery of 8 MB: once a 55-line
-    traceback, `"error": null` in --json and 44 MB of files no table used."""
+    traceback, `"error": null` in --json and 44 MB of files no table used. The delivery is
+    1,000 orders of 8 kB each: its bytes fill the disk, and few rows keep the runs short."""
     from medallion_dq.local import delta_log, lake
 
     root = tmp_path / "project"
@@ -439,9 +440,9 @@ def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark)
                 "currency": "EUR",
                 "amount": "10.00",
                 "quantity": "1",
-                "note": os.urandom(40).hex(),
+                "note": os.urandom(4_000).hex(),
             }
-            for i in range(40_000)
+            for i in range(1_000)
         ]
         big = root / "fixtures" / "landing" / "orders" / "orders-2026-11-05.json"
         big.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -463,9 +464,9 @@ def test_a_full_disk_ends_in_one_line_and_the_next_run_recovers(tmp_path, spark)
         (disk / "filler").unlink()
         done = cli(root, "run", "--pipeline", "validation", "--json", summary)
         assert done.returncode == 0, done.stdout + done.stderr
-        # Every order once: the two fixture days (201 records) and the 40,000 new ones.
+        # Every order once: the two fixture days (201 records) and the 1,000 new ones.
         bronze = str(disk / "warehouse" / "acme_orders.db" / "bronze_orders")
-        assert spark.read.format("delta").load(bronze).count() == 201 + 40_000
+        assert spark.read.format("delta").load(bronze).count() == 201 + 1_000
         assert cli(root, "lake", "check").returncode == 0
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -508,14 +508,15 @@ def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_on
     tmp_path, java_runtime_only
 ):
     """No javac, no Maven, nothing cached: the plugins jar comes in the wheel and Spark's own
-    resolver fetches the Delta jars. The sample job and another project start at once (or
-    `nox -p`): one fetches while the other waits, then finds them. Before, one of them failed."""
+    resolver fetches the Delta jars. The sample's validation pipeline and another project start
+    at once (or `nox -p`): one fetches while the other waits, then finds them. Before, one of
+    them failed. (The pipeline, not the whole job: what is new here is the first start.)"""
     assert shutil.which("java") and not shutil.which("javac") and not shutil.which("mvn")
     project = tmp_path / "project"
     shutil.copytree(sample_project(), project)
     commands = {  # (command, folder)
-        "job": (
-            [sys.executable, "-m", "medallion_dq", "run", "--job", "medallion", "--fresh"],
+        "run": (
+            [sys.executable, "-m", "medallion_dq", "run", "--pipeline", "validation", "--fresh"],
             project,
         ),
         "start": ([sys.executable, "-c", COLD_START, str(tmp_path / "start")], tmp_path),
@@ -534,7 +535,7 @@ def test_a_java_runtime_is_all_a_new_machine_needs_and_two_first_starts_fetch_on
     fetched = [name for name, (_, err) in done.items() if "fetching the Delta jars (" in err]
     assert len(fetched) == 1, done
     holders = {  # the waiting one names the fetching one: what it is, its process
-        "job": f"`medallion-dq run` (process {starts['job'].pid})",
+        "run": f"`medallion-dq run` (process {starts['run'].pid})",
         "start": f"a Python process (process {starts['start'].pid})",
     }
     waited = f"waiting for {holders[fetched[0]]} fetching the Delta jars into"
