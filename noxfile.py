@@ -1,6 +1,6 @@
 """Sessions for the template repository (`nox -l` lists them).
 
-Default: lint, tests, package, container, cluster, generated.
+Default: lint, tests, package, then `side_by_side`: container and cluster beside generated.
 
 The framework is the package in medallion-dq/: `package` builds its wheel (build/wheels/<digest>/)
 and runs its tests against a project baked from the template. `generated` bakes a project from a
@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,7 +34,7 @@ except ModuleNotFoundError:  # Python 3.10: nox depends on tomli there
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["lint", "tests", "package", "container", "cluster", "generated"]
+nox.options.sessions = ["lint", "tests", "package", "side_by_side"]
 nox.options.error_on_external_run = True
 nox.options.reuse_venv = "yes"
 
@@ -377,6 +378,53 @@ def cluster(session: nox.Session) -> None:
     }
     tests = ("tests/system/test_cluster.py", "tests/system/test_parity.py")
     session.run("pytest", *tests, *session.posargs, env=env)
+
+
+@nox.session(venv_backend="none")
+def side_by_side(session: nox.Session) -> None:
+    """`container` then `cluster` (the Docker backends), and beside them `generated` (the baked
+    project's own nox): alone, each used about one core of two (`container` 0.74), so side by
+    side they take about the time of the longer lane, 6 min 13 s against 8 min one after
+    another (benchmarks/ci.md). Each lane runs as a nox of its own; every line it prints
+    starts with its name. Arguments after `--` are other lanes, each a session or sessions
+    joined by `+`."""
+    default = ["container+cluster", "generated"]
+    lanes = {lane: lane.split("+") for lane in session.posargs or default}
+    nox_here = [sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py")]
+    said = threading.Lock()
+
+    def relay(name: str, process: subprocess.Popen) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            with said:
+                print(f"[{name}] {line}", end="", flush=True)
+
+    processes = {
+        name: subprocess.Popen(
+            [*nox_here, "-s", *sessions],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        for name, sessions in lanes.items()
+    }
+    relays = [threading.Thread(target=relay, args=item) for item in processes.items()]
+    try:
+        for thread in relays:
+            thread.start()
+        for process in processes.values():
+            process.wait()
+    finally:  # interrupted: no nox of ours goes on alone
+        for process in processes.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
+        for thread in relays:
+            thread.join()
+    failed = [name for name, process in processes.items() if process.returncode]
+    if failed:
+        session.error(f"failed: {', '.join(failed)} (their lines above)")
 
 
 def package_group(name: str) -> tuple[str, ...]:

@@ -68,7 +68,7 @@ class UpdateEvents:
         for event in self._progress(updates):
             for found in event["expectations"] or ():
                 key = (found["dataset"] or event["dataset_name"], found["name"])
-                counts = totals.setdefault(key, [0, 0])  # type: ignore[arg-type]
+                counts = totals.setdefault(key, [0, 0])
                 counts[0] += found["passed_records"] or 0
                 counts[1] += found["failed_records"] or 0
         return [
@@ -81,7 +81,7 @@ class UpdateEvents:
     def time(self, update_id: str, first: bool = False) -> str:
         """When the update's last event (its first with `first`) happened, in the session's
         time zone: `yyyy-MM-dd HH:mm:ss`, or with microseconds for `first`."""
-        times = [e["time"] for e in self.events if e["update_id"] == update_id and e["time"]]
+        times = [str(e["time"]) for e in self.events if e["update_id"] == update_id and e["time"]]
         if not times:
             raise ValueError(f"no events of update {update_id}")
         return min(times) if first else max(times)[:19]
