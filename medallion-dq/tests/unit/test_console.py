@@ -4,6 +4,7 @@ quiet mode, escapes), debugging through `logging`."""
 import ast
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -219,6 +220,10 @@ with console.opened(quiet="-q" in sys.argv):
         updates.debug("[validation] silver_orders: RUNNING")
         time.sleep(1.5)
         updates.info("[validation] silver_orders: COMPLETED")
+        updates.info("[job medallion] validate: SUCCESS")
+        updates.debug("[job medallion] quality_gate: RUNNING")
+        time.sleep(1.5)
+        updates.info("[job medallion] quality_gate: SUCCESS")
     console.result("job medallion: SUCCESS in 3.0 s")
 """
 
@@ -232,12 +237,17 @@ def test_a_terminal_shows_what_a_command_waits_for_live_on_stderr():
         "[validation] update u1: 4 pipeline files",
         "[validation] bronze_orders: COMPLETED",
         "[validation] silver_orders: COMPLETED",
+        "[job medallion] validate: SUCCESS",
+        "[job medallion] quality_gate: SUCCESS",
         "job medallion: SUCCESS in 3.0 s",
     ]
     raw = terminal.plain(seen.raw)
     assert "Spark (0 s): starting a Spark server: its JVM loads Spark and Delta" in raw
     assert "Spark (1 s): starting a Spark server: its JVM loads Spark and Delta" in raw
     assert "job medallion (1 s): update validation: 1 of 2 dataset(s) done; running silve" in raw
+    # The gate, a task without an update: its name, not the last update's datasets.
+    assert re.search(r"job medallion \(\d s\): running task quality_gate", raw), raw
+    assert "update job" not in raw
     assert "RUNNING" not in seen.stdout  # a running flow feeds the status, it is no line
     assert max(map(len, seen.drawn)) <= 80  # cut short, never wrapped
 
@@ -258,6 +268,7 @@ def test_in_ci_or_quiet_a_wait_is_a_plain_line_every_few_seconds(how):
     assert 2 <= len(waits) <= 4, done.stderr  # 1.5 s at most every 0.4 s
     assert "\x1b" not in done.stderr  # no colours, no cursor moves
     assert any("running silver_orders" in line for line in done.stderr.splitlines())
+    assert any("running task quality_gate" in line for line in done.stderr.splitlines())
     assert "RUNNING" not in done.stdout + done.stderr
 
 

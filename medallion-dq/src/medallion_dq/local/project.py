@@ -307,7 +307,10 @@ class LocalProject:
         pipelines_of_tasks = {t.key: t.pipeline_key for t in job.topological_order()}
         for task in job.topological_order():
             upstream, reasons = [done[d] for d in task.depends_on], []
-            if task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream):
+            skipped = task.run_if == "ALL_SUCCESS" and any(u.status != "SUCCESS" for u in upstream)
+            if not skipped:  # DEBUG: for the live status alone, no line of its own
+                updates.debug(f"[job {key}] {task.key}: RUNNING")
+            if skipped:
                 outcome = TaskResult(
                     task.key, task.kind, "SKIPPED", message="upstream task did not succeed"
                 )

@@ -474,6 +474,13 @@ class _Status:
             return
         if started := _UPDATE_START.match(message):
             self.pipeline, self.done, self.running = started["pipeline"], [], []
+        elif (task := _FLOW_STATE.match(message)) and task["pipeline"].startswith("job "):
+            # A job's task (`[job j] task: STATE`), not a pipeline's flow: a pipeline task's
+            # update lines follow its RUNNING; the gate's have none.
+            self.pipeline, self.done, self.running = "", [], []
+            running = task["state"] == "RUNNING"
+            self.detail = f"running task {task['flow']}" if running else ""
+            return
         elif flow := _FLOW_STATE.match(message):
             self.pipeline, name = flow["pipeline"], flow["flow"].split(".")[-1]
             if name in self.running:
