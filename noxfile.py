@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -410,15 +411,26 @@ def side_by_side(session: nox.Session) -> None:
         for name, sessions in lanes.items()
     }
     relays = [threading.Thread(target=relay, args=item) for item in processes.items()]
+
+    def cancel(*_: object) -> None:  # CI's cancel (SIGTERM) ends the lanes as Ctrl-C does
+        raise KeyboardInterrupt
+
+    before = signal.signal(signal.SIGTERM, cancel)
     try:
         for thread in relays:
             thread.start()
         for process in processes.values():
             process.wait()
-    finally:  # interrupted: no nox of ours goes on alone
+    finally:  # interrupted: each lane's nox stops its own session (SIGINT), none goes on alone
+        signal.signal(signal.SIGTERM, before)
         for process in processes.values():
             if process.poll() is None:
-                process.terminate()
+                process.send_signal(signal.SIGINT)
+        for process in processes.values():
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
                 process.wait()
         for thread in relays:
             thread.join()
