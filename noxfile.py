@@ -384,9 +384,9 @@ def cluster(session: nox.Session) -> None:
 @nox.session(venv_backend="none")
 def side_by_side(session: nox.Session) -> None:
     """`container` then `cluster` (the Docker backends), and beside them `generated` (the baked
-    project's own nox): alone, each used about one core of two (`container` 0.74), so side by
-    side they take about the time of the longer lane, 6 min 13 s against 8 min one after
-    another (benchmarks/ci.md). Each lane runs as a nox of its own; every line it prints
+    project's own nox): alone, each keeps about one core of two busy, so side by side they take
+    about the time of the longer lane (benchmarks/ci.md). Each lane runs as a nox of its own,
+    with nox's own options left at the noxfile's (`-R` is not passed on); every line it prints
     starts with its name. Arguments after `--` are other lanes, each a session or sessions
     joined by `+`."""
     default = ["container+cluster", "generated"]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from medallion_dq.text import short_name
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
@@ -53,8 +55,6 @@ class UpdateEvents:
 
     def completed(self, updates: str | Sequence[str]) -> set[str]:
         """Datasets (short names) whose flow reported COMPLETED in these updates."""
-        from medallion_dq.text import short_name
-
         return {
             short_name(e["dataset_name"] or e["flow_name"])
             for e in self._progress(updates)
