@@ -48,6 +48,12 @@ def short_name(name: str | None) -> str:
     return (name or "").replace("`", "").split(".")[-1]
 
 
+def word_name(text: str) -> str:
+    """`text` as a name of letters, digits and underscores, as a fix suggests one: each run of
+    other characters one underscore, none at either end ("bad name" -> "bad_name")."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+
+
 def relative_path(path: Path | str, root: Path) -> str:
     """`path` relative to `root` (both resolved, `/`-separated), or as given when it is outside."""
     try:

@@ -55,6 +55,7 @@ from medallion_dq.project.bundle.references import (
 from medallion_dq.project.bundle.report import Report
 from medallion_dq.project.bundle.schema import check_schemas
 from medallion_dq.project.config import BUNDLE_FILE
+from medallion_dq.text import word_name
 
 __all__ = ["Problem", "validate_bundle"]
 
@@ -582,7 +583,7 @@ def _check_catalog_schema(report: Report, raw: RawBundle) -> None:
                         f"give the variable a value under targets.{tname}.variables",
                     )
                 elif refused := _refused_by_unity_catalog(REFERENCE.sub("x", str(value))):
-                    suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", str(value)).strip("_")[:255]
+                    suggestion = word_name(str(value))[:255]
                     report.add(
                         "BND009",
                         file,

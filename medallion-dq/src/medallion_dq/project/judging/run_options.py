@@ -72,6 +72,7 @@ from medallion_dq.project.bundle.model import (
 )
 from medallion_dq.project.judging.engine import Engine
 from medallion_dq.project.manifest import FORMAT_KEY, Manifest
+from medallion_dq.text import word_name
 
 __all__ = [
     "DEFAULT_LANDING",
@@ -545,7 +546,7 @@ def _check_names(manifest: Manifest, keys: list[str]) -> list[Problem]:
                 else:
                     file = manifest.where[pipeline.source_file]
                     path, how = f"resources.pipelines.{key}.{field}", f"{field}: "
-                suggestion = re.sub(r"[^A-Za-z0-9_]+", "_", value).strip("_")
+                suggestion = word_name(value)
                 example = f", e.g. {how}{suggestion}" if _valid_name(suggestion) else ""
                 fix = f"{_FIX_NAME}{example}"
                 where = ("RUN006", file, path, value)
